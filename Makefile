@@ -1,0 +1,65 @@
+# memkit: every command a newcomer or CI needs. Each target creates .venv on first use.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+# aws-sam-cli pins its own boto3/pydantic ranges, so it lives in a venv of its own.
+SAM_VENV := .tools/sam
+SAM := $(SAM_VENV)/bin/sam
+PORT ?= 8000
+export AWS_DEFAULT_REGION ?= us-east-1
+export AWS_ACCOUNT_ID_ENDPOINT_MODE := disabled
+export PYDANTIC_DISABLE_PLUGINS := __all__
+
+.PHONY: serve test lint typecheck template unit integration bench build deploy clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+$(SAM): | $(STAMP)
+	$(PYTHON) -m venv $(SAM_VENV)
+	$(SAM_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(SAM_VENV)/bin/python -m pip install --quiet "aws-sam-cli>=1.120,<2"
+
+## serve: run the local stack (API + DynamoDB on moto) on http://127.0.0.1:$(PORT)
+serve: $(STAMP)
+	$(BIN)/memkit serve --port $(PORT)
+
+## test: lint, type checks, template checks and the whole test suite
+test: lint typecheck template
+	$(BIN)/python -m pytest --cov --cov-report=term:skip-covered; rc=$$?; \
+	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 1; fi; exit $$rc
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+template: $(STAMP) $(SAM)
+	$(BIN)/cfn-lint template.yaml
+	$(SAM) validate --lint --template-file template.yaml
+
+unit: $(STAMP)
+	$(BIN)/python -m pytest tests/unit
+
+integration: $(STAMP)
+	$(BIN)/python -m pytest tests/integration
+
+## bench: every benchmark under bench/, each printing its figures
+bench: $(STAMP)
+	$(BIN)/python -m bench
+
+## build: sam build (needs python3.12 on PATH; see README)
+build: $(SAM)
+	$(SAM) build
+
+deploy: build
+	$(SAM) deploy
+
+clean:
+	rm -rf $(VENV) .tools .aws-sam .pytest_cache .mypy_cache .ruff_cache .coverage

@@ -1,0 +1,1 @@
+"""The HTTP edge: Powertools resolver, routers, error mapping, the Lambda handler."""

@@ -1,0 +1,74 @@
+"""The resolver: routers, OpenAPI and Swagger UI, and the one mapping from errors to HTTP."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
+from aws_lambda_powertools.event_handler.exceptions import NotFoundError
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+
+from memkit import __version__
+from memkit.api.responses import error_response
+from memkit.api.routes import health, profiles, scratchpad, tools
+from memkit.errors import FieldProblem, MemkitError
+from memkit.observability import logger
+
+TITLE = "memkit"
+ROUTERS = (health.router, profiles.router, scratchpad.router, tools.router)
+
+
+def _field(loc: tuple[Any, ...]) -> str:
+    # Powertools reports ("body", "content") or ("query", "namespace"): name the field.
+    parts = [str(p) for p in loc]
+    if parts and parts[0] in {"body", "query", "path", "header"}:
+        parts = parts[1:]
+    return ".".join(parts) or "body"
+
+
+def build_app() -> APIGatewayHttpResolver:
+    """A resolver with every route of memkit's HTTP API (one per execution environment)."""
+    app = APIGatewayHttpResolver(enable_validation=True)
+    for router in ROUTERS:
+        app.include_router(router)
+
+    @app.get("/v1/openapi.json", include_in_schema=False)
+    def openapi_document() -> Response[str]:
+        return Response(
+            status_code=200,
+            content_type="application/json",
+            body=app.get_openapi_json_schema(title=TITLE, version=__version__),
+        )
+
+    app.enable_swagger(path="/v1/docs", title=TITLE, version=__version__)
+
+    @app.exception_handler(MemkitError)
+    def domain_error(exc: MemkitError) -> Response[str]:
+        if exc.status >= 500:
+            logger.error("request failed", extra={"code": exc.code, "reason": exc.detail})
+            return error_response(exc.status, exc.code, "the service is not available")
+        logger.info("request refused", extra={"code": exc.code, "status": exc.status})
+        return error_response(exc.status, exc.code, exc.detail, exc.errors)
+
+    @app.exception_handler(RequestValidationError)
+    def invalid_request(exc: RequestValidationError) -> Response[str]:
+        problems = [FieldProblem(_field(tuple(e.get("loc", ()))), e["msg"]) for e in exc.errors()]
+        json_invalid = any(e.get("type") == "json_invalid" for e in exc.errors())
+        if json_invalid:
+            return error_response(400, "bad_request", "the body is not valid JSON", problems)
+        return error_response(422, "validation_error", "the request is not valid", problems)
+
+    @app.not_found
+    def not_found(exc: NotFoundError) -> Response[str]:
+        return error_response(404, "not_found", "no such route")
+
+    @app.exception_handler(Exception)
+    def unexpected(exc: Exception) -> Response[str]:
+        # The type only: an exception's text may quote stored content.
+        logger.error("unhandled error", extra={"error_type": type(exc).__name__})
+        return error_response(500, "internal_error", "internal error")
+
+    return app
+
+
+app = build_app()

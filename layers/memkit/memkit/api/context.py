@@ -1,0 +1,76 @@
+"""What a route needs besides its parameters: services, and who the caller is."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from functools import lru_cache
+from pydantic import ValidationError
+
+from memkit.config import ENV_PREFIX, ApiSettings, api_settings
+from memkit.errors import FieldProblem, Misconfigured, ValidationFailed
+from memkit.models.domain import DEFAULT_NAMESPACE, Owner
+from memkit.service.profiles import ProfileService
+from memkit.service.scratchpad import ScratchpadService
+from memkit.store.protocol import Store
+
+
+@dataclass(frozen=True)
+class Services:
+    """Everything the routes call, built once per execution environment."""
+
+    settings: ApiSettings
+    profiles: ProfileService
+    scratchpads: ScratchpadService
+
+    @classmethod
+    def over(cls, store: Store, settings: ApiSettings) -> Services:
+        return cls(
+            settings=settings,
+            profiles=ProfileService(store),
+            scratchpads=ScratchpadService(store, max_attempts=settings.merge_max_attempts),
+        )
+
+    def owner(
+        self,
+        namespace: str | None,
+        user_id: str | None,
+        body_namespace: str | None = None,
+        body_user_id: str | None = None,
+    ) -> Owner:
+        """The caller's scope. With auth off (this issue) the tenant is the configured default."""
+        return Owner(
+            tenant=self.settings.default_tenant,
+            namespace=_one("namespace", namespace, body_namespace) or DEFAULT_NAMESPACE,
+            user_id=_one("user_id", user_id, body_user_id),
+        )
+
+
+def _one(field: str, query: str | None, body: str | None) -> str | None:
+    if query is not None and body is not None and query != body:
+        raise ValidationFailed(
+            f"{field} differs between query and body", [FieldProblem(field, "query and body differ")]
+        )
+    return query if query is not None else body
+
+
+@lru_cache(maxsize=1)
+def production_services() -> Services:
+    """Services over DynamoDB, from the environment (first request, not import)."""
+    from memkit.store.dynamodb import DynamoStore
+
+    try:
+        settings = api_settings()
+    except ValidationError as exc:
+        names = sorted({f"{ENV_PREFIX}{str(e['loc'][0]).upper()}" for e in exc.errors() if e["loc"]})
+        raise Misconfigured(f"invalid or missing settings: {', '.join(names)}") from exc
+    return Services.over(DynamoStore(settings), settings)
+
+
+def services_of(router: Any) -> Services:
+    """The Services for this request, built on first use (a health check builds none)."""
+    factory = router.context.get("services")
+    assert callable(factory), "lambda_handler must append a services factory to the context"
+    services = factory()
+    assert isinstance(services, Services)
+    return services

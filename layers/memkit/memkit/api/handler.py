@@ -1,0 +1,32 @@
+"""The API function's entry point: decorators plus `app.resolve`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from memkit.api.app import app
+from memkit.api.context import Services, production_services
+from memkit.observability import logger, metrics
+
+Handler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
+
+
+def make_lambda_handler(services: Callable[[], Services] = production_services) -> Handler:
+    """The Lambda handler over `services` (production: DynamoDB from the environment)."""
+
+    @logger.inject_lambda_context(
+        correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True
+    )
+    @metrics.log_metrics
+    def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+        app.append_context(services=services)
+        return app.resolve(event, context)
+
+    return lambda_handler
+
+
+lambda_handler = make_lambda_handler()

@@ -1,0 +1,62 @@
+"""/v1/profiles: how scratchpads behave (scope, format, template or schema, limits)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Body, Query
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+
+from memkit.api.context import services_of
+from memkit.api.params import IfMatch, NamespaceQuery, ProfileNamePath
+from memkit.api.responses import profile_response, profile_view
+from memkit.models.api import ProfileList, ProfileView, Status
+from memkit.models.domain import ProfileSpec
+
+router = APIGatewayHttpRouter()
+TAGS = ["profiles"]
+
+
+@router.put("/v1/profiles/<name>", tags=TAGS, summary="Create or replace a profile")
+def put_profile(
+    name: ProfileNamePath,
+    spec: Annotated[ProfileSpec, Body()],
+    namespace: NamespaceQuery = None,
+    if_match: IfMatch = None,
+) -> Response[ProfileView]:
+    services = services_of(router)
+    owner = services.owner(namespace, None)
+    profile = services.profiles.put(owner.tenant, owner.namespace, name, spec, if_match)
+    return profile_response(profile)
+
+
+@router.get("/v1/profiles/<name>", tags=TAGS, summary="Read a profile")
+def get_profile(name: ProfileNamePath, namespace: NamespaceQuery = None) -> Response[ProfileView]:
+    services = services_of(router)
+    owner = services.owner(namespace, None)
+    return profile_response(services.profiles.get(owner.tenant, owner.namespace, name))
+
+
+@router.get("/v1/profiles", tags=TAGS, summary="List the profiles of a namespace")
+def list_profiles(
+    namespace: NamespaceQuery = None,
+    limit: Annotated[int, Query(ge=1, le=100)] = 50,
+    cursor: Annotated[str | None, Query(max_length=2048)] = None,
+) -> ProfileList:
+    services = services_of(router)
+    owner = services.owner(namespace, None)
+    page = services.profiles.list(owner.tenant, owner.namespace, limit, cursor)
+    return ProfileList(
+        profiles=[profile_view(p) for p in page.profiles], next_cursor=page.next_cursor
+    )
+
+
+@router.delete("/v1/profiles/<name>", tags=TAGS, summary="Delete a profile")
+def delete_profile(
+    name: ProfileNamePath, namespace: NamespaceQuery = None, if_match: IfMatch = None
+) -> Status:
+    services = services_of(router)
+    owner = services.owner(namespace, None)
+    services.profiles.delete(owner.tenant, owner.namespace, name, if_match)
+    return Status()

@@ -1,0 +1,48 @@
+"""Agent integration: tool definitions for model APIs, and running the calls models make."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler.openapi.params import Body, Query
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+
+from memkit.api.context import services_of
+from memkit.api.params import NamespaceQuery, ProfileQuery, SessionIdQuery, UserIdQuery
+from memkit.errors import FieldProblem, ValidationFailed
+from memkit.models.api import ToolCall, ToolResult, ToolsView
+from memkit.models.domain import PadRef
+from memkit.scratchpad.tools import ToolFormat
+
+router = APIGatewayHttpRouter()
+TAGS = ["agent tools"]
+
+
+@router.get("/v1/tools", tags=TAGS, summary="Tool definitions for openai, anthropic or bedrock")
+def list_tools(
+    format: Annotated[ToolFormat, Query()] = ToolFormat.OPENAI,  # noqa: A002 (API.md's name)
+    session_id: SessionIdQuery = None,
+    user_id: UserIdQuery = None,
+    namespace: NamespaceQuery = None,
+    profile: ProfileQuery = None,
+) -> ToolsView:
+    services = services_of(router)
+    ref = PadRef(owner=services.owner(namespace, user_id), session_id=session_id, profile=profile)
+    return ToolsView(format=format.value, tools=services.scratchpads.tool_definitions(ref, format))
+
+
+@router.post("/v1/tools/call", tags=TAGS, summary="Run a tool call a model made")
+def call_tool(call: Annotated[ToolCall, Body()]) -> ToolResult:
+    services = services_of(router)
+    if call.session_id is None and call.user_id is None:
+        raise ValidationFailed(
+            "session_id or user_id is required",
+            [FieldProblem("session_id", "name the session (or the user) the tool acts on")],
+        )
+    ref = PadRef(
+        owner=services.owner(call.namespace, call.user_id),
+        session_id=call.session_id,
+        profile=call.profile,
+    )
+    outcome = services.scratchpads.call_tool(ref, call.name, call.arguments)
+    return ToolResult(**outcome)

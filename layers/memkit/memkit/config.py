@@ -1,0 +1,59 @@
+"""Settings: one pydantic model per function, read from the environment on first use.
+
+Never read at import time (a cold start must not fail on a missing variable before the
+handler can report it), never `os.environ[...]` in logic.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ENV_PREFIX = "MEMKIT_"
+
+
+def _from_env(model: type[BaseModel], environ: dict[str, str] | None = None) -> dict[str, Any]:
+    """The model's fields found in the environment as MEMKIT_<FIELD_NAME>."""
+    env = os.environ if environ is None else environ
+    values: dict[str, Any] = {}
+    for name in model.model_fields:
+        raw = env.get(f"{ENV_PREFIX}{name.upper()}")
+        if raw is not None and raw != "":
+            values[name] = raw
+    return values
+
+
+class StoreSettings(BaseModel):
+    """Where the DynamoDB table is."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    table_name: str = Field(min_length=3, max_length=255)
+    region: str = Field(default_factory=lambda: os.environ.get("AWS_REGION", "us-east-1"))
+    # A DynamoDB-compatible endpoint (the local stack's moto, DynamoDB Local); None = AWS.
+    dynamodb_endpoint: str | None = None
+    connect_timeout_seconds: float = Field(default=2.0, gt=0)
+    read_timeout_seconds: float = Field(default=5.0, gt=0)
+    max_retry_attempts: int = Field(default=3, ge=0, le=10)
+
+
+class ApiSettings(StoreSettings):
+    """The API function's settings (MEMKIT_* environment variables)."""
+
+    # With auth off (the local stack's default) every request belongs to this tenant.
+    default_tenant: str = Field(default="default", min_length=1, max_length=128)
+    # Optimistic-concurrency retries for a PATCH that loses the race to another writer.
+    merge_max_attempts: int = Field(default=25, ge=1, le=100)
+
+    @classmethod
+    def from_env(cls, environ: dict[str, str] | None = None) -> ApiSettings:
+        return cls.model_validate(_from_env(cls, environ))
+
+
+@lru_cache(maxsize=1)
+def api_settings() -> ApiSettings:
+    """The API settings, validated once per process (first use, not import)."""
+    return ApiSettings.from_env()

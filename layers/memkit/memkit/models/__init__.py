@@ -1,0 +1,1 @@
+"""Pydantic models: the domain (`domain`) and the HTTP contract (`api`)."""

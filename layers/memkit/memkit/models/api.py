@@ -1,0 +1,113 @@
+"""HTTP bodies of API.md. Built from domain objects explicitly, never from DynamoDB items."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memkit.models.domain import ArrayMerge, PadFormat, Scope
+
+
+class FieldError(BaseModel):
+    field: str
+    reason: str
+
+
+class ErrorBody(BaseModel):
+    """The one error body: a human message, a machine code, field problems on 422."""
+
+    detail: str
+    code: str
+    errors: list[FieldError] = Field(default_factory=list)
+
+
+class Health(BaseModel):
+    now: int = Field(description="server time, epoch milliseconds")
+
+
+class Status(BaseModel):
+    status: str = "ok"
+
+
+class ProfileView(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
+    name: str
+    scope: Scope
+    format: PadFormat
+    template: str | None
+    json_schema: dict[str, Any] | None = Field(alias="schema")
+    array_merge: ArrayMerge
+    read_only: bool
+    max_tokens: int
+    version: int
+    updated_at: str | None
+    builtin: bool = Field(description="true for the built-in default (never stored)")
+
+
+class ProfileList(BaseModel):
+    profiles: list[ProfileView]
+    next_cursor: str | None = None
+
+
+class ScratchpadWrite(BaseModel):
+    """PUT (replace) or PATCH (merge) body. Scoping may also come in the body."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    content: str | dict[str, Any] | None = Field(
+        description="text for markdown/text scratchpads, an object for json ones"
+    )
+    namespace: str | None = Field(default=None, min_length=1, max_length=256)
+    user_id: str | None = Field(default=None, min_length=1, max_length=256)
+
+
+class ScratchpadView(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
+    session_id: str | None
+    user_id: str | None
+    namespace: str
+    profile: str
+    scope: Scope
+    format: PadFormat
+    content: str | dict[str, Any] | None
+    version: int
+    template: str | None
+    json_schema: dict[str, Any] | None = Field(alias="schema")
+    read_only: bool
+    tokens: int = Field(description="estimated tokens of the content")
+    max_tokens: int
+    updated_at: str | None
+    problems: list[FieldError] = Field(
+        default_factory=list,
+        description="where stored content no longer fits a changed profile (empty when valid)",
+    )
+
+
+class PromptView(BaseModel):
+    prompt: str
+
+
+class ToolsView(BaseModel):
+    format: str
+    tools: list[dict[str, Any]]
+
+
+class ToolCall(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=128)
+    arguments: dict[str, Any] | str | None = None
+    session_id: str | None = Field(default=None, min_length=1, max_length=256)
+    user_id: str | None = Field(default=None, min_length=1, max_length=256)
+    namespace: str | None = Field(default=None, min_length=1, max_length=256)
+    profile: str | None = Field(default=None, min_length=1, max_length=64)
+
+
+class ToolResult(BaseModel):
+    """`result` on success, or `error` the model can read (status 200 either way)."""
+
+    result: Any = None
+    error: str | None = None

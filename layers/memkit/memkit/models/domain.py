@@ -1,0 +1,135 @@
+"""Domain models: what the service works with. Never DynamoDB items, never HTTP bodies."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from memkit.errors import FieldProblem, ValidationFailed
+
+JsonObject = dict[str, Any]
+# Scratchpad content: text for markdown/text, an object for json, None when empty.
+Content = str | JsonObject | None
+
+DEFAULT_PROFILE = "default"
+DEFAULT_NAMESPACE = "default"
+MAX_TOKENS_LIMIT = 64_000
+
+
+class Scope(StrEnum):
+    SESSION = "session"
+    USER = "user"
+
+
+class PadFormat(StrEnum):
+    MARKDOWN = "markdown"
+    JSON = "json"
+    TEXT = "text"
+
+
+class ArrayMerge(StrEnum):
+    UNION = "union"
+    REPLACE = "replace"
+
+
+class ProfileSpec(BaseModel):
+    """How a scratchpad behaves. Template and schema are exclusive; a schema implies json."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+    scope: Scope = Scope.SESSION
+    format: PadFormat | None = Field(
+        default=None, description="markdown, json or text; json when a schema is given"
+    )
+    template: str | None = Field(default=None, max_length=20_000)
+    json_schema: JsonObject | None = Field(
+        default=None, alias="schema", description="A JSON Schema the content must satisfy"
+    )
+    array_merge: ArrayMerge = ArrayMerge.UNION
+    read_only: bool = False
+    max_tokens: int = Field(default=4_000, ge=1, le=MAX_TOKENS_LIMIT)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ProfileSpec:
+        problems: list[FieldProblem] = []
+        if self.template is not None and self.json_schema is not None:
+            problems.append(FieldProblem("template", "template and schema are mutually exclusive"))
+        if self.json_schema is not None and self.format not in (None, PadFormat.JSON):
+            problems.append(FieldProblem("format", "a schema implies format json"))
+        if self.template is not None and self.format == PadFormat.JSON:
+            problems.append(FieldProblem("template", "a template needs format markdown or text"))
+        if problems:
+            raise ValidationFailed("invalid profile", problems)
+        if self.format is None:
+            resolved = PadFormat.JSON if self.json_schema is not None else (
+                PadFormat.MARKDOWN if self.template is not None else PadFormat.TEXT
+            )
+            object.__setattr__(self, "format", resolved)
+        return self
+
+    @property
+    def pad_format(self) -> PadFormat:
+        assert self.format is not None  # resolved by the validator
+        return self.format
+
+
+class Profile(ProfileSpec):
+    """A named, stored profile (or the built-in default)."""
+
+    name: str
+    version: int = 0
+    updated_at: str | None = None
+    builtin: bool = False
+
+
+def builtin_default_profile() -> Profile:
+    """The profile used when `default` was never configured: session scope, free text."""
+    return Profile(name=DEFAULT_PROFILE, builtin=True)
+
+
+@dataclass(frozen=True)
+class Owner:
+    """Who a request acts for: the tenant (from auth), the namespace and the user."""
+
+    tenant: str
+    namespace: str = DEFAULT_NAMESPACE
+    user_id: str | None = None
+
+
+@dataclass(frozen=True)
+class PadRef:
+    """Which scratchpad a request names: by session (any scope) or by user (user scope)."""
+
+    owner: Owner
+    session_id: str | None = None
+    # The profile asked for; None = the session's profile, else the default.
+    profile: str | None = None
+
+
+@dataclass(frozen=True)
+class SessionStub:
+    """What the scratchpad needs of a session: who owns it and which profile it uses."""
+
+    session_id: str
+    namespace: str
+    user_id: str | None
+    profile: str | None
+    expires_at: int | None = None
+    version: int = 0
+
+
+@dataclass(frozen=True)
+class Scratchpad:
+    """Stored scratchpad content with its version (0 = never written)."""
+
+    profile: str
+    scope: Scope
+    format: PadFormat
+    content: Content
+    version: int = 0
+    created_at: str | None = None
+    updated_at: str | None = None
+    expires_at: int | None = None

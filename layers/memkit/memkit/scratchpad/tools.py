@@ -1,0 +1,172 @@
+"""Tool definitions for agents (OpenAI, Anthropic, Bedrock Converse) and tool-call parsing."""
+
+from __future__ import annotations
+
+import copy
+import json
+from enum import StrEnum
+from typing import Any
+
+from memkit.models.domain import PadFormat, Profile
+
+
+class ToolFormat(StrEnum):
+    OPENAI = "openai"
+    ANTHROPIC = "anthropic"
+    BEDROCK = "bedrock"
+
+
+class ToolName(StrEnum):
+    GET = "get_working_memory"
+    UPDATE = "update_working_memory"
+    CLEAR = "clear_working_memory"
+
+
+# Names other frameworks' models emit for the same tools.
+ALIASES: dict[str, ToolName] = {
+    "get_working_memory": ToolName.GET,
+    "update_working_memory": ToolName.UPDATE,
+    "clear_working_memory": ToolName.CLEAR,
+    "updateWorkingMemory": ToolName.UPDATE,  # Mastra, Noetic's legacy name
+    "working-memory/update": ToolName.UPDATE,  # Noetic
+    "working-memory/get": ToolName.GET,
+    "working-memory/clear": ToolName.CLEAR,
+}
+
+
+def partial_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema as a merge patch: nothing required, and any property may be null."""
+    patched = copy.deepcopy(schema)
+
+    def relax(node: Any) -> None:
+        if isinstance(node, dict):
+            node.pop("required", None)
+            properties = node.get("properties")
+            if isinstance(properties, dict):
+                for name, sub in list(properties.items()):
+                    relax(sub)
+                    if isinstance(sub, dict):
+                        properties[name] = {"anyOf": [sub, {"type": "null"}]}
+            for key in ("items", "additionalProperties"):
+                relax(node.get(key))
+            for key in ("$defs", "definitions"):
+                for sub in (node.get(key) or {}).values():
+                    relax(sub)
+
+    relax(patched)
+    patched.pop("$schema", None)
+    return patched
+
+
+def _content_parameter(profile: Profile) -> dict[str, Any]:
+    if profile.pad_format is PadFormat.JSON:
+        if profile.json_schema is not None:
+            content = partial_schema(profile.json_schema)
+        else:
+            content = {"type": "object"}
+        content["description"] = (
+            "merge: only the fields that changed (null removes a field); replace: the whole object"
+        )
+        return content
+    description = "merge: text to append; replace: the whole new content"
+    if profile.template:
+        description += ". Keep this template's structure:\n" + profile.template
+    return {"type": "string", "description": description}
+
+
+def tool_schemas(profile: Profile) -> list[tuple[str, str, dict[str, Any]]]:
+    """(name, description, JSON Schema of the arguments) for each scratchpad tool."""
+    no_args: dict[str, Any] = {"type": "object", "properties": {}}
+    update: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "content": _content_parameter(profile),
+            "mode": {
+                "type": "string",
+                "enum": ["merge", "replace"],
+                "default": "merge",
+                "description": "merge into the scratchpad (default) or replace it",
+            },
+        },
+        "required": ["content"],
+    }
+    tools = [
+        (ToolName.GET.value, "Read the working memory (scratchpad) of this conversation.", no_args),
+        (
+            ToolName.UPDATE.value,
+            "Save facts, preferences or state in the working memory for later turns.",
+            update,
+        ),
+        (ToolName.CLEAR.value, "Erase the working memory.", no_args),
+    ]
+    if profile.read_only:
+        return tools[:1]
+    return tools
+
+
+def render_tools(profile: Profile, tool_format: ToolFormat) -> list[dict[str, Any]]:
+    """The tool definitions in the wire format of one model API."""
+    rendered: list[dict[str, Any]] = []
+    for name, description, parameters in tool_schemas(profile):
+        if tool_format is ToolFormat.OPENAI:
+            rendered.append(
+                {
+                    "type": "function",
+                    "function": {"name": name, "description": description, "parameters": parameters},
+                }
+            )
+        elif tool_format is ToolFormat.ANTHROPIC:
+            rendered.append({"name": name, "description": description, "input_schema": parameters})
+        else:
+            rendered.append(
+                {
+                    "toolSpec": {
+                        "name": name,
+                        "description": description,
+                        "inputSchema": {"json": parameters},
+                    }
+                }
+            )
+    return rendered
+
+
+class ToolArgumentError(ValueError):
+    """Arguments a model sent that cannot be used; the message is for the model to read."""
+
+
+def parse_arguments(arguments: Any) -> dict[str, Any]:
+    """Arguments as an object: models send an object, or (OpenAI) a JSON string of one."""
+    if arguments is None or arguments == "":
+        return {}
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except json.JSONDecodeError as exc:
+            raise ToolArgumentError(f"arguments are not valid JSON: {exc.msg}") from exc
+    if not isinstance(arguments, dict):
+        raise ToolArgumentError("arguments must be a JSON object")
+    return arguments
+
+
+def update_arguments(arguments: dict[str, Any], profile: Profile) -> tuple[Any, str]:
+    """(content, mode) of an update call; `memory` is accepted for Mastra and Noetic."""
+    if "content" in arguments:
+        content = arguments["content"]
+    elif "memory" in arguments:
+        content = arguments["memory"]
+    else:
+        raise ToolArgumentError('missing argument "content"')
+    # Mastra and Noetic send `memory` with no mode: markdown replaces, schema objects merge.
+    default_mode = "merge"
+    if "content" not in arguments and profile.pad_format is not PadFormat.JSON:
+        default_mode = "replace"
+    mode = arguments.get("mode", default_mode)
+    if mode not in ("merge", "replace"):
+        raise ToolArgumentError('mode must be "merge" or "replace"')
+    if profile.pad_format is PadFormat.JSON and isinstance(content, str):
+        # Some models send the object as a JSON string.
+        try:
+            content = json.loads(content)
+        except json.JSONDecodeError as exc:
+            raise ToolArgumentError("content must be a JSON object for this scratchpad") from exc
+    return content, mode

@@ -1,0 +1,1 @@
+"""Business logic: plain classes over domain models, storage passed in."""

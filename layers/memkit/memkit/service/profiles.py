@@ -1,0 +1,52 @@
+"""Profiles: how scratchpads behave, stored per tenant and namespace."""
+
+from __future__ import annotations
+
+from memkit.errors import NotFound, ValidationFailed, VersionConflict
+from memkit.models.domain import DEFAULT_PROFILE, Profile, ProfileSpec, builtin_default_profile
+from memkit.scratchpad.schema import schema_problems
+from memkit.store.protocol import ProfilePage, Store
+
+
+def _expected(if_match: str | None) -> int | None:
+    if if_match is None:
+        return None
+    tag = if_match.strip().removeprefix("W/").strip('"')
+    if not tag.isdigit():
+        raise VersionConflict(f"If-Match {if_match!r} is not a version of this profile")
+    return int(tag)
+
+
+class ProfileService:
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def put(
+        self, tenant: str, namespace: str, name: str, spec: ProfileSpec, if_match: str | None
+    ) -> Profile:
+        """Create or replace a profile; its JSON Schema must itself be valid."""
+        if spec.json_schema is not None:
+            problems = schema_problems(spec.json_schema)
+            if problems:
+                raise ValidationFailed("schema is not a valid JSON Schema", problems)
+        return self._store.put_profile(tenant, namespace, name, spec, _expected(if_match))
+
+    def get(self, tenant: str, namespace: str, name: str) -> Profile:
+        profile = self._store.get_profile(tenant, namespace, name)
+        if profile is not None:
+            return profile
+        if name == DEFAULT_PROFILE:
+            return builtin_default_profile()
+        raise NotFound(f"profile {name!r} does not exist")
+
+    def list(self, tenant: str, namespace: str, limit: int, cursor: str | None) -> ProfilePage:
+        page = self._store.list_profiles(tenant, namespace, limit, cursor)
+        if cursor is None and all(p.name != DEFAULT_PROFILE for p in page.profiles):
+            # The built-in default applies until one is stored: show it.
+            return ProfilePage([builtin_default_profile(), *page.profiles], page.next_cursor)
+        return page
+
+    def delete(self, tenant: str, namespace: str, name: str, if_match: str | None) -> None:
+        """Delete a profile (the default reverts to the built-in one)."""
+        if not self._store.delete_profile(tenant, namespace, name, _expected(if_match)):
+            raise NotFound(f"profile {name!r} does not exist")

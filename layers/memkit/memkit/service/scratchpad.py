@@ -1,0 +1,241 @@
+"""The scratchpad service: read, replace, merge, clear, render, and agent tool calls."""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from memkit.errors import (
+    FieldProblem,
+    Forbidden,
+    MemkitError,
+    NotFound,
+    SchemaViolation,
+    TooLarge,
+    ValidationFailed,
+    VersionConflict,
+)
+from memkit.models.domain import (
+    DEFAULT_PROFILE,
+    Content,
+    PadFormat,
+    PadRef,
+    Profile,
+    builtin_default_profile,
+)
+from memkit.observability import metrics
+from memkit.scratchpad import tools
+from memkit.scratchpad.merge import merge_content, replacement_content, sanitize
+from memkit.scratchpad.prompt import render_prompt
+from memkit.scratchpad.schema import content_problems
+from memkit.store.protocol import PadState, Store
+from memkit.tokens import content_tokens
+
+# A DynamoDB item holds 400 KB; leave room for keys and attributes.
+MAX_CONTENT_BYTES = 350_000
+BACKOFF_BASE_SECONDS = 0.005
+BACKOFF_CAP_SECONDS = 0.1
+
+
+@dataclass(frozen=True)
+class ScratchpadResult:
+    """What a client sees of a scratchpad (content, governing profile, problems)."""
+
+    state: PadState
+    content: Content
+    version: int
+    updated_at: str | None
+    problems: list[FieldProblem] = field(default_factory=list)
+
+    @property
+    def profile(self) -> Profile:
+        return self.state.profile
+
+    @property
+    def tokens(self) -> int:
+        return content_tokens(self.content)
+
+
+def version_matches(if_match: str | None, version: int) -> bool:
+    """RFC 9110 If-Match against our version ETag ("3", 3, W/"3" or *)."""
+    if if_match is None:
+        return True
+    for candidate in if_match.split(","):
+        tag = candidate.strip().removeprefix("W/").strip('"')
+        if tag == "*" and version > 0:
+            return True
+        if tag == str(version):
+            return True
+    return False
+
+
+def _check_type(content: Content, pad_format: PadFormat) -> None:
+    if pad_format is PadFormat.JSON:
+        if not isinstance(content, dict):
+            raise ValidationFailed(
+                "content must be a JSON object",
+                [FieldProblem("content", "must be a JSON object for a json scratchpad")],
+            )
+    elif not isinstance(content, str):
+        raise ValidationFailed(
+            "content must be a string",
+            [FieldProblem("content", f"must be a string for a {pad_format.value} scratchpad")],
+        )
+
+
+class ScratchpadService:
+    """Scratchpad operations over a Store. Writes are optimistic: read, change, conditional put."""
+
+    def __init__(
+        self,
+        store: Store,
+        max_attempts: int = 25,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._store = store
+        self._max_attempts = max_attempts
+        self._sleep = sleep
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def get(self, ref: PadRef) -> ScratchpadResult:
+        state = self._store.read_pad(ref)
+        problems: list[FieldProblem] = []
+        if state.content is not None:
+            problems = self._problems(state.content, state.profile)
+        updated_at = state.pad.updated_at if state.pad else None
+        return ScratchpadResult(state, state.content, state.version, updated_at, problems)
+
+    def prompt(self, ref: PadRef) -> str:
+        state = self._store.read_pad(ref)
+        return render_prompt(state.content, state.profile)
+
+    # -- writes ------------------------------------------------------------------------------
+
+    def replace(self, ref: PadRef, content: Content, if_match: str | None) -> ScratchpadResult:
+        return self._write(ref, lambda state: _replaced(state, content), if_match)
+
+    def patch(self, ref: PadRef, content: Content, if_match: str | None) -> ScratchpadResult:
+        return self._write(ref, lambda state: _patched(state, content), if_match)
+
+    def clear(self, ref: PadRef, if_match: str | None) -> ScratchpadResult:
+        return self._write(ref, lambda _state: None, if_match)
+
+    def _write(
+        self, ref: PadRef, change: Callable[[PadState], Content], if_match: str | None
+    ) -> ScratchpadResult:
+        for attempt in range(self._max_attempts):
+            state = self._store.read_pad(ref)
+            if state.profile.read_only:
+                raise Forbidden(f"profile {state.profile.name!r} is read-only")
+            if not version_matches(if_match, state.version):
+                raise VersionConflict(
+                    f"the scratchpad is at version {state.version}, not {if_match}"
+                )
+            content = change(state)
+            self._check(content, state.profile)
+            try:
+                pad = self._store.write_pad(state, content)
+            except VersionConflict:
+                if if_match is not None:
+                    raise
+                metrics.add_metric(name="ScratchpadWriteRetries", unit="Count", value=1)
+                cap = min(BACKOFF_CAP_SECONDS, BACKOFF_BASE_SECONDS * 2**attempt)
+                self._sleep(random.uniform(0, cap))  # noqa: S311 (jitter, not crypto)
+                continue
+            metrics.add_metric(name="ScratchpadWrites", unit="Count", value=1)
+            return ScratchpadResult(state, pad.content, pad.version, pad.updated_at)
+        raise VersionConflict(
+            f"the scratchpad kept changing under {self._max_attempts} attempts; retry later"
+        )
+
+    def _check(self, content: Content, profile: Profile) -> None:
+        if content is None:
+            return
+        size = len(json.dumps(content, ensure_ascii=False).encode())
+        if size > MAX_CONTENT_BYTES:
+            raise TooLarge(
+                f"content is {size} bytes; the limit is {MAX_CONTENT_BYTES}",
+                [FieldProblem("content", "too large")],
+            )
+        used = content_tokens(content)
+        if used > profile.max_tokens:
+            raise TooLarge(
+                f"content is about {used} tokens; profile {profile.name!r} allows "
+                f"{profile.max_tokens}",
+                [FieldProblem("content", f"over max_tokens ({used} > {profile.max_tokens})")],
+            )
+        problems = self._problems(content, profile)
+        if problems:
+            raise SchemaViolation("content does not match the profile's schema", problems)
+
+    @staticmethod
+    def _problems(content: Content, profile: Profile) -> list[FieldProblem]:
+        if profile.pad_format is PadFormat.JSON and not isinstance(content, dict):
+            return [FieldProblem("content", "stored content is not an object (format changed)")]
+        if profile.pad_format is not PadFormat.JSON and not isinstance(content, str):
+            return [FieldProblem("content", "stored content is not text (format changed)")]
+        if profile.json_schema is None:
+            return []
+        return content_problems(profile.json_schema, content)
+
+    # -- agent tools -------------------------------------------------------------------------
+
+    def tool_definitions(self, ref: PadRef, tool_format: tools.ToolFormat) -> list[dict[str, Any]]:
+        """Definitions typed by the profile: the session's, else the one named, else default."""
+        if ref.session_id is not None:
+            profile = self._store.read_pad(ref).profile
+        else:
+            name = ref.profile or DEFAULT_PROFILE
+            found = self._store.get_profile(ref.owner.tenant, ref.owner.namespace, name)
+            if found is None and name != DEFAULT_PROFILE:
+                raise NotFound(f"profile {name!r} does not exist")
+            profile = found or builtin_default_profile()
+        return tools.render_tools(profile, tool_format)
+
+    def call_tool(self, ref: PadRef, name: str, arguments: Any) -> dict[str, Any]:
+        """Run a tool call; failures come back as `{"error": ...}` for the model to read."""
+        tool = tools.ALIASES.get(name)
+        if tool is None:
+            known = ", ".join(sorted(t.value for t in tools.ToolName))
+            return {"error": f"unknown tool {name!r}; available: {known}"}
+        try:
+            args = tools.parse_arguments(arguments)
+            if tool is tools.ToolName.GET:
+                result = self.get(ref)
+                return {"result": {"content": result.content, "version": result.version}}
+            if tool is tools.ToolName.CLEAR:
+                self.clear(ref, None)
+                return {"result": "working memory cleared"}
+
+            def change(state: PadState) -> Content:
+                content, mode = tools.update_arguments(args, state.profile)
+                if mode == "replace":
+                    return _replaced(state, content)
+                return _patched(state, content)
+
+            written = self._write(ref, change, None)
+            return {"result": {"content": written.content, "version": written.version}}
+        except tools.ToolArgumentError as exc:
+            return {"error": str(exc)}
+        except MemkitError as exc:
+            reasons = "; ".join(f"{p.field}: {p.reason}" for p in exc.errors)
+            return {"error": f"{exc.detail}" + (f" ({reasons})" if reasons else "")}
+
+
+def _replaced(state: PadState, content: Content) -> Content:
+    if content is None:
+        return None
+    _check_type(content, state.profile.pad_format)
+    return replacement_content(sanitize(content), state.profile.pad_format)
+
+
+def _patched(state: PadState, content: Content) -> Content:
+    _check_type(content, state.profile.pad_format)
+    return merge_content(
+        state.content, sanitize(content), state.profile.pad_format, state.profile.array_merge
+    )

@@ -1,0 +1,347 @@
+"""The Store on DynamoDB through PynamoDB. SDK errors are translated here, at the edge."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+from pynamodb.connection import Connection
+from pynamodb.exceptions import DoesNotExist, PynamoDBException, TransactWriteError
+from pynamodb.transactions import TransactWrite
+
+from memkit.config import StoreSettings
+from memkit.errors import (
+    FieldProblem,
+    Forbidden,
+    NotFound,
+    StoreUnavailable,
+    Throttled,
+    ValidationFailed,
+    VersionConflict,
+)
+from memkit.models.domain import (
+    DEFAULT_PROFILE,
+    Content,
+    PadFormat,
+    PadRef,
+    Profile,
+    ProfileSpec,
+    Scope,
+    Scratchpad,
+    SessionStub,
+    builtin_default_profile,
+)
+from memkit.store import keys
+from memkit.store.cursor import decode_cursor, encode_cursor
+from memkit.store.items import ItemClasses, bind_items
+from memkit.store.protocol import PadState, ProfilePage
+
+THROTTLING = {
+    "ProvisionedThroughputExceededException",
+    "ThrottlingException",
+    "RequestLimitExceeded",
+}
+CONFLICTS = {"ConditionalCheckFailedException", "TransactionConflict"}
+
+
+def now_iso(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="milliseconds").replace(
+        "+00:00", "Z"
+    )
+
+
+def _error_code(exc: PynamoDBException) -> str | None:
+    if isinstance(exc, TransactWriteError):
+        reasons = [r.code for r in exc.cancellation_reasons if r is not None]
+        if any(code in CONFLICTS for code in reasons):
+            return "ConditionalCheckFailedException"
+    return exc.cause_response_code
+
+
+@contextmanager
+def translated(operation: str) -> Iterator[None]:
+    """SDK errors as domain errors; the SDK's message never reaches a client."""
+    try:
+        yield
+    except PynamoDBException as exc:
+        code = _error_code(exc)
+        if code in CONFLICTS:
+            raise VersionConflict(f"{operation}: the item changed since it was read") from exc
+        if code in THROTTLING:
+            raise Throttled("DynamoDB is throttling requests; retry with backoff") from exc
+        raise StoreUnavailable(f"{operation} failed: storage is unavailable") from exc
+
+
+class DynamoStore:
+    """memkit's single table. Reads are consistent and hide expired items."""
+
+    def __init__(self, settings: StoreSettings, clock: Callable[[], float] = time.time) -> None:
+        self._items: ItemClasses = bind_items(
+            settings.table_name,
+            settings.region,
+            settings.dynamodb_endpoint,
+            settings.connect_timeout_seconds,
+            settings.read_timeout_seconds,
+            settings.max_retry_attempts,
+        )
+        self._clock = clock
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def _live(self, item: Any) -> bool:
+        return item is not None and (item.expires_at is None or item.expires_at > self._clock())
+
+    def _batch_get(self, wanted: Iterable[keys.Key]) -> dict[keys.Key, Any]:
+        with translated("read"):
+            found = self._items.base.batch_get(list(set(wanted)), consistent_read=True)
+            return {(item.pk, item.sk): item for item in found}
+
+    def read_pad(self, ref: PadRef) -> PadState:
+        owner = ref.owner
+        tenant, namespace = owner.tenant, owner.namespace
+        guess = ref.profile or DEFAULT_PROFILE
+
+        def wanted(name: str, user_id: str | None) -> list[keys.Key]:
+            batch = [keys.profile_key(tenant, namespace, name)]
+            if ref.session_id:
+                batch.append(keys.session_pad_key(tenant, namespace, ref.session_id, name))
+            if user_id:
+                batch.append(keys.user_pad_key(tenant, namespace, user_id, name))
+            return batch
+
+        first = wanted(guess, owner.user_id)
+        if ref.session_id:
+            first.append(keys.session_key(tenant, namespace, ref.session_id))
+        found = self._batch_get(first)
+        fetched = set(first)
+
+        session_item = (
+            found.get(keys.session_key(tenant, namespace, ref.session_id))
+            if ref.session_id
+            else None
+        )
+        session = self._to_session(session_item) if self._live(session_item) else None
+        name = guess
+        if session is not None:
+            if owner.user_id and session.user_id and owner.user_id != session.user_id:
+                raise Forbidden("this session belongs to another user")
+            if session.profile:
+                if ref.profile and ref.profile != session.profile:
+                    raise ValidationFailed(
+                        "profile mismatch",
+                        [FieldProblem("profile", f"the session uses profile {session.profile!r}")],
+                    )
+                name = session.profile
+        user_id = owner.user_id or (session.user_id if session else None)
+
+        missing = [key for key in wanted(name, user_id) if key not in fetched]
+        if missing:  # the profile or the user was learnt from the session: one more request
+            found.update(self._batch_get(missing))
+
+        profile_item = found.get(keys.profile_key(tenant, namespace, name))
+        if profile_item is not None:
+            profile = self._to_profile(profile_item)
+        elif name == DEFAULT_PROFILE:
+            profile = builtin_default_profile()
+        else:
+            raise NotFound(f"profile {name!r} does not exist")
+
+        if profile.scope is Scope.USER:
+            if not user_id:
+                raise ValidationFailed(
+                    "user_id is required",
+                    [FieldProblem("user_id", f"profile {name!r} keeps one scratchpad per user")],
+                )
+            pad_key = keys.user_pad_key(tenant, namespace, user_id, name)
+        else:
+            if not ref.session_id:
+                raise ValidationFailed(
+                    "session_id is required",
+                    [
+                        FieldProblem(
+                            "session_id",
+                            f"profile {name!r} keeps one scratchpad per session: "
+                            "use /v1/working-memory/{session_id}/scratchpad",
+                        )
+                    ],
+                )
+            pad_key = keys.session_pad_key(tenant, namespace, ref.session_id, name)
+
+        pad_item = found.get(pad_key)
+        disk_versions: dict[str, int] = {}
+        if pad_item is not None:
+            disk_versions["pad"] = pad_item.version
+        if session_item is not None:
+            disk_versions["session"] = session_item.version
+        pad = self._to_pad(pad_item) if self._live(pad_item) else None
+        return PadState(
+            ref=ref,
+            profile=profile,
+            scope=profile.scope,
+            user_id=user_id,
+            session=session,
+            pad=pad,
+            disk_versions=disk_versions,
+        )
+
+    # -- writes ------------------------------------------------------------------------------
+
+    def write_pad(self, state: PadState, content: Content) -> Scratchpad:
+        ref, owner = state.ref, state.ref.owner
+        tenant, namespace = owner.tenant, owner.namespace
+        name = state.profile.name
+        now = now_iso(self._clock())
+        if state.scope is Scope.USER:
+            assert state.user_id is not None
+            pk, sk = keys.user_pad_key(tenant, namespace, state.user_id, name)
+            expires_at = None
+        else:
+            assert ref.session_id is not None
+            pk, sk = keys.session_pad_key(tenant, namespace, ref.session_id, name)
+            # A session's scratchpad lives and expires with the session.
+            expires_at = state.session.expires_at if state.session else None
+        created_at = state.pad.created_at if state.pad and state.pad.created_at else now
+        item = self._items.scratchpad(
+            pk,
+            sk,
+            tenant=tenant,
+            namespace=namespace,
+            created_at=created_at,
+            updated_at=now,
+            expires_at=expires_at,
+            profile=name,
+            scope=state.scope.value,
+            format=state.profile.pad_format.value,
+            content=None if content is None else json.dumps(content, ensure_ascii=False),
+            session_id=ref.session_id if state.scope is Scope.SESSION else None,
+            user_id=state.user_id,
+        )
+        item.version = state.disk_versions.get("pad")
+        if ref.session_id and state.session is None:
+            session_item = self._items.session(
+                *keys.session_key(tenant, namespace, ref.session_id),
+                tenant=tenant,
+                namespace=namespace,
+                created_at=now,
+                updated_at=now,
+                session_id=ref.session_id,
+                user_id=owner.user_id,
+                profile=ref.profile,
+            )
+            session_item.version = state.disk_versions.get("session")
+
+            with translated("write scratchpad"):
+                meta = self._items.base.Meta
+                connection = Connection(region=meta.region, host=meta.host)
+                with TransactWrite(connection=connection) as transaction:
+                    transaction.save(session_item)
+                    transaction.save(item)
+        else:
+            with translated("write scratchpad"):
+                item.save()
+        return self._to_pad(item)
+
+    # -- profiles ----------------------------------------------------------------------------
+
+    def get_profile(self, tenant: str, namespace: str, name: str) -> Profile | None:
+        pk, sk = keys.profile_key(tenant, namespace, name)
+        with translated("read profile"):
+            try:
+                return self._to_profile(self._items.profile.get(pk, sk, consistent_read=True))
+            except DoesNotExist:
+                return None
+
+    def put_profile(
+        self,
+        tenant: str,
+        namespace: str,
+        name: str,
+        spec: ProfileSpec,
+        expected_version: int | None,
+    ) -> Profile:
+        pk, sk = keys.profile_key(tenant, namespace, name)
+        now = now_iso(self._clock())
+        current = self.get_profile(tenant, namespace, name)
+        if expected_version is not None and (current.version if current else 0) != expected_version:
+            raise VersionConflict(f"profile {name!r} is not at version {expected_version}")
+        item = self._items.profile(
+            pk,
+            sk,
+            tenant=tenant,
+            namespace=namespace,
+            created_at=current.updated_at if current and current.updated_at else now,
+            updated_at=now,
+            name=name,
+            spec=spec.model_dump_json(by_alias=True),
+        )
+        item.version = current.version if current else None
+        with translated("write profile"):
+            item.save()
+        return self._to_profile(item)
+
+    def delete_profile(
+        self, tenant: str, namespace: str, name: str, expected_version: int | None
+    ) -> bool:
+        pk, sk = keys.profile_key(tenant, namespace, name)
+        item_cls = self._items.profile
+        condition = item_cls.pk.exists()
+        if expected_version is not None:
+            condition = condition & (item_cls.version == expected_version)
+        try:
+            with translated("delete profile"):
+                item_cls(pk, sk).delete(condition=condition, add_version_condition=False)
+        except VersionConflict:
+            if expected_version is not None and self.get_profile(tenant, namespace, name):
+                raise
+            return False
+        return True
+
+    def list_profiles(
+        self, tenant: str, namespace: str, limit: int, cursor: str | None
+    ) -> ProfilePage:
+        pk = keys.profiles_pk(tenant, namespace)
+        start = decode_cursor(cursor, pk)
+        with translated("list profiles"):
+            results = self._items.profile.query(
+                pk, limit=limit, last_evaluated_key=start, consistent_read=True
+            )
+            profiles = [self._to_profile(item) for item in results]
+            return ProfilePage(profiles, encode_cursor(results.last_evaluated_key))
+
+    # -- conversions: items are never returned past the store --------------------------------
+
+    @staticmethod
+    def _to_profile(item: Any) -> Profile:
+        spec = json.loads(item.spec)
+        return Profile.model_validate(
+            {**spec, "name": item.name, "version": item.version, "updated_at": item.updated_at}
+        )
+
+    @staticmethod
+    def _to_session(item: Any) -> SessionStub:
+        return SessionStub(
+            session_id=item.session_id,
+            namespace=item.namespace,
+            user_id=item.user_id,
+            profile=item.profile,
+            expires_at=int(item.expires_at) if item.expires_at is not None else None,
+            version=item.version,
+        )
+
+    @staticmethod
+    def _to_pad(item: Any) -> Scratchpad:
+        return Scratchpad(
+            profile=item.profile,
+            scope=Scope(item.scope),
+            format=PadFormat(item.format),
+            content=None if item.content is None else json.loads(item.content),
+            version=item.version,
+            created_at=item.created_at,
+            updated_at=item.updated_at,
+            expires_at=int(item.expires_at) if item.expires_at is not None else None,
+        )
+

@@ -1,0 +1,84 @@
+"""PynamoDB item classes, bound to a table at run time (never at import).
+
+One table, one base class with a `kind` discriminator; each kind is a subclass. The base
+carries what every item has: keys, version (optimistic locking), timestamps and `expires_at`
+(the TTL attribute). Content and specs are stored as JSON strings so floats and empty values
+round-trip exactly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from pynamodb.attributes import (
+    DiscriminatorAttribute,
+    NumberAttribute,
+    UnicodeAttribute,
+    VersionAttribute,
+)
+from pynamodb.models import Model
+
+
+@dataclass(frozen=True)
+class ItemClasses:
+    """The item classes bound to one table."""
+
+    base: Any
+    profile: Any
+    session: Any
+    scratchpad: Any
+
+
+@lru_cache(maxsize=8)
+def bind_items(
+    table_name: str,
+    region: str,
+    host: str | None,
+    connect_timeout_seconds: float,
+    read_timeout_seconds: float,
+    max_retry_attempts: int,
+) -> ItemClasses:
+    """Item classes bound to `table_name` (cached: one set of classes per table)."""
+    max_retries = max_retry_attempts
+
+    bound = (table_name, region, host, connect_timeout_seconds, read_timeout_seconds)
+
+    class TableItem(Model):
+        class Meta:
+            table_name = bound[0]
+            region = bound[1]
+            host = bound[2]
+            connect_timeout_seconds = bound[3]
+            read_timeout_seconds = bound[4]
+            max_retry_attempts = max_retries
+
+        pk = UnicodeAttribute(hash_key=True, attr_name="PK")
+        sk = UnicodeAttribute(range_key=True, attr_name="SK")
+        kind = DiscriminatorAttribute(attr_name="kind")
+        version = VersionAttribute()
+        tenant = UnicodeAttribute()
+        namespace = UnicodeAttribute()
+        created_at = UnicodeAttribute()
+        updated_at = UnicodeAttribute()
+        expires_at = NumberAttribute(null=True)
+
+    class ProfileItem(TableItem, discriminator="profile"):
+        name = UnicodeAttribute()
+        spec = UnicodeAttribute()
+
+    class SessionItem(TableItem, discriminator="session"):
+        session_id = UnicodeAttribute()
+        user_id = UnicodeAttribute(null=True)
+        profile = UnicodeAttribute(null=True)
+
+    class ScratchpadItem(TableItem, discriminator="scratchpad"):
+        profile = UnicodeAttribute()
+        scope = UnicodeAttribute()
+        format = UnicodeAttribute()
+        content = UnicodeAttribute(null=True)
+        session_id = UnicodeAttribute(null=True)
+        user_id = UnicodeAttribute(null=True)
+
+    return ItemClasses(TableItem, ProfileItem, SessionItem, ScratchpadItem)

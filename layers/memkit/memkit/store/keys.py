@@ -1,0 +1,50 @@
+"""The single-table key scheme. Every partition key starts with the tenant.
+
+    profile             PK T#<tenant>#PROFILES#<namespace>        SK P#<name>
+    session             PK T#<tenant>#S#<namespace>#<session_id>  SK META
+    session scratchpad  PK T#<tenant>#S#<namespace>#<session_id>  SK PAD#<profile>
+    user scratchpad     PK T#<tenant>#U#<namespace>#<user_id>     SK PAD#<profile>
+
+A session and everything of it share one partition (one Query deletes or pages it); messages
+will sort after META under SK M#<created_at>#<id>. Components are escaped so that a `#` or
+`%` in a caller's id can never forge another key.
+"""
+
+from __future__ import annotations
+
+Key = tuple[str, str]
+
+SESSION_META = "META"
+
+
+def part(value: str) -> str:
+    """A key component with `%` and `#` escaped (reversible, order-preserving for the rest)."""
+    return value.replace("%", "%25").replace("#", "%23")
+
+
+def profiles_pk(tenant: str, namespace: str) -> str:
+    return f"T#{part(tenant)}#PROFILES#{part(namespace)}"
+
+
+def profile_key(tenant: str, namespace: str, name: str) -> Key:
+    return profiles_pk(tenant, namespace), f"P#{part(name)}"
+
+
+def session_pk(tenant: str, namespace: str, session_id: str) -> str:
+    return f"T#{part(tenant)}#S#{part(namespace)}#{part(session_id)}"
+
+
+def session_key(tenant: str, namespace: str, session_id: str) -> Key:
+    return session_pk(tenant, namespace, session_id), SESSION_META
+
+
+def session_pad_key(tenant: str, namespace: str, session_id: str, profile: str) -> Key:
+    return session_pk(tenant, namespace, session_id), f"PAD#{part(profile)}"
+
+
+def user_pk(tenant: str, namespace: str, user_id: str) -> str:
+    return f"T#{part(tenant)}#U#{part(namespace)}#{part(user_id)}"
+
+
+def user_pad_key(tenant: str, namespace: str, user_id: str, profile: str) -> Key:
+    return user_pk(tenant, namespace, user_id), f"PAD#{part(profile)}"

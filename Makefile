@@ -10,6 +10,7 @@ PORT ?= 8000
 export AWS_DEFAULT_REGION ?= us-east-1
 export AWS_ACCOUNT_ID_ENDPOINT_MODE := disabled
 export PYDANTIC_DISABLE_PLUGINS := __all__
+export SAM_CLI_TELEMETRY := 0
 
 .PHONY: serve test lint typecheck template unit integration bench build deploy clean
 

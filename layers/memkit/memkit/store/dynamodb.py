@@ -220,7 +220,8 @@ class DynamoStore:
             session_id=ref.session_id if state.scope is Scope.SESSION else None,
             user_id=state.user_id,
         )
-        item.version = state.disk_versions.get("pad")
+        if "pad" in state.disk_versions:
+            item.version = state.disk_versions["pad"]
         if ref.session_id and state.session is None:
             session_item = self._items.session(
                 *keys.session_key(tenant, namespace, ref.session_id),
@@ -232,7 +233,8 @@ class DynamoStore:
                 user_id=owner.user_id,
                 profile=ref.profile,
             )
-            session_item.version = state.disk_versions.get("session")
+            if "session" in state.disk_versions:
+                session_item.version = state.disk_versions["session"]
 
             with translated("write scratchpad"):
                 meta = self._items.base.Meta
@@ -278,7 +280,8 @@ class DynamoStore:
             name=name,
             spec=spec.model_dump_json(by_alias=True),
         )
-        item.version = current.version if current else None
+        if current is not None:
+            item.version = current.version
         with translated("write profile"):
             item.save()
         return self._to_profile(item)

@@ -1,0 +1,79 @@
+"""The `memkit` command: `memkit serve` runs the local stack."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from pathlib import Path
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from memkit.local.stack import LocalStack, LocalStackConfig
+
+    config = LocalStackConfig(
+        host=args.host,
+        port=args.port,
+        dynamodb_endpoint=args.dynamodb_endpoint,
+        table_name=args.table,
+        region=args.region,
+        concurrency=args.concurrency,
+        template=args.template,
+        log_level=args.log_level,
+        metrics=args.metrics,
+    )
+    stack = LocalStack(config).start()
+    where = args.dynamodb_endpoint or f"moto in process ({stack.dynamodb_endpoint})"
+    print(
+        f"memkit local stack on {stack.url}\n"
+        f"  DynamoDB: {where}, table {args.table}\n"
+        f"  API docs: {stack.url}/v1/docs\n"
+        "Try:\n"
+        f"  curl -s -X PATCH {stack.url}/v1/working-memory/demo/scratchpad "
+        "-H 'content-type: application/json' -d '{\"content\": \"likes tea\"}'\n"
+        f"  curl -s {stack.url}/v1/working-memory/demo/scratchpad?render=prompt\n"
+        "Ctrl-C stops it.",
+        flush=True,
+    )
+    stopped = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stopped.set())
+    try:
+        stopped.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        stack.stop()
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="memkit", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="run the local stack (no AWS account needed)")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument(
+        "--dynamodb-endpoint",
+        metavar="URL",
+        help="a DynamoDB-compatible endpoint instead of moto in process (e.g. DynamoDB Local)",
+    )
+    serve.add_argument("--table", default="memkit-local", help="table name (created if absent)")
+    serve.add_argument("--region", default="us-east-1")
+    serve.add_argument(
+        "--concurrency", type=int, default=4, help="API function execution environments"
+    )
+    serve.add_argument("--template", type=Path, help="template.yaml (default: found upwards)")
+    serve.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING"])
+    serve.add_argument("--metrics", action="store_true", help="print EMF metrics to stdout")
+    serve.set_defaults(run=_serve)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return int(args.run(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

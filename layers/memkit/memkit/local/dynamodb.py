@@ -1,0 +1,56 @@
+"""DynamoDB for the local stack: moto in process, behind a loopback server.
+
+One request at a time (a single-threaded server), so each request is atomic as DynamoDB's
+per-item operations are: concurrent conditional writes from several execution environments
+race exactly as they would on AWS, and none is half-applied.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from werkzeug.serving import BaseWSGIServer, make_server
+
+
+class MotoDynamoDB:
+    """moto's DynamoDB (and Streams) server on 127.0.0.1, in a thread of this process."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        from moto.moto_server.werkzeug_app import (
+            DomainDispatcherApplication,
+            MotoRequestHandler,
+            create_backend_app,
+        )
+
+        class QuietHandler(MotoRequestHandler):  # type: ignore[misc]
+            def log_request(self, *args: Any, **kwargs: Any) -> None:
+                """One line per DynamoDB call would drown the stack's own output."""
+
+        app = DomainDispatcherApplication(create_backend_app)
+        self._server: BaseWSGIServer = make_server(
+            host, port, app, threaded=False, request_handler=QuietHandler
+        )
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name="moto-dynamodb", daemon=True
+        )
+
+    @property
+    def endpoint(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def start(self) -> MotoDynamoDB:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+
+def dynamodb_client(endpoint: str | None, region: str) -> Any:
+    import boto3
+
+    return boto3.client("dynamodb", endpoint_url=endpoint, region_name=region)

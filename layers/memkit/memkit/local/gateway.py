@@ -1,0 +1,158 @@
+"""An HTTP API (API Gateway v2) in front of a local function: request -> v2 event -> response.
+
+Routes come from the template's HttpApi events, so a path the template does not wire is a
+404 here as on AWS.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import time
+import uuid
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from werkzeug.wrappers import Request, Response
+
+from memkit.local.functions import LocalFunction
+
+# API Gateway HTTP APIs refuse larger payloads with 413, and give up on integrations at 30 s.
+MAX_PAYLOAD_BYTES = 10 * 1024 * 1024
+INTEGRATION_TIMEOUT_SECONDS = 30.0
+
+
+@dataclass(frozen=True)
+class Route:
+    method: str
+    path: str  # as in the template: /v1/profiles/{name}
+    pattern: re.Pattern[str]
+
+    @classmethod
+    def of(cls, method: str, path: str) -> Route:
+        regex = re.sub(r"\\\{([A-Za-z0-9_]+)\\\}", r"(?P<\1>[^/]+)", re.escape(path))
+        return cls(method.upper(), path, re.compile(f"^{regex}$"))
+
+    @property
+    def key(self) -> str:
+        return f"{self.method} {self.path}"
+
+
+def http_api_routes(template: dict[str, Any], function_resource: str) -> list[Route]:
+    """The HttpApi routes the template wires to `function_resource`."""
+    events = template["Resources"][function_resource]["Properties"].get("Events", {})
+    return [
+        Route.of(event["Properties"]["Method"], event["Properties"]["Path"])
+        for event in events.values()
+        if event.get("Type") == "HttpApi"
+    ]
+
+
+def _json(status: int, message: str) -> Response:
+    return Response(json.dumps({"message": message}), status, mimetype="application/json")
+
+
+class HttpApiGateway:
+    """A WSGI application standing in for API Gateway's HTTP API with a Lambda integration."""
+
+    def __init__(self, function: LocalFunction, routes: list[Route]) -> None:
+        self._function = function
+        self._routes = routes
+
+    def _match(self, method: str, path: str) -> tuple[Route, dict[str, str]] | None:
+        for route in self._routes:
+            found = route.pattern.match(path)
+            if found and route.method in (method, "ANY"):
+                return route, found.groupdict()
+        return None
+
+    def event(self, request: Request, route: Route, path_parameters: dict[str, str]) -> dict[str, Any]:
+        """The payload format 2.0 event API Gateway would send for `request`."""
+        body = request.get_data(cache=False)
+        headers: dict[str, str] = {}
+        for name, value in request.headers.items():
+            key = name.lower()
+            headers[key] = f"{headers[key]},{value}" if key in headers else value
+        cookies = [c.strip() for c in headers.pop("cookie", "").split(";") if c.strip()]
+        query: dict[str, str] = {}
+        for name, value in request.args.items(multi=True):
+            query[name] = f"{query[name]},{value}" if name in query else value
+        now = datetime.now(UTC)
+        event: dict[str, Any] = {
+            "version": "2.0",
+            "routeKey": route.key,
+            "rawPath": request.path,
+            "rawQueryString": request.query_string.decode("latin-1"),
+            "headers": headers,
+            "requestContext": {
+                "accountId": "123456789012",
+                "apiId": "local",
+                "domainName": request.host,
+                "domainPrefix": request.host.split(".")[0],
+                "http": {
+                    "method": request.method,
+                    "path": request.path,
+                    "protocol": request.environ.get("SERVER_PROTOCOL", "HTTP/1.1"),
+                    "sourceIp": request.remote_addr or "127.0.0.1",
+                    "userAgent": request.headers.get("User-Agent", ""),
+                },
+                "requestId": str(uuid.uuid4()),
+                "routeKey": route.key,
+                "stage": "$default",
+                "time": now.strftime("%d/%b/%Y:%H:%M:%S +0000"),
+                "timeEpoch": int(now.timestamp() * 1000),
+            },
+            "isBase64Encoded": False,
+        }
+        if cookies:
+            event["cookies"] = cookies
+        if query:
+            event["queryStringParameters"] = query
+        if path_parameters:
+            event["pathParameters"] = path_parameters
+        if body:
+            try:
+                event["body"] = body.decode("utf-8")
+            except UnicodeDecodeError:
+                event["body"] = base64.b64encode(body).decode()
+                event["isBase64Encoded"] = True
+        return event
+
+    @staticmethod
+    def response(result: Any) -> Response:
+        """API Gateway's reading of a payload format 2.0 Lambda response."""
+        if not isinstance(result, dict) or "statusCode" not in result:
+            return Response(json.dumps(result), 200, mimetype="application/json")
+        body = result.get("body") or ""
+        raw = base64.b64decode(body) if result.get("isBase64Encoded") else body.encode()
+        response = Response(raw, int(result["statusCode"]))
+        for name, value in (result.get("headers") or {}).items():
+            response.headers[name] = str(value)
+        for name, values in (result.get("multiValueHeaders") or {}).items():
+            for value in values:
+                response.headers.add(name, str(value))
+        for cookie in result.get("cookies") or []:
+            response.headers.add("Set-Cookie", cookie)
+        return response
+
+    def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
+        request = Request(environ)
+        if (request.content_length or 0) > MAX_PAYLOAD_BYTES:
+            return _json(413, "Request Entity Too Large")(environ, start_response)
+        matched = self._match(request.method, request.path)
+        if matched is None:
+            return _json(404, "Not Found")(environ, start_response)
+        started = time.monotonic()
+        future = self._function.invoke(self.event(request, *matched))
+        try:
+            result = future.result(timeout=INTEGRATION_TIMEOUT_SECONDS)
+        except FutureTimeout:
+            return _json(503, "Service Unavailable")(environ, start_response)
+        except Exception:  # the function crashed: API Gateway answers 500 without details
+            return _json(500, "Internal Server Error")(environ, start_response)
+        response = self.response(result)
+        response.headers["X-Local-Latency-Ms"] = f"{(time.monotonic() - started) * 1000:.1f}"
+        return response(environ, start_response)

@@ -1,0 +1,142 @@
+"""The local stack: DynamoDB (moto or an endpoint), the API function, the HTTP API in front.
+
+Background parts (the stream pump feeding the indexer, the cleanup timer) join through
+`LocalStack.background`: anything with start() and stop(), started after the table exists.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from werkzeug.serving import BaseWSGIServer, make_server
+
+from memkit.local.dynamodb import MotoDynamoDB, dynamodb_client
+from memkit.local.functions import FunctionSpec, LocalFunction
+from memkit.local.gateway import HttpApiGateway, http_api_routes
+from memkit.local.template import create_table, find_template, load_template
+
+API_FUNCTION = "ApiFunction"
+FAKE_CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_SESSION_TOKEN": "testing",
+}
+
+
+class Background(Protocol):
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+@dataclass
+class LocalStackConfig:
+    host: str = "127.0.0.1"
+    port: int = 8000
+    # A DynamoDB-compatible endpoint (DynamoDB Local, AWS); None = moto in this process.
+    dynamodb_endpoint: str | None = None
+    table_name: str = "memkit-local"
+    region: str = "us-east-1"
+    # Execution environments of the API function (Lambda's concurrency).
+    concurrency: int = 4
+    template: Path | None = None
+    log_level: str = "WARNING"
+    metrics: bool = False
+
+
+def _plain_variables(variables: dict[str, Any] | None) -> dict[str, str]:
+    """Template environment variables that are plain values (intrinsics are resolved locally)."""
+    return {k: str(v) for k, v in (variables or {}).items() if not isinstance(v, dict)}
+
+
+@dataclass
+class LocalStack:
+    config: LocalStackConfig = field(default_factory=LocalStackConfig)
+    background: list[Background] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._moto: MotoDynamoDB | None = None
+        self._api: LocalFunction | None = None
+        self._server: BaseWSGIServer | None = None
+        self._thread: threading.Thread | None = None
+        self.dynamodb_endpoint: str | None = None
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None, "start() first"
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def _environment(self, template: dict[str, Any]) -> dict[str, str]:
+        config = self.config
+        function = template["Resources"][API_FUNCTION]["Properties"]
+        environment = {
+            **_plain_variables(
+                template.get("Globals", {}).get("Function", {}).get("Environment", {}).get(
+                    "Variables"
+                )
+            ),
+            **_plain_variables(function.get("Environment", {}).get("Variables")),
+            "MEMKIT_TABLE_NAME": config.table_name,
+            "MEMKIT_REGION": config.region,
+            "AWS_REGION": config.region,
+            "AWS_DEFAULT_REGION": config.region,
+            "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled",
+            "POWERTOOLS_LOG_LEVEL": config.log_level,
+            "POWERTOOLS_METRICS_DISABLED": "false" if config.metrics else "true",
+        }
+        if self.dynamodb_endpoint:
+            environment["MEMKIT_DYNAMODB_ENDPOINT"] = self.dynamodb_endpoint
+        if self._moto is not None:
+            environment.update(FAKE_CREDENTIALS)
+        return environment
+
+    def start(self) -> LocalStack:
+        config = self.config
+        template_path = config.template or find_template()
+        template = load_template(template_path)
+        if config.dynamodb_endpoint:
+            self.dynamodb_endpoint = config.dynamodb_endpoint
+        else:
+            self._moto = MotoDynamoDB().start()
+            self.dynamodb_endpoint = self._moto.endpoint
+            for name, value in FAKE_CREDENTIALS.items():
+                os.environ.setdefault(name, value)
+        os.environ.setdefault("AWS_ACCOUNT_ID_ENDPOINT_MODE", "disabled")
+        create_table(
+            dynamodb_client(self.dynamodb_endpoint, config.region), template, config.table_name
+        )
+
+        spec = FunctionSpec.from_template(template, template_path.parent, API_FUNCTION)
+        self._api = LocalFunction(spec, self._environment(template), config.concurrency)
+        self._api.warm()
+        gateway = HttpApiGateway(self._api, http_api_routes(template, API_FUNCTION))
+        self._server = make_server(config.host, config.port, gateway, threaded=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name="http-api", daemon=True
+        )
+        self._thread.start()
+        for part in self.background:
+            part.start()
+        return self
+
+    def stop(self) -> None:
+        for part in reversed(self.background):
+            part.stop()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        if self._api is not None:
+            self._api.stop()
+        if self._moto is not None:
+            self._moto.stop()
+
+    def __enter__(self) -> LocalStack:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

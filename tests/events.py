@@ -1,0 +1,49 @@
+"""One loader for the canonical events under events/, and builders for variants."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+EVENTS = Path(__file__).resolve().parents[1] / "events"
+
+
+def load_event(name: str) -> dict[str, Any]:
+    """A canonical event from events/ (the same JSON `sam local invoke -e` takes)."""
+    return json.loads((EVENTS / name).read_text(encoding="utf-8"))
+
+
+def http_event(
+    method: str,
+    path: str,
+    query: dict[str, Any] | None = None,
+    body: Any = None,
+    headers: dict[str, str] | None = None,
+    raw_body: str | None = None,
+) -> dict[str, Any]:
+    """An API Gateway HTTP API (payload 2.0) event, built from events/api_request.json."""
+    event = copy.deepcopy(load_event("api_request.json"))
+    event["routeKey"] = "$default"
+    event["rawPath"] = path
+    event["requestContext"]["http"]["method"] = method
+    event["requestContext"]["http"]["path"] = path
+    pairs = [(k, v) for k, vs in (query or {}).items() for v in (vs if isinstance(vs, list) else [vs])]
+    event["rawQueryString"] = urlencode(pairs)
+    if pairs:
+        event["queryStringParameters"] = {
+            k: ",".join(str(v) for v in (vs if isinstance(vs, list) else [vs]))
+            for k, vs in (query or {}).items()
+        }
+    else:
+        event.pop("queryStringParameters", None)
+    event["headers"] = {**event["headers"], **{k.lower(): v for k, v in (headers or {}).items()}}
+    if raw_body is not None:
+        event["body"] = raw_body
+    elif body is not None:
+        event["body"] = json.dumps(body)
+    else:
+        event.pop("body", None)
+    return event

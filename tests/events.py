@@ -30,7 +30,9 @@ def http_event(
     event["rawPath"] = path
     event["requestContext"]["http"]["method"] = method
     event["requestContext"]["http"]["path"] = path
-    pairs = [(k, v) for k, vs in (query or {}).items() for v in (vs if isinstance(vs, list) else [vs])]
+    pairs = [
+        (k, v) for k, vs in (query or {}).items() for v in (vs if isinstance(vs, list) else [vs])
+    ]
     event["rawQueryString"] = urlencode(pairs)
     if pairs:
         event["queryStringParameters"] = {

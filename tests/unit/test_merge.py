@@ -146,7 +146,9 @@ def test_union_compares_objects_by_json_value_not_key_order() -> None:
     ("present", "candidate"),
     [(1, "1"), (1, True), (0, False), (None, 0), ([1, 2], [2, 1]), ({"a": 1}, {"a": "1"})],
 )
-def test_union_treats_different_json_values_as_different(present: object, candidate: object) -> None:
+def test_union_treats_different_json_values_as_different(
+    present: object, candidate: object
+) -> None:
     # Given two values that differ as JSON
     base, extra = [present], [candidate]
 
@@ -250,9 +252,9 @@ def test_deep_merge_union_deduplicates_objects_inside_arrays() -> None:
     merged = deep_merge(base, patch, ArrayMerge.UNION)
 
     # Then the same object is kept once and the new one appended
-    assert merged == {
-        "pets": [{"name": "Rex", "kind": "dog"}, {"name": "Tom", "kind": "cat"}]
-    }, "objects inside union-merged arrays are deduplicated by value"
+    assert merged == {"pets": [{"name": "Rex", "kind": "dog"}, {"name": "Tom", "kind": "cat"}]}, (
+        "objects inside union-merged arrays are deduplicated by value"
+    )
 
 
 def test_deep_merge_union_in_nested_objects() -> None:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 from functools import lru_cache
+from typing import Any
+
 from pydantic import ValidationError
 
 from memkit.config import ENV_PREFIX, ApiSettings, api_settings
@@ -49,7 +50,8 @@ class Services:
 def _one(field: str, query: str | None, body: str | None) -> str | None:
     if query is not None and body is not None and query != body:
         raise ValidationFailed(
-            f"{field} differs between query and body", [FieldProblem(field, "query and body differ")]
+            f"{field} differs between query and body",
+            [FieldProblem(field, "query and body differ")],
         )
     return query if query is not None else body
 
@@ -62,7 +64,9 @@ def production_services() -> Services:
     try:
         settings = api_settings()
     except ValidationError as exc:
-        names = sorted({f"{ENV_PREFIX}{str(e['loc'][0]).upper()}" for e in exc.errors() if e["loc"]})
+        names = sorted(
+            {f"{ENV_PREFIX}{str(e['loc'][0]).upper()}" for e in exc.errors() if e["loc"]}
+        )
         raise Misconfigured(f"invalid or missing settings: {', '.join(names)}") from exc
     return Services.over(DynamoStore(settings), settings)
 

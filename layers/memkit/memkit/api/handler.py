@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from memkit.api.app import app
@@ -24,7 +25,13 @@ def make_lambda_handler(services: Callable[[], Services] = production_services) 
     @metrics.log_metrics
     def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         app.append_context(services=services)
-        return app.resolve(event, context)
+        try:
+            return app.resolve(event, context)
+        finally:
+            if is_metrics_disabled():
+                # Powertools skips the flush when disabled but keeps the values, and prints
+                # them anyway once 100 pile up: drop them per invocation instead.
+                metrics.clear_metrics()
 
     return lambda_handler
 

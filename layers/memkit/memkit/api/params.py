@@ -15,7 +15,7 @@ UserIdPath = Annotated[str, Path(min_length=1, max_length=256, pattern=ID_PATTER
 ProfileNamePath = Annotated[str, Path(min_length=1, max_length=64, pattern=PROFILE_PATTERN)]
 NamespaceQuery = Annotated[
     str | None,
-    Query(min_length=1, max_length=256, pattern=ID_PATTERN, description="default: \"default\""),
+    Query(min_length=1, max_length=256, pattern=ID_PATTERN, description='default: "default"'),
 ]
 UserIdQuery = Annotated[str | None, Query(min_length=1, max_length=256, pattern=ID_PATTERN)]
 SessionIdQuery = Annotated[str | None, Query(min_length=1, max_length=256, pattern=ID_PATTERN)]
@@ -25,7 +25,7 @@ ProfileQuery = Annotated[
         min_length=1,
         max_length=64,
         pattern=PROFILE_PATTERN,
-        description="the profile to use when the session names none (default: \"default\")",
+        description='the profile to use when the session names none (default: "default")',
     ),
 ]
 IfMatch = Annotated[

@@ -23,7 +23,7 @@ class MotoDynamoDB:
             create_backend_app,
         )
 
-        class QuietHandler(MotoRequestHandler):  # type: ignore[misc]
+        class QuietHandler(MotoRequestHandler):
             def log_request(self, *args: Any, **kwargs: Any) -> None:
                 """One line per DynamoDB call would drown the stack's own output."""
 
@@ -37,7 +37,7 @@ class MotoDynamoDB:
 
     @property
     def endpoint(self) -> str:
-        host, port = self._server.server_address[:2]
+        host, port = self._server.socket.getsockname()[:2]
         return f"http://{host}:{port}"
 
     def start(self) -> MotoDynamoDB:

@@ -69,7 +69,9 @@ class HttpApiGateway:
                 return route, found.groupdict()
         return None
 
-    def event(self, request: Request, route: Route, path_parameters: dict[str, str]) -> dict[str, Any]:
+    def event(
+        self, request: Request, route: Route, path_parameters: dict[str, str]
+    ) -> dict[str, Any]:
         """The payload format 2.0 event API Gateway would send for `request`."""
         body = request.get_data(cache=False)
         headers: dict[str, str] = {}

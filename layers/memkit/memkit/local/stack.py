@@ -68,7 +68,7 @@ class LocalStack:
     @property
     def url(self) -> str:
         assert self._server is not None, "start() first"
-        host, port = self._server.server_address[:2]
+        host, port = self._server.socket.getsockname()[:2]
         return f"http://{host}:{port}"
 
     def _environment(self, template: dict[str, Any]) -> dict[str, str]:
@@ -76,9 +76,10 @@ class LocalStack:
         function = template["Resources"][API_FUNCTION]["Properties"]
         environment = {
             **_plain_variables(
-                template.get("Globals", {}).get("Function", {}).get("Environment", {}).get(
-                    "Variables"
-                )
+                template.get("Globals", {})
+                .get("Function", {})
+                .get("Environment", {})
+                .get("Variables")
             ),
             **_plain_variables(function.get("Environment", {}).get("Variables")),
             "MEMKIT_TABLE_NAME": config.table_name,

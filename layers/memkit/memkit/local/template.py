@@ -42,7 +42,7 @@ _CfnLoader.add_multi_constructor("!", _intrinsic)
 
 def find_template(start: Path | None = None) -> Path:
     """template.yaml in the working directory or above, else next to this checkout's layers/."""
-    candidates = []
+    candidates: list[Path] = []
     here = (start or Path.cwd()).resolve()
     candidates.extend(directory / "template.yaml" for directory in (here, *here.parents))
     candidates.append(Path(__file__).resolve().parents[4] / "template.yaml")

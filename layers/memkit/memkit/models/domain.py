@@ -64,8 +64,10 @@ class ProfileSpec(BaseModel):
         if problems:
             raise ValidationFailed("invalid profile", problems)
         if self.format is None:
-            resolved = PadFormat.JSON if self.json_schema is not None else (
-                PadFormat.MARKDOWN if self.template is not None else PadFormat.TEXT
+            resolved = (
+                PadFormat.JSON
+                if self.json_schema is not None
+                else (PadFormat.MARKDOWN if self.template is not None else PadFormat.TEXT)
             )
             object.__setattr__(self, "format", resolved)
         return self

@@ -98,5 +98,6 @@ def merge_content(
 def replacement_content(content: Content, pad_format: PadFormat) -> Content:
     """Content as stored by a replace: sanitized objects, nulls dropped."""
     if pad_format is PadFormat.JSON and isinstance(content, dict):
-        return sanitize(drop_nulls(content))
+        cleaned: JsonObject = sanitize(drop_nulls(content))
+        return cleaned
     return content

@@ -29,8 +29,7 @@ def _instructions(content: Content, profile: Profile) -> str:
     ]
     if profile.read_only:
         lines.append("It is read-only: do not try to change it.")
-        return "\n".join(lines)
-    if profile.pad_format is PadFormat.JSON:
+    elif profile.pad_format is PadFormat.JSON:
         lines.append(
             f"When you learn something worth keeping, call {UPDATE_TOOL} with only the fields "
             'that changed (mode "merge"); set a field to null to remove it. '
@@ -47,10 +46,12 @@ def _instructions(content: Content, profile: Profile) -> str:
             'mode "merge" appends your text, mode "replace" rewrites the whole block.'
         )
         if profile.template:
+            # The template stands on its own lines, apart from the sentence that follows it.
+            shown = " shown above (it is still empty). " if empty else f":\n{profile.template}\n"
             lines.append(
                 "Keep the structure of the template"
-                + (" shown above (it is still empty)." if empty else ":\n" + profile.template)
-                + ' Fill it in and send the whole block with mode "replace".'
+                + shown
+                + 'Fill it in and send the whole block with mode "replace".'
             )
     lines.append("Do not mention the scratchpad to the user; never store secrets in it.")
     return "\n".join(lines)
@@ -58,7 +59,6 @@ def _instructions(content: Content, profile: Profile) -> str:
 
 def render_prompt(content: Content, profile: Profile) -> str:
     """`<working_memory>` with the content (or the template/schema while empty), then usage."""
-    return (
-        f"<working_memory>\n{_body(content, profile)}\n</working_memory>\n"
-        + _instructions(content, profile)
+    return f"<working_memory>\n{_body(content, profile)}\n</working_memory>\n" + _instructions(
+        content, profile
     )

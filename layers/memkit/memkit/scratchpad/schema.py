@@ -31,8 +31,10 @@ def schema_problems(schema: dict[str, Any]) -> list[FieldProblem]:
         where = _path("schema", exc.absolute_path)
         return [FieldProblem(where, exc.message)]
     declared = schema.get("type")
-    if declared is not None and declared != "object" and not (
-        isinstance(declared, list) and "object" in declared
+    if (
+        declared is not None
+        and declared != "object"
+        and not (isinstance(declared, list) and "object" in declared)
     ):
         return [FieldProblem("schema.type", "a scratchpad schema must describe an object")]
     return []
@@ -46,7 +48,7 @@ def _validator(schema_key: str) -> Validator:
 
     schema = json.loads(schema_key)
     cls = validators.validator_for(schema, default=validators.Draft202012Validator)
-    return cls(schema, format_checker=cls.FORMAT_CHECKER)  # type: ignore[no-any-return]
+    return cls(schema, format_checker=cls.FORMAT_CHECKER)
 
 
 def content_problems(
@@ -60,9 +62,14 @@ def content_problems(
     problems: list[FieldProblem] = []
     for error in errors:
         parts = list(error.absolute_path)
-        if error.validator == "required" and isinstance(error.instance, dict):
+        required = error.validator_value
+        if (
+            error.validator == "required"
+            and isinstance(error.instance, dict)
+            and isinstance(required, list)
+        ):
             # Name the missing member itself, not the object that lacks it.
-            for name in error.validator_value:
+            for name in required:
                 problem = FieldProblem(_path(prefix, [*parts, name]), "is required")
                 if name not in error.instance and problem not in problems:
                     problems.append(problem)

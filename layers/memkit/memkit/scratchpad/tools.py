@@ -52,6 +52,10 @@ def partial_schema(schema: dict[str, Any]) -> dict[str, Any]:
             for key in ("$defs", "definitions"):
                 for sub in (node.get(key) or {}).values():
                     relax(sub)
+            # Not `not`: relaxing a negated schema would tighten it.
+            for key in ("anyOf", "oneOf", "allOf", "prefixItems"):
+                for sub in node.get(key) or []:
+                    relax(sub)
 
     relax(patched)
     patched.pop("$schema", None)
@@ -77,10 +81,11 @@ def _content_parameter(profile: Profile) -> dict[str, Any]:
 def tool_schemas(profile: Profile) -> list[tuple[str, str, dict[str, Any]]]:
     """(name, description, JSON Schema of the arguments) for each scratchpad tool."""
     no_args: dict[str, Any] = {"type": "object", "properties": {}}
+    content = _content_parameter(profile)
     update: dict[str, Any] = {
         "type": "object",
         "properties": {
-            "content": _content_parameter(profile),
+            "content": content,
             "mode": {
                 "type": "string",
                 "enum": ["merge", "replace"],
@@ -90,6 +95,11 @@ def tool_schemas(profile: Profile) -> list[tuple[str, str, dict[str, Any]]]:
         },
         "required": ["content"],
     }
+    # The schema's "#/$defs/..." references point at the document root: move its definitions
+    # there, or they would dangle once the schema is nested under `content`.
+    for key in ("$defs", "definitions"):
+        if key in content:
+            update[key] = content.pop(key)
     tools = [
         (ToolName.GET.value, "Read the working memory (scratchpad) of this conversation.", no_args),
         (
@@ -112,7 +122,11 @@ def render_tools(profile: Profile, tool_format: ToolFormat) -> list[dict[str, An
             rendered.append(
                 {
                     "type": "function",
-                    "function": {"name": name, "description": description, "parameters": parameters},
+                    "function": {
+                        "name": name,
+                        "description": description,
+                        "parameters": parameters,
+                    },
                 }
             )
         elif tool_format is ToolFormat.ANTHROPIC:
@@ -160,7 +174,9 @@ def update_arguments(arguments: dict[str, Any], profile: Profile) -> tuple[Any, 
     default_mode = "merge"
     if "content" not in arguments and profile.pad_format is not PadFormat.JSON:
         default_mode = "replace"
-    mode = arguments.get("mode", default_mode)
+    mode = arguments.get("mode")
+    if mode is None:  # models send null for optional arguments
+        mode = default_mode
     if mode not in ("merge", "replace"):
         raise ToolArgumentError('mode must be "merge" or "replace"')
     if profile.pad_format is PadFormat.JSON and isinstance(content, str):

@@ -33,4 +33,4 @@ def decode_cursor(cursor: str | None, partition_key: str) -> dict[str, Any] | No
     )
     if not valid:
         raise BadRequest("invalid cursor", [FieldProblem("cursor", "not a cursor for this list")])
-    return key
+    return dict(key)

@@ -45,12 +45,14 @@ THROTTLING = {
     "ThrottlingException",
     "RequestLimitExceeded",
 }
-CONFLICTS = {"ConditionalCheckFailedException", "TransactionConflict"}
+# PutItem says ConditionalCheckFailedException; a cancelled transaction gives per-item reasons
+# ConditionalCheckFailed or TransactionConflict (another transaction touched the item).
+CONFLICTS = {"ConditionalCheckFailedException", "ConditionalCheckFailed", "TransactionConflict"}
 
 
 def now_iso(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="milliseconds").replace(
-        "+00:00", "Z"
+    return (
+        datetime.fromtimestamp(epoch, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
     )
 
 
@@ -347,4 +349,3 @@ class DynamoStore:
             updated_at=item.updated_at,
             expires_at=int(item.expires_at) if item.expires_at is not None else None,
         )
-

@@ -20,7 +20,7 @@ TAGS = ["agent tools"]
 
 @router.get("/v1/tools", tags=TAGS, summary="Tool definitions for openai, anthropic or bedrock")
 def list_tools(
-    format: Annotated[ToolFormat, Query()] = ToolFormat.OPENAI,  # noqa: A002 (API.md's name)
+    format: Annotated[ToolFormat, Query()] = ToolFormat.OPENAI,
     session_id: SessionIdQuery = None,
     user_id: UserIdQuery = None,
     namespace: NamespaceQuery = None,

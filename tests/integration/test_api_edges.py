@@ -1,0 +1,72 @@
+"""Health, OpenAPI, Swagger UI, and requests no route or model accepts."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.integration.conftest import Call
+
+pytestmark = pytest.mark.integration
+
+
+def test_health_answers_the_server_time_in_epoch_ms(api: Call) -> None:
+    response = api("GET", "/v1/health")
+
+    assert response.status == 200
+    assert abs(response.body["now"] - time.time() * 1000) < 60_000
+
+
+def test_the_openapi_document_describes_every_route(api: Call) -> None:
+    from memkit.api.app import app
+
+    response = api("GET", "/v1/openapi.json")
+
+    paths = response.body["paths"]
+    documented = {(m.upper(), p) for p, ops in paths.items() for m in ops}
+    served = {
+        (r.method, r.openapi_path)
+        for r in app._static_routes + app._dynamic_routes
+        if r.include_in_schema
+    }
+    assert response.status == 200
+    assert documented == served
+    assert "ScratchpadView" in response.body["components"]["schemas"]
+
+
+def test_swagger_ui_is_served_as_html(api: Call) -> None:
+    response = api("GET", "/v1/docs")
+
+    assert response.status == 200
+    assert response.headers["Content-Type"].startswith("text/html")
+    assert "swagger" in response.body.lower()
+
+
+def test_an_unknown_route_is_404_with_the_error_body(api: Call) -> None:
+    response = api("GET", "/v1/nothing-here")
+
+    assert response.status == 404
+    assert response.body["code"] == "not_found"
+
+
+def test_a_body_that_is_not_json_is_400(api: Call) -> None:
+    response = api("PUT", "/v1/working-memory/s1/scratchpad", raw_body="{not json")
+
+    assert response.status == 400
+    assert response.body["code"] == "bad_request"
+
+
+def test_a_body_without_content_is_422_naming_content(api: Call) -> None:
+    response = api("PUT", "/v1/working-memory/s1/scratchpad", body={"contents": "typo"})
+
+    assert response.status == 422
+    fields = {e["field"] for e in response.body["errors"]}
+    assert "content" in fields
+
+
+def test_an_id_with_control_characters_is_422(api: Call) -> None:
+    response = api("GET", "/v1/working-memory/s1/scratchpad", query={"user_id": "a\nb"})
+
+    assert response.status == 422
+    assert response.body["errors"][0]["field"] == "user_id"

@@ -1,0 +1,293 @@
+"""JSON Schema checks: the profile's schema itself, and content against it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from memkit.errors import FieldProblem
+from memkit.scratchpad.schema import MAX_PROBLEMS, content_problems, schema_problems
+
+DRAFT_07 = "http://json-schema.org/draft-07/schema#"
+
+PREFERENCES: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string"},
+        "preferences": {
+            "type": "object",
+            "properties": {"theme": {"enum": ["dark", "light"]}},
+            "required": ["theme"],
+        },
+        "tags": {"type": "array", "items": {"type": "string"}},
+    },
+    "required": ["name"],
+}
+
+
+def fields(problems: list[FieldProblem]) -> list[str]:
+    return [p.field for p in problems]
+
+
+# -- schema_problems --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        PREFERENCES,
+        {},
+        {"properties": {"a": {"type": "integer"}}},
+        {"type": ["object", "null"]},
+        {"$schema": DRAFT_07, "type": "object"},
+    ],
+)
+def test_schema_problems_accepts_a_valid_object_schema(schema: dict[str, Any]) -> None:
+    # Given a valid schema describing an object (or not restricting the type)
+    # When it is checked
+    problems = schema_problems(schema)
+
+    # Then there is nothing to report
+    assert problems == [], "a valid object schema has no problems"
+
+
+def test_schema_problems_detects_an_unknown_type() -> None:
+    # Given a schema with a type JSON Schema does not know
+    schema = {"type": "nope"}
+
+    # When it is checked
+    problems = schema_problems(schema)
+
+    # Then the problem is reported at schema.type
+    assert fields(problems) == ["schema.type"], "an invalid type is reported at schema.type"
+
+
+def test_schema_problems_names_the_path_of_a_nested_error() -> None:
+    # Given a schema whose nested property has an invalid type
+    schema = {"type": "object", "properties": {"age": {"type": "nope"}}}
+
+    # When it is checked
+    problems = schema_problems(schema)
+
+    # Then the problem names the nested path inside the schema
+    assert fields(problems) == ["schema.properties.age.type"], "nested schema errors name a path"
+
+
+def test_schema_problems_rejects_a_non_object_keyword_value() -> None:
+    # Given a schema whose `required` is not an array
+    schema = {"type": "object", "required": "name"}
+
+    # When it is checked
+    problems = schema_problems(schema)
+
+    # Then it is reported at schema.required
+    assert fields(problems) == ["schema.required"], "a malformed keyword is reported"
+
+
+@pytest.mark.parametrize("declared", ["array", "string", "integer", "null", ["string", "number"]])
+def test_schema_problems_refuses_a_non_object_top_level_type(declared: Any) -> None:
+    # Given a valid schema whose top level is not an object
+    schema = {"type": declared}
+
+    # When it is checked
+    problems = schema_problems(schema)
+
+    # Then it is refused at schema.type: a scratchpad holds an object
+    assert fields(problems) == ["schema.type"], "a scratchpad schema must describe an object"
+
+
+def test_schema_problems_honours_draft_07_declared_in_dollar_schema() -> None:
+    # Given a draft-07 schema using tuple `items` (an array), valid only before 2020-12
+    schema = {
+        "$schema": DRAFT_07,
+        "type": "object",
+        "properties": {
+            "pair": {"type": "array", "items": [{"type": "string"}, {"type": "integer"}]}
+        },
+    }
+
+    # When it is checked
+    problems = schema_problems(schema)
+
+    # Then it is valid: the declared dialect is the one applied
+    assert problems == [], "$schema draft-07 is honoured"
+
+
+def test_schema_problems_defaults_to_draft_2020_12() -> None:
+    # Given the same tuple `items` schema without `$schema`
+    schema = {
+        "type": "object",
+        "properties": {
+            "pair": {"type": "array", "items": [{"type": "string"}, {"type": "integer"}]}
+        },
+    }
+
+    # When it is checked
+    problems = schema_problems(schema)
+
+    # Then 2020-12 applies and refuses an array for `items`
+    assert fields(problems) == ["schema.properties.pair.items"], "without $schema, 2020-12 applies"
+
+
+# -- content_problems -------------------------------------------------------------------------
+
+
+def test_content_problems_accepts_valid_content() -> None:
+    # Given content matching the schema
+    content = {"name": "Ada", "preferences": {"theme": "dark"}, "tags": ["x"]}
+
+    # When it is checked
+    problems = content_problems(PREFERENCES, content)
+
+    # Then there is nothing to report
+    assert problems == [], "valid content has no problems"
+
+
+def test_content_problems_names_the_field_path_of_a_nested_value() -> None:
+    # Given content with a nested value outside its enum
+    content = {"name": "Ada", "preferences": {"theme": "blue"}}
+
+    # When it is checked
+    problems = content_problems(PREFERENCES, content)
+
+    # Then the problem names content.preferences.theme
+    assert fields(problems) == ["content.preferences.theme"], "nested problems name their path"
+
+
+def test_content_problems_gives_the_validator_reason() -> None:
+    # Given content with a value of the wrong type
+    content = {"name": 42}
+
+    # When it is checked
+    problems = content_problems(PREFERENCES, content)
+
+    # Then the reason says what is wrong
+    assert problems == [FieldProblem("content.name", "42 is not of type 'string'")], (
+        "the reason is the validator's message"
+    )
+
+
+def test_content_problems_names_array_items_by_index() -> None:
+    # Given content with a wrong item in an array
+    content = {"name": "Ada", "tags": ["ok", 7]}
+
+    # When it is checked
+    problems = content_problems(PREFERENCES, content)
+
+    # Then the item is named by its index
+    assert fields(problems) == ["content.tags.1"], "array items are named by index"
+
+
+def test_content_problems_names_a_missing_required_member() -> None:
+    # Given content lacking a required top-level member
+    content = {"tags": []}
+
+    # When it is checked
+    problems = content_problems(PREFERENCES, content)
+
+    # Then the missing member itself is named, as content.<name>
+    assert problems == [FieldProblem("content.name", "is required")], "required members are named"
+
+
+def test_content_problems_names_a_missing_nested_required_member() -> None:
+    # Given content whose nested object lacks a required member
+    content = {"name": "Ada", "preferences": {}}
+
+    # When it is checked
+    problems = content_problems(PREFERENCES, content)
+
+    # Then the nested member is named with its full path
+    assert problems == [FieldProblem("content.preferences.theme", "is required")], (
+        "nested required members are named with their path"
+    )
+
+
+def test_content_problems_lists_each_missing_required_member_once() -> None:
+    # Given a schema requiring three members and content with only one
+    schema = {"type": "object", "required": ["a", "b", "c"]}
+
+    # When it is checked
+    problems = content_problems(schema, {"b": 1})
+
+    # Then each missing member is listed exactly once, the present one not at all
+    assert fields(problems) == ["content.a", "content.c"], "each missing member is listed once"
+
+
+def test_content_problems_uses_the_prefix_given() -> None:
+    # Given content with a nested problem
+    content = {"name": "Ada", "preferences": {"theme": "blue"}}
+
+    # When it is checked with another prefix
+    problems = content_problems(PREFERENCES, content, prefix="patch")
+
+    # Then the path starts with that prefix
+    assert fields(problems) == ["patch.preferences.theme"], "the prefix starts the path"
+
+
+def test_content_problems_without_prefix_names_the_bare_path() -> None:
+    # Given content with a nested problem
+    content = {"name": "Ada", "preferences": {"theme": "blue"}}
+
+    # When it is checked with an empty prefix
+    problems = content_problems(PREFERENCES, content, prefix="")
+
+    # Then the path has no leading dot
+    assert fields(problems) == ["preferences.theme"], "an empty prefix gives the bare path"
+
+
+def test_content_problems_honours_draft_07_keywords() -> None:
+    # Given a draft-07 schema using `dependencies` (dropped from 2020-12)
+    schema = {"$schema": DRAFT_07, "type": "object", "dependencies": {"a": ["b"]}}
+
+    # When content breaking the dependency is checked
+    problems = content_problems(schema, {"a": 1})
+
+    # Then the draft-07 keyword was enforced
+    assert fields(problems) == ["content"], "draft-07 keywords apply when $schema says so"
+
+
+def test_content_problems_ignores_draft_07_keywords_under_2020_12() -> None:
+    # Given the same schema without `$schema` (2020-12 treats `dependencies` as unknown)
+    schema = {"type": "object", "dependencies": {"a": ["b"]}}
+
+    # When the same content is checked
+    problems = content_problems(schema, {"a": 1})
+
+    # Then nothing is reported
+    assert problems == [], "2020-12 ignores the draft-07 keyword"
+
+
+def test_content_problems_asserts_formats() -> None:
+    # Given a schema with a string format
+    schema = {"type": "object", "properties": {"email": {"type": "string", "format": "email"}}}
+
+    # When a value not in that format is checked
+    problems = content_problems(schema, {"email": "not-an-address"})
+
+    # Then the format is enforced, not just annotated
+    assert fields(problems) == ["content.email"], "formats are asserted"
+
+
+def test_content_problems_caps_missing_required_members() -> None:
+    # Given a schema requiring more members than the cap
+    names = [f"m{i:02d}" for i in range(MAX_PROBLEMS + 10)]
+    schema = {"type": "object", "required": names}
+
+    # When empty content is checked
+    problems = content_problems(schema, {})
+
+    # Then at most MAX_PROBLEMS are returned
+    assert len(problems) == MAX_PROBLEMS, "problems are capped"
+
+
+def test_content_problems_caps_type_errors() -> None:
+    # Given content with more wrong values than the cap
+    schema = {"type": "object", "additionalProperties": {"type": "string"}}
+    content = {f"k{i:02d}": i for i in range(MAX_PROBLEMS + 10)}
+
+    # When it is checked
+    problems = content_problems(schema, content)
+
+    # Then at most MAX_PROBLEMS are returned
+    assert len(problems) == MAX_PROBLEMS, "problems are capped"

@@ -12,7 +12,7 @@ export AWS_ACCOUNT_ID_ENDPOINT_MODE := disabled
 export PYDANTIC_DISABLE_PLUGINS := __all__
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: serve test lint typecheck template unit integration bench build deploy clean
+.PHONY: serve test lint typecheck template unit integration bench docs build deploy clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -54,6 +54,10 @@ integration: $(STAMP)
 ## bench: every benchmark under bench/, each printing its figures
 bench: $(STAMP)
 	$(BIN)/python -m bench
+
+## docs: regenerate docs/openapi.json from the code (a test fails when it is stale)
+docs: $(STAMP)
+	$(BIN)/memkit openapi --output docs/openapi.json
 
 ## build: sam build (needs python3.12 on PATH; see README)
 build: $(SAM)

@@ -78,6 +78,7 @@ def test_update_then_get_then_clear_through_tool_calls(api: Call) -> None:
     after = api("GET", "/v1/working-memory/s1/scratchpad")
 
     assert updated.status == 200
+    assert set(updated.body) == {"result"}
     assert updated.body["result"]["content"] == "likes tea"
     assert got.body["result"]["content"] == "likes tea"
     assert cleared.body["result"] == "working memory cleared"
@@ -145,6 +146,7 @@ def test_an_unknown_tool_is_a_tool_error_listing_the_known_ones(api: Call) -> No
     response = api("POST", "/v1/tools/call", body={"session_id": "s1", "name": "rm_rf"})
 
     assert response.status == 200
+    assert set(response.body) == {"error"}
     assert "update_working_memory" in response.body["error"]
 
 

@@ -1,4 +1,4 @@
-"""The `memkit` command: `memkit serve` runs the local stack."""
+"""The `memkit` command: `memkit serve` runs the local stack; `memkit openapi` prints the API."""
 
 from __future__ import annotations
 
@@ -47,6 +47,17 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _openapi(args: argparse.Namespace) -> int:
+    from memkit.api.app import app, openapi_json
+
+    document = openapi_json(app) + "\n"
+    if args.output:
+        args.output.write_text(document, encoding="utf-8")
+    else:
+        sys.stdout.write(document)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="memkit", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -67,6 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING"])
     serve.add_argument("--metrics", action="store_true", help="print EMF metrics to stdout")
     serve.set_defaults(run=_serve)
+    openapi = commands.add_parser("openapi", help="print the OpenAPI document of the HTTP API")
+    openapi.add_argument("--output", type=Path, help="write it to this file")
+    openapi.set_defaults(run=_openapi)
     return parser
 
 

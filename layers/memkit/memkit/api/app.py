@@ -26,6 +26,11 @@ def _field(loc: tuple[Any, ...]) -> str:
     return ".".join(parts) or "body"
 
 
+def openapi_json(app: APIGatewayHttpResolver) -> str:
+    """The OpenAPI document of `app` (served at /v1/openapi.json, written to docs/)."""
+    return str(app.get_openapi_json_schema(title=TITLE, version=__version__))
+
+
 def build_app() -> APIGatewayHttpResolver:
     """A resolver with every route of memkit's HTTP API (one per execution environment)."""
     app = APIGatewayHttpResolver(enable_validation=True)
@@ -37,7 +42,7 @@ def build_app() -> APIGatewayHttpResolver:
         return Response(
             status_code=200,
             content_type="application/json",
-            body=app.get_openapi_json_schema(title=TITLE, version=__version__),
+            body=openapi_json(app),
         )
 
     app.enable_swagger(path="/v1/docs", title=TITLE, version=__version__)

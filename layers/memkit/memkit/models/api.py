@@ -106,8 +106,15 @@ class ToolCall(BaseModel):
     profile: str | None = Field(default=None, min_length=1, max_length=64)
 
 
-class ToolResult(BaseModel):
-    """`result` on success, or `error` the model can read (status 200 either way)."""
+class ToolSuccess(BaseModel):
+    model_config = ConfigDict(extra="forbid")
 
-    result: Any = None
-    error: str | None = None
+    result: Any
+
+
+class ToolFailure(BaseModel):
+    """A failure the model can read and act on (still status 200: the call itself worked)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    error: str

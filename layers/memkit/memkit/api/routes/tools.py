@@ -10,7 +10,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from memkit.api.context import services_of
 from memkit.api.params import NamespaceQuery, ProfileQuery, SessionIdQuery, UserIdQuery
 from memkit.errors import FieldProblem, ValidationFailed
-from memkit.models.api import ToolCall, ToolResult, ToolsView
+from memkit.models.api import ToolCall, ToolFailure, ToolSuccess, ToolsView
 from memkit.models.domain import PadRef
 from memkit.scratchpad.tools import ToolFormat
 
@@ -32,7 +32,7 @@ def list_tools(
 
 
 @router.post("/v1/tools/call", tags=TAGS, summary="Run a tool call a model made")
-def call_tool(call: Annotated[ToolCall, Body()]) -> ToolResult:
+def call_tool(call: Annotated[ToolCall, Body()]) -> ToolSuccess | ToolFailure:
     services = services_of(router)
     if call.session_id is None and call.user_id is None:
         raise ValidationFailed(
@@ -45,4 +45,4 @@ def call_tool(call: Annotated[ToolCall, Body()]) -> ToolResult:
         profile=call.profile,
     )
     outcome = services.scratchpads.call_tool(ref, call.name, call.arguments)
-    return ToolResult(**outcome)
+    return ToolFailure(**outcome) if "error" in outcome else ToolSuccess(**outcome)

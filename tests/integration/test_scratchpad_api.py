@@ -329,3 +329,18 @@ def test_ids_with_hashes_cannot_reach_other_keys(api: Call) -> None:
 
     assert api("GET", "/v1/working-memory/a%23b/scratchpad").body["content"] == "hash id"
     assert api("GET", "/v1/working-memory/a/scratchpad").body["content"] is None
+
+
+def test_the_user_path_replaces_and_clears_a_user_scratchpad(api: Call) -> None:
+    api("PUT", "/v1/profiles/me", body={"scope": "user", "format": "markdown"})
+    q = {"profile": "me"}
+
+    put = api("PUT", USER_PAD, query=q, body={"content": "# Ada"})
+    cleared = api("DELETE", USER_PAD, query=q)
+    got = api("GET", USER_PAD, query=q)
+
+    assert put.status == 200
+    assert put.body["content"] == "# Ada"
+    assert cleared.status == 200
+    assert got.body["content"] is None
+    assert got.body["version"] == 2

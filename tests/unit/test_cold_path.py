@@ -1,0 +1,30 @@
+"""What the API function imports on a cold start (measured by bench/cold_start.py)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+LAZY = [
+    # Building a Tracer loads the X-Ray SDK (Powertools' package __init__ only loads the class).
+    "aws_xray_sdk",
+    "jsonschema",  # imported when a schema is first checked
+    "moto",  # the local stack only
+    "werkzeug",
+]
+
+
+def test_importing_the_handler_leaves_the_lazy_modules_unloaded() -> None:
+    probe = (
+        "import json, sys; sys.path.insert(0, 'functions/api'); import memory_api; "
+        f"print(json.dumps([m for m in {LAZY!r} if m in sys.modules]))"
+    )
+
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
+
+    assert json.loads(loaded) == []

@@ -9,7 +9,6 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
-from pynamodb.connection import Connection
 from pynamodb.exceptions import DoesNotExist, PynamoDBException, TransactWriteError
 from pynamodb.transactions import TransactWrite
 
@@ -238,12 +237,12 @@ class DynamoStore:
             if "session" in state.disk_versions:
                 session_item.version = state.disk_versions["session"]
 
-            with translated("write scratchpad"):
-                meta = self._items.base.Meta
-                connection = Connection(region=meta.region, host=meta.host)
-                with TransactWrite(connection=connection) as transaction:
-                    transaction.save(session_item)
-                    transaction.save(item)
+            with (
+                translated("write scratchpad"),
+                TransactWrite(connection=self._items.connection) as transaction,
+            ):
+                transaction.save(session_item)
+                transaction.save(item)
         else:
             with translated("write scratchpad"):
                 item.save()
@@ -251,13 +250,17 @@ class DynamoStore:
 
     # -- profiles ----------------------------------------------------------------------------
 
-    def get_profile(self, tenant: str, namespace: str, name: str) -> Profile | None:
+    def _profile_item(self, tenant: str, namespace: str, name: str) -> Any | None:
         pk, sk = keys.profile_key(tenant, namespace, name)
         with translated("read profile"):
             try:
-                return self._to_profile(self._items.profile.get(pk, sk, consistent_read=True))
+                return self._items.profile.get(pk, sk, consistent_read=True)
             except DoesNotExist:
                 return None
+
+    def get_profile(self, tenant: str, namespace: str, name: str) -> Profile | None:
+        item = self._profile_item(tenant, namespace, name)
+        return None if item is None else self._to_profile(item)
 
     def put_profile(
         self,
@@ -269,7 +272,7 @@ class DynamoStore:
     ) -> Profile:
         pk, sk = keys.profile_key(tenant, namespace, name)
         now = now_iso(self._clock())
-        current = self.get_profile(tenant, namespace, name)
+        current = self._profile_item(tenant, namespace, name)
         if expected_version is not None and (current.version if current else 0) != expected_version:
             raise VersionConflict(f"profile {name!r} is not at version {expected_version}")
         item = self._items.profile(
@@ -277,7 +280,7 @@ class DynamoStore:
             sk,
             tenant=tenant,
             namespace=namespace,
-            created_at=current.updated_at if current and current.updated_at else now,
+            created_at=current.created_at if current is not None else now,
             updated_at=now,
             name=name,
             spec=spec.model_dump_json(by_alias=True),

@@ -18,17 +18,20 @@ from pynamodb.attributes import (
     UnicodeAttribute,
     VersionAttribute,
 )
+from pynamodb.connection import Connection
 from pynamodb.models import Model
 
 
 @dataclass(frozen=True)
 class ItemClasses:
-    """The item classes bound to one table."""
+    """The item classes bound to one table, and the connection they share."""
 
     base: Any
     profile: Any
     session: Any
     scratchpad: Any
+    # For TransactWrite: the same botocore client, timeouts and retries as the items.
+    connection: Connection
 
 
 @lru_cache(maxsize=8)
@@ -81,4 +84,7 @@ def bind_items(
         session_id = UnicodeAttribute(null=True)
         user_id = UnicodeAttribute(null=True)
 
-    return ItemClasses(TableItem, ProfileItem, SessionItem, ScratchpadItem)
+    # Connect the base class first: PynamoDB gives each subclass that connects before its base
+    # a connection of its own, and each connection builds a botocore client (~60 ms).
+    connection = TableItem._get_connection().connection
+    return ItemClasses(TableItem, ProfileItem, SessionItem, ScratchpadItem, connection)

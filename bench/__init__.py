@@ -1,0 +1,1 @@
+"""Benchmarks that print figures (never assertions): `python -m bench` runs them all."""

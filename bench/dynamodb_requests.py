@@ -1,0 +1,104 @@
+"""DynamoDB requests per API call: the real handler and store on moto, every call counted.
+
+The count comes from botocore itself: a `before-call.dynamodb` handler added to botocore's
+built-in handlers, which every botocore session registers when it is created. So it sees the
+clients PynamoDB creates lazily, including the one a transaction builds for itself.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from bench import environment
+from bench.figures import report
+
+ROOT = Path(__file__).resolve().parents[1]
+TABLE = "memkit-bench"
+
+
+class RequestCounter:
+    """Counts DynamoDB API calls by operation, for every botocore session created after install."""
+
+    def __init__(self) -> None:
+        self.operations: Counter[str] = Counter()
+
+    def install(self) -> RequestCounter:
+        from botocore import handlers
+
+        handlers.BUILTIN_HANDLERS.append(("before-call.dynamodb", self._count))
+        return self
+
+    def _count(self, model: Any, **_kwargs: Any) -> None:
+        self.operations[model.name] += 1
+
+    def during(self, action: Callable[[], Any]) -> Counter[str]:
+        """The calls `action` made."""
+        self.operations.clear()
+        action()
+        return Counter(self.operations)
+
+
+def main() -> None:
+    environment.apply()
+    counter = RequestCounter().install()  # before any botocore session exists
+
+    import boto3
+    from moto import mock_aws
+
+    from memkit.api.context import Services
+    from memkit.api.handler import make_lambda_handler
+    from memkit.config import ApiSettings
+    from memkit.local.template import create_table, load_template
+    from memkit.store.dynamodb import DynamoStore
+    from tests.events import http_event
+
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        create_table(client, load_template(ROOT / "template.yaml"), TABLE)
+        settings = ApiSettings(table_name=TABLE, region="us-east-1")
+        handler = make_lambda_handler(lambda: Services.over(DynamoStore(settings), settings))
+
+        context: Any = environment.LambdaContext()
+
+        def call(method: str, path: str, **kwargs: Any) -> Callable[[], None]:
+            def send() -> None:
+                response = handler(http_event(method, path, **kwargs), context)
+                if response["statusCode"] != 200:
+                    raise SystemExit(f"dynamodb_requests: {method} {path} failed: {response}")
+
+            return send
+
+        pad, notes_pad = "/v1/working-memory/s1/scratchpad", "/v1/working-memory/s2/scratchpad"
+        # Given: session s1 on the default profile, session s2 created with profile `notes`.
+        call("PATCH", pad, body={"content": "first"})()
+        call("PUT", "/v1/profiles/notes", body={"template": "# Notes"})()
+        call("PATCH", notes_pad, query={"profile": "notes"}, body={"content": "# Notes"})()
+
+        routes = [
+            ("get_scratchpad", call("GET", pad), "target 1"),
+            ("get_scratchpad_session_profile", call("GET", notes_pad), "target <= 2"),
+            ("patch_scratchpad", call("PATCH", pad, body={"content": "more"}), "target <= 2"),
+            (
+                "patch_scratchpad_new_session",
+                call("PATCH", "/v1/working-memory/s3/scratchpad", body={"content": "x"}),
+                "target <= 2",
+            ),
+            ("get_profile", call("GET", "/v1/profiles/notes"), "target 1"),
+            (
+                "put_profile",
+                call("PUT", "/v1/profiles/notes", body={"template": "# Notes v2"}),
+                "target <= 2",
+            ),
+        ]
+        for name, send, target in routes:
+            operations = counter.during(send)
+            detail = ", ".join(f"{op} {n}" for op, n in sorted(operations.items()))
+            total = sum(operations.values())
+            report(f"dynamodb_requests.{name}", total, target=f"{target}; {detail}")
+
+
+if __name__ == "__main__":
+    main()

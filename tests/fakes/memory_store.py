@@ -14,9 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
-from memkit.errors import FieldProblem, Forbidden, NotFound, ValidationFailed, VersionConflict
+from memkit.errors import VersionConflict
 from memkit.models.domain import (
-    DEFAULT_PROFILE,
     Content,
     PadRef,
     Profile,
@@ -24,8 +23,8 @@ from memkit.models.domain import (
     Scope,
     Scratchpad,
     SessionStub,
-    builtin_default_profile,
 )
+from memkit.scratchpad import resolution
 from memkit.store import keys
 from memkit.store.cursor import decode_cursor, encode_cursor
 from memkit.store.protocol import PadState, ProfilePage
@@ -108,45 +107,12 @@ class InMemoryStore:
         )
         session = session_item.record if session_item and self._live(session_item) else None
         assert session is None or isinstance(session, SessionStub)
-        name = ref.profile or DEFAULT_PROFILE
-        if session is not None:
-            if owner.user_id and session.user_id and owner.user_id != session.user_id:
-                raise Forbidden("this session belongs to another user")
-            if session.profile:
-                if ref.profile and ref.profile != session.profile:
-                    raise ValidationFailed(
-                        "profile mismatch",
-                        [FieldProblem("profile", f"the session uses profile {session.profile!r}")],
-                    )
-                name = session.profile
-        user_id = owner.user_id or (session.user_id if session else None)
-
-        profile = self._profile(tenant, namespace, name)
-        if profile is None:
-            if name != DEFAULT_PROFILE:
-                raise NotFound(f"profile {name!r} does not exist")
-            profile = builtin_default_profile()
-
-        if profile.scope is Scope.USER:
-            if not user_id:
-                raise ValidationFailed(
-                    "user_id is required",
-                    [FieldProblem("user_id", f"profile {name!r} keeps one scratchpad per user")],
-                )
-            pad_key = keys.user_pad_key(tenant, namespace, user_id, name)
-        else:
-            if not ref.session_id:
-                raise ValidationFailed(
-                    "session_id is required",
-                    [
-                        FieldProblem(
-                            "session_id",
-                            f"profile {name!r} keeps one scratchpad per session: "
-                            "use /v1/working-memory/{session_id}/scratchpad",
-                        )
-                    ],
-                )
-            pad_key = keys.session_pad_key(tenant, namespace, ref.session_id, name)
+        name, user_id = resolution.session_choices(ref, session)
+        profile = resolution.stored_or_default(name, self._profile(tenant, namespace, name))
+        resolution.require_owner(ref, profile, user_id)
+        pad_key = keys.pad_key(
+            tenant, namespace, profile.scope is Scope.USER, ref.session_id, user_id, name
+        )
 
         pad_item = self._items.get(pad_key)
         disk_versions: dict[str, int] = {}
@@ -193,14 +159,9 @@ class InMemoryStore:
         ref, owner = state.ref, state.ref.owner
         tenant, namespace, name = owner.tenant, owner.namespace, state.profile.name
         now = _iso(self._clock())
-        if state.scope is Scope.USER:
-            assert state.user_id is not None
-            pad_key = keys.user_pad_key(tenant, namespace, state.user_id, name)
-            expires_at = None
-        else:
-            assert ref.session_id is not None
-            pad_key = keys.session_pad_key(tenant, namespace, ref.session_id, name)
-            expires_at = state.session.expires_at if state.session else None
+        user_scoped = state.scope is Scope.USER
+        pad_key = keys.pad_key(tenant, namespace, user_scoped, ref.session_id, state.user_id, name)
+        expires_at = state.session.expires_at if state.session and not user_scoped else None
         creates_session = ref.session_id is not None and state.session is None
 
         # Both conditions hold or nothing is written (one TransactWriteItems in DynamoDB).

@@ -14,12 +14,8 @@ from pynamodb.transactions import TransactWrite
 
 from memkit.config import StoreSettings
 from memkit.errors import (
-    FieldProblem,
-    Forbidden,
-    NotFound,
     StoreUnavailable,
     Throttled,
-    ValidationFailed,
     VersionConflict,
 )
 from memkit.models.domain import (
@@ -32,8 +28,8 @@ from memkit.models.domain import (
     Scope,
     Scratchpad,
     SessionStub,
-    builtin_default_profile,
 )
+from memkit.scratchpad import resolution
 from memkit.store import keys
 from memkit.store.cursor import decode_cursor, encode_cursor
 from memkit.store.items import ItemClasses, bind_items
@@ -126,51 +122,19 @@ class DynamoStore:
             else None
         )
         session = self._to_session(session_item) if self._live(session_item) else None
-        name = guess
-        if session is not None:
-            if owner.user_id and session.user_id and owner.user_id != session.user_id:
-                raise Forbidden("this session belongs to another user")
-            if session.profile:
-                if ref.profile and ref.profile != session.profile:
-                    raise ValidationFailed(
-                        "profile mismatch",
-                        [FieldProblem("profile", f"the session uses profile {session.profile!r}")],
-                    )
-                name = session.profile
-        user_id = owner.user_id or (session.user_id if session else None)
+        name, user_id = resolution.session_choices(ref, session)
 
         missing = [key for key in wanted(name, user_id) if key not in fetched]
         if missing:  # the profile or the user was learnt from the session: one more request
             found.update(self._batch_get(missing))
 
         profile_item = found.get(keys.profile_key(tenant, namespace, name))
-        if profile_item is not None:
-            profile = self._to_profile(profile_item)
-        elif name == DEFAULT_PROFILE:
-            profile = builtin_default_profile()
-        else:
-            raise NotFound(f"profile {name!r} does not exist")
-
-        if profile.scope is Scope.USER:
-            if not user_id:
-                raise ValidationFailed(
-                    "user_id is required",
-                    [FieldProblem("user_id", f"profile {name!r} keeps one scratchpad per user")],
-                )
-            pad_key = keys.user_pad_key(tenant, namespace, user_id, name)
-        else:
-            if not ref.session_id:
-                raise ValidationFailed(
-                    "session_id is required",
-                    [
-                        FieldProblem(
-                            "session_id",
-                            f"profile {name!r} keeps one scratchpad per session: "
-                            "use /v1/working-memory/{session_id}/scratchpad",
-                        )
-                    ],
-                )
-            pad_key = keys.session_pad_key(tenant, namespace, ref.session_id, name)
+        stored = self._to_profile(profile_item) if profile_item is not None else None
+        profile = resolution.stored_or_default(name, stored)
+        resolution.require_owner(ref, profile, user_id)
+        pad_key = keys.pad_key(
+            tenant, namespace, profile.scope is Scope.USER, ref.session_id, user_id, name
+        )
 
         pad_item = found.get(pad_key)
         disk_versions: dict[str, int] = {}
@@ -196,15 +160,10 @@ class DynamoStore:
         tenant, namespace = owner.tenant, owner.namespace
         name = state.profile.name
         now = now_iso(self._clock())
-        if state.scope is Scope.USER:
-            assert state.user_id is not None
-            pk, sk = keys.user_pad_key(tenant, namespace, state.user_id, name)
-            expires_at = None
-        else:
-            assert ref.session_id is not None
-            pk, sk = keys.session_pad_key(tenant, namespace, ref.session_id, name)
-            # A session's scratchpad lives and expires with the session.
-            expires_at = state.session.expires_at if state.session else None
+        user_scoped = state.scope is Scope.USER
+        pk, sk = keys.pad_key(tenant, namespace, user_scoped, ref.session_id, state.user_id, name)
+        # A session's scratchpad lives and expires with the session.
+        expires_at = state.session.expires_at if state.session and not user_scoped else None
         created_at = state.pad.created_at if state.pad and state.pad.created_at else now
         item = self._items.scratchpad(
             pk,

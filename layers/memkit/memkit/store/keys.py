@@ -48,3 +48,19 @@ def user_pk(tenant: str, namespace: str, user_id: str) -> str:
 
 def user_pad_key(tenant: str, namespace: str, user_id: str, profile: str) -> Key:
     return user_pk(tenant, namespace, user_id), f"PAD#{part(profile)}"
+
+
+def pad_key(
+    tenant: str,
+    namespace: str,
+    user_scoped: bool,
+    session_id: str | None,
+    user_id: str | None,
+    profile: str,
+) -> Key:
+    """The scratchpad's key: the user's partition for user scope, else the session's."""
+    if user_scoped:
+        assert user_id is not None
+        return user_pad_key(tenant, namespace, user_id, profile)
+    assert session_id is not None
+    return session_pad_key(tenant, namespace, session_id, profile)

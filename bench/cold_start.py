@@ -87,12 +87,14 @@ def _seed(endpoint: str) -> None:
     from memkit.local.template import create_table, load_template
     from memkit.models.domain import Owner, PadRef
     from memkit.store.dynamodb import DynamoStore
+    from memkit.tokens import content_tokens
 
     client = boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1")
     create_table(client, load_template(ROOT / "template.yaml"), TABLE)
     store = DynamoStore(ApiSettings(table_name=TABLE, dynamodb_endpoint=endpoint))
     ref = PadRef(owner=Owner(tenant="default"), session_id="demo")
-    store.write_pad(store.read_pad(ref), "# Notes\n- user: Ada\n- goal: plan a trip to Lisbon")
+    notes = "# Notes\n- user: Ada\n- goal: plan a trip to Lisbon"
+    store.write_pad(store.read_pad(ref), notes, content_tokens(notes))
 
 
 def importtime(top: int = 10, runs: int = 5) -> None:

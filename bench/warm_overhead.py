@@ -16,6 +16,7 @@ from typing import Any
 
 from bench import environment
 from bench.figures import median, percentile, report
+from memkit.tokens import content_tokens
 
 CALLS = 5_000
 WARM_UP = 300
@@ -50,13 +51,12 @@ def _get_request() -> Callable[[], dict[str, Any]]:
     from memkit.api.handler import make_lambda_handler
     from memkit.config import ApiSettings
     from memkit.models.domain import Owner, PadRef
-    from memkit.tokens import content_tokens
     from tests.events import http_event
     from tests.fakes.memory_store import InMemoryStore
 
     store = InMemoryStore()
     ref = PadRef(owner=Owner(tenant="default"), session_id="demo")
-    store.write_pad(store.read_pad(ref), NOTES)
+    store.write_pad(store.read_pad(ref), NOTES, content_tokens(NOTES))
     assert 250 <= content_tokens(NOTES) <= 350, "the pad should hold about 300 tokens"
     services = Services.over(store, ApiSettings(table_name="memkit-bench"))
     handler = make_lambda_handler(lambda: services)

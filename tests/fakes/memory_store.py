@@ -144,7 +144,7 @@ class InMemoryStore:
         if (current.version if current else None) != expected:
             raise VersionConflict(f"write {what}: the item changed since it was read")
 
-    def write_pad(self, state: PadState, content: Content) -> Scratchpad:
+    def write_pad(self, state: PadState, content: Content, tokens: int) -> Scratchpad:
         self.calls["write_pad"] += 1
         if self.before_write is not None and not self._in_hook:
             self._in_hook = True
@@ -182,6 +182,7 @@ class InMemoryStore:
             format=state.profile.pad_format,
             content=None,
             version=state.disk_versions.get("pad", 0) + 1,
+            tokens=tokens,
             created_at=state.pad.created_at if state.pad and state.pad.created_at else now,
             updated_at=now,
             expires_at=expires_at,

@@ -344,3 +344,13 @@ def test_the_user_path_replaces_and_clears_a_user_scratchpad(api: Call) -> None:
     assert cleared.status == 200
     assert got.body["content"] is None
     assert got.body["version"] == 2
+
+
+def test_reads_report_the_token_count_counted_when_written(api: Call) -> None:
+    written = api("PUT", PAD, body={"content": "Ada likes green tea and long walks."})
+
+    got = api("GET", PAD)
+
+    assert written.body["tokens"] > 0
+    assert got.body["tokens"] == written.body["tokens"]
+    assert got.body["max_tokens"] == 4000

@@ -9,8 +9,10 @@ import pytest
 
 from memkit.errors import Forbidden, SchemaViolation, TooLarge, ValidationFailed, VersionConflict
 from memkit.models.domain import Content, Owner, PadRef, ProfileSpec
+from memkit.service.profiles import ProfileService
 from memkit.service.scratchpad import ScratchpadService
 from memkit.store.protocol import PadState
+from memkit.tokens import content_tokens
 from tests.fakes.memory_store import InMemoryStore
 
 TENANT = "t1"
@@ -36,7 +38,7 @@ def add_profile(store: InMemoryStore, name: str, **spec: Any) -> PadRef:
 
 def seed(store: InMemoryStore, ref: PadRef, content: Content) -> None:
     """Content written straight to the store (bypassing the service's rules)."""
-    store.write_pad(store.read_pad(ref), content)
+    store.write_pad(store.read_pad(ref), content, content_tokens(content))
 
 
 def stored(store: InMemoryStore, ref: PadRef) -> Content:
@@ -52,7 +54,8 @@ def concurrent_writer(store: InMemoryStore, ref: PadRef, times: int) -> Callable
             done.append(1)
             current = store.read_pad(ref)
             assert isinstance(current.content, dict)
-            store.write_pad(current, {**current.content, "other": len(done)})
+            winner = {**current.content, "other": len(done)}
+            store.write_pad(current, winner, content_tokens(winner))
 
     return interfere
 
@@ -362,3 +365,24 @@ def test_a_schema_violation_in_a_tool_call_is_an_error_naming_the_field(
     assert set(outcome) == {"error"}
     assert "content.age" in outcome["error"]
     assert stored(store, ref) == {"name": "Ada"}
+
+
+def test_a_profile_put_without_if_match_retries_a_lost_race() -> None:
+    # Given a store where another writer wins the first race for the profile
+    class RacingStore(InMemoryStore):
+        lost = 0
+
+        def put_profile(self, *args: object, **kwargs: object) -> object:  # type: ignore[override]
+            if self.lost == 0:
+                self.lost += 1
+                raise VersionConflict("the item changed since it was read")
+            return super().put_profile(*args, **kwargs)  # type: ignore[arg-type]
+
+    store = RacingStore()
+
+    # When a profile is put without If-Match
+    profile = ProfileService(store).put("t", "default", "notes", ProfileSpec(), None)
+
+    # Then the put is retried and lands
+    assert store.lost == 1
+    assert profile.version == 1

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
-from memkit.models.domain import ArrayMerge, PadFormat, Scope
+from memkit.models.domain import ArrayMerge, Model, PadFormat, Scope
 
 
-class FieldError(BaseModel):
+class FieldError(Model):
     field: str
     reason: str
 
 
-class ErrorBody(BaseModel):
+class ErrorBody(Model):
     """The one error body: a human message, a machine code, field problems on 422."""
 
     detail: str
@@ -22,15 +22,15 @@ class ErrorBody(BaseModel):
     errors: list[FieldError] = Field(default_factory=list)
 
 
-class Health(BaseModel):
+class Health(Model):
     now: int = Field(description="server time, epoch milliseconds")
 
 
-class Status(BaseModel):
+class Status(Model):
     status: str = "ok"
 
 
-class ProfileView(BaseModel):
+class ProfileView(Model):
     model_config = ConfigDict(populate_by_name=True)
 
     name: str
@@ -46,12 +46,12 @@ class ProfileView(BaseModel):
     builtin: bool = Field(description="true for the built-in default (never stored)")
 
 
-class ProfileList(BaseModel):
+class ProfileList(Model):
     profiles: list[ProfileView]
     next_cursor: str | None = None
 
 
-class ScratchpadWrite(BaseModel):
+class ScratchpadWrite(Model):
     """PUT (replace) or PATCH (merge) body. Scoping may also come in the body."""
 
     model_config = ConfigDict(extra="forbid")
@@ -63,7 +63,7 @@ class ScratchpadWrite(BaseModel):
     user_id: str | None = Field(default=None, min_length=1, max_length=256)
 
 
-class ScratchpadView(BaseModel):
+class ScratchpadView(Model):
     model_config = ConfigDict(populate_by_name=True)
 
     session_id: str | None
@@ -86,16 +86,16 @@ class ScratchpadView(BaseModel):
     )
 
 
-class PromptView(BaseModel):
+class PromptView(Model):
     prompt: str
 
 
-class ToolsView(BaseModel):
+class ToolsView(Model):
     format: str
     tools: list[dict[str, Any]]
 
 
-class ToolCall(BaseModel):
+class ToolCall(Model):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(min_length=1, max_length=128)
@@ -106,13 +106,13 @@ class ToolCall(BaseModel):
     profile: str | None = Field(default=None, min_length=1, max_length=64)
 
 
-class ToolSuccess(BaseModel):
+class ToolSuccess(Model):
     model_config = ConfigDict(extra="forbid")
 
     result: Any
 
 
-class ToolFailure(BaseModel):
+class ToolFailure(Model):
     """A failure the model can read and act on (still status 200: the call itself worked)."""
 
     model_config = ConfigDict(extra="forbid")

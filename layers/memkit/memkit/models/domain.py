@@ -19,6 +19,12 @@ DEFAULT_NAMESPACE = "default"
 MAX_TOKENS_LIMIT = 64_000
 
 
+class Model(BaseModel):
+    """Base of memkit's models: schemas are built on first use, not at import (cold start)."""
+
+    model_config = ConfigDict(defer_build=True)
+
+
 class Scope(StrEnum):
     SESSION = "session"
     USER = "user"
@@ -35,10 +41,10 @@ class ArrayMerge(StrEnum):
     REPLACE = "replace"
 
 
-class ProfileSpec(BaseModel):
+class ProfileSpec(Model):
     """How a scratchpad behaves. Template and schema are exclusive; a schema implies json."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True, defer_build=True)
 
     scope: Scope = Scope.SESSION
     format: PadFormat | None = Field(
@@ -132,6 +138,7 @@ class Scratchpad:
     format: PadFormat
     content: Content
     version: int = 0
+    tokens: int = 0  # counted once, when written
     created_at: str | None = None
     updated_at: str | None = None
     expires_at: int | None = None

@@ -7,6 +7,8 @@ from memkit.models.domain import DEFAULT_PROFILE, Profile, ProfileSpec, builtin_
 from memkit.scratchpad.schema import schema_problems
 from memkit.store.protocol import ProfilePage, Store
 
+PUT_ATTEMPTS = 5
+
 
 def _expected(if_match: str | None) -> int | None:
     if if_match is None:
@@ -29,7 +31,15 @@ class ProfileService:
             problems = schema_problems(spec.json_schema)
             if problems:
                 raise ValidationFailed("schema is not a valid JSON Schema", problems)
-        return self._store.put_profile(tenant, namespace, name, spec, _expected(if_match))
+        expected = _expected(if_match)
+        for _ in range(PUT_ATTEMPTS - 1):
+            try:
+                return self._store.put_profile(tenant, namespace, name, spec, expected)
+            except VersionConflict:
+                if expected is not None:
+                    raise
+                # Without If-Match the last writer wins: a lost race is simply retried.
+        return self._store.put_profile(tenant, namespace, name, spec, expected)
 
     def get(self, tenant: str, namespace: str, name: str) -> Profile:
         profile = self._store.get_profile(tenant, namespace, name)

@@ -49,15 +49,12 @@ class ScratchpadResult:
     content: Content
     version: int
     updated_at: str | None
+    tokens: int
     problems: list[FieldProblem] = field(default_factory=list)
 
     @property
     def profile(self) -> Profile:
         return self.state.profile
-
-    @property
-    def tokens(self) -> int:
-        return content_tokens(self.content)
 
 
 def version_matches(if_match: str | None, version: int) -> bool:
@@ -107,8 +104,9 @@ class ScratchpadService:
         problems: list[FieldProblem] = []
         if state.content is not None:
             problems = self._problems(state.content, state.profile)
-        updated_at = state.pad.updated_at if state.pad else None
-        return ScratchpadResult(state, state.content, state.version, updated_at, problems)
+        pad = state.pad
+        updated_at, tokens = (pad.updated_at, pad.tokens) if pad else (None, 0)
+        return ScratchpadResult(state, state.content, state.version, updated_at, tokens, problems)
 
     def prompt(self, ref: PadRef) -> str:
         state = self._store.read_pad(ref)
@@ -137,9 +135,9 @@ class ScratchpadService:
                     f"the scratchpad is at version {state.version}, not {if_match}"
                 )
             content = change(state)
-            self._check(content, state.profile)
+            tokens = self._check(content, state.profile)
             try:
-                pad = self._store.write_pad(state, content)
+                pad = self._store.write_pad(state, content, tokens)
             except VersionConflict:
                 if if_match is not None:
                     raise
@@ -148,14 +146,15 @@ class ScratchpadService:
                 self._sleep(random.uniform(0, cap))  # noqa: S311 (jitter, not crypto)
                 continue
             metrics.add_metric(name="ScratchpadWrites", unit="Count", value=1)
-            return ScratchpadResult(state, pad.content, pad.version, pad.updated_at)
+            return ScratchpadResult(state, pad.content, pad.version, pad.updated_at, pad.tokens)
         raise VersionConflict(
             f"the scratchpad kept changing under {self._max_attempts} attempts; retry later"
         )
 
-    def _check(self, content: Content, profile: Profile) -> None:
+    def _check(self, content: Content, profile: Profile) -> int:
+        """The content's token count, once it passes the size, token and schema limits."""
         if content is None:
-            return
+            return 0
         size = len(json.dumps(content, ensure_ascii=False).encode())
         if size > MAX_CONTENT_BYTES:
             raise TooLarge(
@@ -172,6 +171,7 @@ class ScratchpadService:
         problems = self._problems(content, profile)
         if problems:
             raise SchemaViolation("content does not match the profile's schema", problems)
+        return used
 
     @staticmethod
     def _problems(content: Content, profile: Profile) -> list[FieldProblem]:

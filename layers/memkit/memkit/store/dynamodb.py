@@ -155,7 +155,7 @@ class DynamoStore:
 
     # -- writes ------------------------------------------------------------------------------
 
-    def write_pad(self, state: PadState, content: Content) -> Scratchpad:
+    def write_pad(self, state: PadState, content: Content, tokens: int) -> Scratchpad:
         ref, owner = state.ref, state.ref.owner
         tenant, namespace = owner.tenant, owner.namespace
         name = state.profile.name
@@ -177,6 +177,7 @@ class DynamoStore:
             scope=state.scope.value,
             format=state.profile.pad_format.value,
             content=None if content is None else json.dumps(content, ensure_ascii=False),
+            tokens=tokens,
             session_id=ref.session_id if state.scope is Scope.SESSION else None,
             user_id=state.user_id,
         )
@@ -307,6 +308,7 @@ class DynamoStore:
             format=PadFormat(item.format),
             content=None if item.content is None else json.loads(item.content),
             version=item.version,
+            tokens=int(item.tokens),
             created_at=item.created_at,
             updated_at=item.updated_at,
             expires_at=int(item.expires_at) if item.expires_at is not None else None,

@@ -81,6 +81,7 @@ def bind_items(
         scope = UnicodeAttribute()
         format = UnicodeAttribute()
         content = UnicodeAttribute(null=True)
+        tokens = NumberAttribute(default=0)
         session_id = UnicodeAttribute(null=True)
         user_id = UnicodeAttribute(null=True)
 

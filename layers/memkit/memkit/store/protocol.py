@@ -56,8 +56,9 @@ class Store(Protocol):
         """The scratchpad named by `ref` with its profile and session (at most 2 requests)."""
         ...
 
-    def write_pad(self, state: PadState, content: Content) -> Scratchpad:
-        """Store `content` if nothing changed since `state` was read, else VersionConflict.
+    def write_pad(self, state: PadState, content: Content, tokens: int) -> Scratchpad:
+        """Store `content` (and its token count) if nothing changed since `state` was read,
+        else VersionConflict.
 
         Creates the session when `state.session` is None and the ref names a session.
         """

@@ -28,3 +28,23 @@ def test_importing_the_handler_leaves_the_lazy_modules_unloaded() -> None:
     ).stdout
 
     assert json.loads(loaded) == []
+
+
+def test_garbage_collection_resumes_after_the_first_invocation() -> None:
+    probe = """
+import gc, json, sys
+sys.path.insert(0, 'functions/api')
+sys.path.insert(0, '.')
+import memory_api
+paused = not gc.isenabled()
+from tests.events import http_event
+from tests.conftest import LambdaContextStub
+memory_api.lambda_handler(http_event('GET', '/v1/health'), LambdaContextStub())
+print(json.dumps([paused, gc.isenabled(), gc.get_freeze_count() > 0]))
+"""
+
+    result = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
+
+    assert json.loads(result) == [True, True, True]

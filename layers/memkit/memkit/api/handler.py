@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable
 from typing import Any
 
@@ -14,6 +15,12 @@ from memkit.api.context import Services, production_services
 from memkit.observability import logger, metrics
 
 Handler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
+
+
+def end_of_cold_start() -> None:
+    """Resume cyclic GC (paused by the entry module), the startup heap frozen out of its way."""
+    gc.freeze()
+    gc.enable()
 
 
 def make_lambda_handler(services: Callable[[], Services] = production_services) -> Handler:
@@ -32,6 +39,8 @@ def make_lambda_handler(services: Callable[[], Services] = production_services) 
                 # Powertools skips the flush when disabled but keeps the values, and prints
                 # them anyway once 100 pile up: drop them per invocation instead.
                 metrics.clear_metrics()
+            if not gc.isenabled():
+                end_of_cold_start()
 
     return lambda_handler
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from memkit.errors import NotFound, ValidationFailed, VersionConflict
 from memkit.models.domain import DEFAULT_PROFILE, Profile, ProfileSpec, builtin_default_profile
+from memkit.scratchpad import resolution
 from memkit.scratchpad.schema import schema_problems
 from memkit.store.protocol import ProfilePage, Store
 
@@ -42,12 +43,7 @@ class ProfileService:
         return self._store.put_profile(tenant, namespace, name, spec, expected)
 
     def get(self, tenant: str, namespace: str, name: str) -> Profile:
-        profile = self._store.get_profile(tenant, namespace, name)
-        if profile is not None:
-            return profile
-        if name == DEFAULT_PROFILE:
-            return builtin_default_profile()
-        raise NotFound(f"profile {name!r} does not exist")
+        return resolution.stored_or_default(name, self._store.get_profile(tenant, namespace, name))
 
     def list(self, tenant: str, namespace: str, limit: int, cursor: str | None) -> ProfilePage:
         page = self._store.list_profiles(tenant, namespace, limit, cursor)

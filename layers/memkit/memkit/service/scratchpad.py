@@ -13,7 +13,6 @@ from memkit.errors import (
     FieldProblem,
     Forbidden,
     MemkitError,
-    NotFound,
     SchemaViolation,
     TooLarge,
     ValidationFailed,
@@ -25,10 +24,9 @@ from memkit.models.domain import (
     PadFormat,
     PadRef,
     Profile,
-    builtin_default_profile,
 )
 from memkit.observability import metrics
-from memkit.scratchpad import tools
+from memkit.scratchpad import resolution, tools
 from memkit.scratchpad.merge import merge_content, replacement_content, sanitize
 from memkit.scratchpad.prompt import render_prompt
 from memkit.scratchpad.schema import content_problems
@@ -192,9 +190,7 @@ class ScratchpadService:
         else:
             name = ref.profile or DEFAULT_PROFILE
             found = self._store.get_profile(ref.owner.tenant, ref.owner.namespace, name)
-            if found is None and name != DEFAULT_PROFILE:
-                raise NotFound(f"profile {name!r} does not exist")
-            profile = found or builtin_default_profile()
+            profile = resolution.stored_or_default(name, found)
         return tools.render_tools(profile, tool_format)
 
     def call_tool(self, ref: PadRef, name: str, arguments: Any) -> dict[str, Any]:

@@ -60,6 +60,11 @@ class TooLarge(MemkitError):
     code = "too_large"
 
 
+class UnsupportedMediaType(MemkitError):
+    status = 415
+    code = "unsupported_media_type"
+
+
 class ValidationFailed(MemkitError):
     """A request that is well formed but not acceptable (422 with field problems)."""
 

@@ -12,6 +12,8 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from memkit.api.app import app
 from memkit.api.context import Services, production_services
+from memkit.api.guard import body_problem
+from memkit.api.responses import refusal
 from memkit.observability import logger, metrics
 
 Handler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
@@ -31,8 +33,11 @@ def make_lambda_handler(services: Callable[[], Services] = production_services) 
     )
     @metrics.log_metrics
     def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-        app.append_context(services=services)
         try:
+            problem = body_problem(event)
+            if problem is not None:
+                return refusal(problem)
+            app.append_context(services=services)
             return app.resolve(event, context)
         finally:
             if is_metrics_disabled():

@@ -6,9 +6,7 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Header, Path, Query
 
-# Ids are free text (AMS clients send UUIDs, emails, slugs) but never control characters.
-ID_PATTERN = r"^[^\x00-\x1f\x7f]+$"
-PROFILE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+from memkit.models.domain import ID_PATTERN, PROFILE_PATTERN
 
 SessionId = Annotated[str, Path(min_length=1, max_length=256, pattern=ID_PATTERN)]
 UserIdPath = Annotated[str, Path(min_length=1, max_length=256, pattern=ID_PATTERN)]

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from typing import TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from aws_lambda_powertools.event_handler import Response, content_types
 
-from memkit.errors import FieldProblem
+from memkit.errors import FieldProblem, MemkitError
 from memkit.models.api import ErrorBody, FieldError, ProfileView, ScratchpadView
 from memkit.models.domain import Profile
 from memkit.service.scratchpad import ScratchpadResult
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 
 ModelT = TypeVar("ModelT")
 
@@ -27,6 +30,43 @@ def error_response(
         content_type=content_types.APPLICATION_JSON,
         body=body.model_dump_json(),
     )
+
+
+REASONS = {
+    400: "Malformed request: the body is not readable JSON, or a cursor is not ours",
+    403: "Refused: a read-only profile, or another user's session",
+    404: "Not found",
+    409: "Version conflict: If-Match does not name the current version",
+    413: "Too large: over the profile's max_tokens or the item size",
+    415: "The body is not application/json",
+    422: "Validation error: the errors list names each field and why",
+    429: "Throttled by DynamoDB: retry with backoff",
+    503: "Storage unavailable after retries",
+}
+# Every route can meet these: a malformed request, invalid parameters, throttling, an outage.
+ALWAYS = (400, 422, 429, 503)
+
+
+def documented_errors(*statuses: int) -> dict[int, OpenAPIResponse]:
+    """OpenAPI `responses` for a route's error statuses, all in the one error body."""
+    return {
+        status: {
+            "description": REASONS[status],
+            "content": {content_types.APPLICATION_JSON: {"model": ErrorBody}},
+        }
+        for status in sorted({*ALWAYS, *statuses})
+    }
+
+
+def refusal(error: MemkitError) -> dict[str, Any]:
+    """An HTTP API (payload 2.0) response for a request refused before routing."""
+    body = ErrorBody(detail=error.detail, code=error.code, errors=field_errors(error.errors))
+    return {
+        "statusCode": error.status,
+        "headers": {"Content-Type": content_types.APPLICATION_JSON},
+        "body": body.model_dump_json(),
+        "isBase64Encoded": False,
+    }
 
 
 def with_etag(body: ModelT, version: int, status: int = 200) -> Response[ModelT]:

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import ConfigDict, Field
 
-from memkit.models.domain import ArrayMerge, Model, PadFormat, Scope
+from memkit.models.domain import ID_PATTERN, PROFILE_PATTERN, ArrayMerge, Model, PadFormat, Scope
 
 
 class FieldError(Model):
@@ -59,8 +59,8 @@ class ScratchpadWrite(Model):
     content: str | dict[str, Any] | None = Field(
         description="text for markdown/text scratchpads, an object for json ones"
     )
-    namespace: str | None = Field(default=None, min_length=1, max_length=256)
-    user_id: str | None = Field(default=None, min_length=1, max_length=256)
+    namespace: str | None = Field(default=None, min_length=1, max_length=256, pattern=ID_PATTERN)
+    user_id: str | None = Field(default=None, min_length=1, max_length=256, pattern=ID_PATTERN)
 
 
 class ScratchpadView(Model):
@@ -100,10 +100,10 @@ class ToolCall(Model):
 
     name: str = Field(min_length=1, max_length=128)
     arguments: dict[str, Any] | str | None = None
-    session_id: str | None = Field(default=None, min_length=1, max_length=256)
-    user_id: str | None = Field(default=None, min_length=1, max_length=256)
-    namespace: str | None = Field(default=None, min_length=1, max_length=256)
-    profile: str | None = Field(default=None, min_length=1, max_length=64)
+    session_id: str | None = Field(default=None, min_length=1, max_length=256, pattern=ID_PATTERN)
+    user_id: str | None = Field(default=None, min_length=1, max_length=256, pattern=ID_PATTERN)
+    namespace: str | None = Field(default=None, min_length=1, max_length=256, pattern=ID_PATTERN)
+    profile: str | None = Field(default=None, pattern=PROFILE_PATTERN)
 
 
 class ToolSuccess(Model):

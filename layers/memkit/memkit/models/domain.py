@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, model_validator
 
 from memkit.errors import FieldProblem, ValidationFailed
 
@@ -14,6 +14,9 @@ JsonObject = dict[str, Any]
 # Scratchpad content: text for markdown/text, an object for json, None when empty.
 Content = str | JsonObject | None
 
+# Ids are free text (AMS clients send UUIDs, emails, slugs) but never control characters.
+ID_PATTERN = r"^[^\x00-\x1f\x7f]+$"
+PROFILE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 DEFAULT_PROFILE = "default"
 DEFAULT_NAMESPACE = "default"
 MAX_TOKENS_LIMIT = 64_000
@@ -55,8 +58,8 @@ class ProfileSpec(Model):
         default=None, alias="schema", description="A JSON Schema the content must satisfy"
     )
     array_merge: ArrayMerge = ArrayMerge.UNION
-    read_only: bool = False
-    max_tokens: int = Field(default=4_000, ge=1, le=MAX_TOKENS_LIMIT)
+    read_only: StrictBool = False
+    max_tokens: StrictInt = Field(default=4_000, ge=1, le=MAX_TOKENS_LIMIT)
 
     @model_validator(mode="after")
     def _consistent(self) -> ProfileSpec:

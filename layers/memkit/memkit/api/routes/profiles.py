@@ -10,7 +10,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from memkit.api.context import services_of
 from memkit.api.params import IfMatch, NamespaceQuery, ProfileNamePath
-from memkit.api.responses import profile_response, profile_view
+from memkit.api.responses import documented_errors, profile_response, profile_view
 from memkit.models.api import ProfileList, ProfileView, Status
 from memkit.models.domain import ProfileSpec
 
@@ -18,7 +18,12 @@ router = APIGatewayHttpRouter()
 TAGS = ["profiles"]
 
 
-@router.put("/v1/profiles/<name>", tags=TAGS, summary="Create or replace a profile")
+@router.put(
+    "/v1/profiles/<name>",
+    tags=TAGS,
+    summary="Create or replace a profile",
+    responses=documented_errors(409, 415),
+)
 def put_profile(
     name: ProfileNamePath,
     spec: Annotated[ProfileSpec, Body()],
@@ -31,14 +36,24 @@ def put_profile(
     return profile_response(profile)
 
 
-@router.get("/v1/profiles/<name>", tags=TAGS, summary="Read a profile")
+@router.get(
+    "/v1/profiles/<name>",
+    tags=TAGS,
+    summary="Read a profile",
+    responses=documented_errors(404),
+)
 def get_profile(name: ProfileNamePath, namespace: NamespaceQuery = None) -> Response[ProfileView]:
     services = services_of(router)
     owner = services.owner(namespace, None)
     return profile_response(services.profiles.get(owner.tenant, owner.namespace, name))
 
 
-@router.get("/v1/profiles", tags=TAGS, summary="List the profiles of a namespace")
+@router.get(
+    "/v1/profiles",
+    tags=TAGS,
+    summary="List the profiles of a namespace",
+    responses=documented_errors(),
+)
 def list_profiles(
     namespace: NamespaceQuery = None,
     limit: Annotated[int, Query(ge=1, le=100)] = 50,
@@ -52,7 +67,12 @@ def list_profiles(
     )
 
 
-@router.delete("/v1/profiles/<name>", tags=TAGS, summary="Delete a profile")
+@router.delete(
+    "/v1/profiles/<name>",
+    tags=TAGS,
+    summary="Delete a profile",
+    responses=documented_errors(404, 409),
+)
 def delete_profile(
     name: ProfileNamePath, namespace: NamespaceQuery = None, if_match: IfMatch = None
 ) -> Status:

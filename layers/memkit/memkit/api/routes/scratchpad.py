@@ -18,7 +18,7 @@ from memkit.api.params import (
     UserIdPath,
     UserIdQuery,
 )
-from memkit.api.responses import scratchpad_response
+from memkit.api.responses import documented_errors, scratchpad_response
 from memkit.models.api import PromptView, ScratchpadView, ScratchpadWrite
 from memkit.models.domain import PadRef
 
@@ -65,7 +65,12 @@ def _read(ref: PadRef, render: str | None) -> Response[ScratchpadView | PromptVi
     return scratchpad_response(scratchpads.get(ref))  # type: ignore[return-value]
 
 
-@router.get(SESSION_PATH, tags=TAGS, summary="Read a session's scratchpad")
+@router.get(
+    SESSION_PATH,
+    tags=TAGS,
+    summary="Read a session's scratchpad",
+    responses=documented_errors(403, 404),
+)
 def get_session_pad(
     session_id: SessionId,
     namespace: NamespaceQuery = None,
@@ -76,7 +81,12 @@ def get_session_pad(
     return _read(_session_ref(session_id, namespace, user_id, profile), render)
 
 
-@router.put(SESSION_PATH, tags=TAGS, summary="Replace a session's scratchpad")
+@router.put(
+    SESSION_PATH,
+    tags=TAGS,
+    summary="Replace a session's scratchpad",
+    responses=documented_errors(403, 404, 409, 413, 415),
+)
 def put_session_pad(
     session_id: SessionId,
     body: Annotated[ScratchpadWrite, Body()],
@@ -89,7 +99,12 @@ def put_session_pad(
     return scratchpad_response(services_of(router).scratchpads.replace(ref, body.content, if_match))
 
 
-@router.patch(SESSION_PATH, tags=TAGS, summary="Merge into a session's scratchpad")
+@router.patch(
+    SESSION_PATH,
+    tags=TAGS,
+    summary="Merge into a session's scratchpad",
+    responses=documented_errors(403, 404, 409, 413, 415),
+)
 def patch_session_pad(
     session_id: SessionId,
     body: Annotated[ScratchpadWrite, Body()],
@@ -102,7 +117,12 @@ def patch_session_pad(
     return scratchpad_response(services_of(router).scratchpads.patch(ref, body.content, if_match))
 
 
-@router.delete(SESSION_PATH, tags=TAGS, summary="Clear a session's scratchpad")
+@router.delete(
+    SESSION_PATH,
+    tags=TAGS,
+    summary="Clear a session's scratchpad",
+    responses=documented_errors(403, 404, 409),
+)
 def delete_session_pad(
     session_id: SessionId,
     namespace: NamespaceQuery = None,
@@ -114,7 +134,12 @@ def delete_session_pad(
     return scratchpad_response(services_of(router).scratchpads.clear(ref, if_match))
 
 
-@router.get(USER_PATH, tags=TAGS, summary="Read a user's scratchpad (user-scoped profiles)")
+@router.get(
+    USER_PATH,
+    tags=TAGS,
+    summary="Read a user's scratchpad (user-scoped profiles)",
+    responses=documented_errors(404),
+)
 def get_user_pad(
     user_id: UserIdPath,
     namespace: NamespaceQuery = None,
@@ -124,7 +149,12 @@ def get_user_pad(
     return _read(_user_ref(user_id, namespace, profile), render)
 
 
-@router.put(USER_PATH, tags=TAGS, summary="Replace a user's scratchpad")
+@router.put(
+    USER_PATH,
+    tags=TAGS,
+    summary="Replace a user's scratchpad",
+    responses=documented_errors(403, 404, 409, 413, 415),
+)
 def put_user_pad(
     user_id: UserIdPath,
     body: Annotated[ScratchpadWrite, Body()],
@@ -136,7 +166,12 @@ def put_user_pad(
     return scratchpad_response(services_of(router).scratchpads.replace(ref, body.content, if_match))
 
 
-@router.patch(USER_PATH, tags=TAGS, summary="Merge into a user's scratchpad")
+@router.patch(
+    USER_PATH,
+    tags=TAGS,
+    summary="Merge into a user's scratchpad",
+    responses=documented_errors(403, 404, 409, 413, 415),
+)
 def patch_user_pad(
     user_id: UserIdPath,
     body: Annotated[ScratchpadWrite, Body()],
@@ -148,7 +183,12 @@ def patch_user_pad(
     return scratchpad_response(services_of(router).scratchpads.patch(ref, body.content, if_match))
 
 
-@router.delete(USER_PATH, tags=TAGS, summary="Clear a user's scratchpad")
+@router.delete(
+    USER_PATH,
+    tags=TAGS,
+    summary="Clear a user's scratchpad",
+    responses=documented_errors(403, 404, 409),
+)
 def delete_user_pad(
     user_id: UserIdPath,
     namespace: NamespaceQuery = None,

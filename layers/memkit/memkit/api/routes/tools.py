@@ -9,6 +9,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from memkit.api.context import services_of
 from memkit.api.params import NamespaceQuery, ProfileQuery, SessionIdQuery, UserIdQuery
+from memkit.api.responses import documented_errors
 from memkit.errors import FieldProblem, ValidationFailed
 from memkit.models.api import ToolCall, ToolFailure, ToolSuccess, ToolsView
 from memkit.models.domain import PadRef
@@ -18,7 +19,12 @@ router = APIGatewayHttpRouter()
 TAGS = ["agent tools"]
 
 
-@router.get("/v1/tools", tags=TAGS, summary="Tool definitions for openai, anthropic or bedrock")
+@router.get(
+    "/v1/tools",
+    tags=TAGS,
+    summary="Tool definitions for openai, anthropic or bedrock",
+    responses=documented_errors(403, 404),
+)
 def list_tools(
     format: Annotated[ToolFormat, Query()] = ToolFormat.OPENAI,
     session_id: SessionIdQuery = None,
@@ -31,7 +37,12 @@ def list_tools(
     return ToolsView(format=format.value, tools=services.scratchpads.tool_definitions(ref, format))
 
 
-@router.post("/v1/tools/call", tags=TAGS, summary="Run a tool call a model made")
+@router.post(
+    "/v1/tools/call",
+    tags=TAGS,
+    summary="Run a tool call a model made",
+    responses=documented_errors(415),
+)
 def call_tool(call: Annotated[ToolCall, Body()]) -> ToolSuccess | ToolFailure:
     services = services_of(router)
     if call.session_id is None and call.user_id is None:

@@ -1,0 +1,172 @@
+"""Requests a client can send that once reached a 500: each gets a clear 4xx, nothing written.
+
+Found by running schemathesis and hand-made probes against the local stack.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+
+from memkit.api.handler import make_lambda_handler
+from tests.conftest import LambdaContextStub
+from tests.events import http_event
+from tests.integration.conftest import Call
+
+pytestmark = pytest.mark.integration
+PAD = "/v1/working-memory/s1/scratchpad"
+
+
+def nested(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+def assert_refused(response, status: int, field: str) -> None:  # type: ignore[no-untyped-def]
+    assert response.status == status
+    assert set(response.body) == {"detail", "code", "errors"}
+    assert response.body["errors"][0]["field"] == field
+
+
+@pytest.mark.parametrize(
+    "content_type", ["text/plain", "application/xml", "multipart/form-data", ""]
+)
+def test_a_body_that_is_not_json_by_media_type_is_415(api: Call, content_type: str) -> None:
+    response = api("PUT", PAD, raw_body='{"content": "x"}', headers={"content-type": content_type})
+
+    assert_refused(response, 415, "content-type")
+    assert api("GET", PAD).body["version"] == 0
+
+
+def test_json_media_types_with_parameters_are_accepted(api: Call) -> None:
+    response = api(
+        "PUT",
+        PAD,
+        raw_body='{"content": "x"}',
+        headers={"content-type": "application/json; charset=utf-8"},
+    )
+
+    assert response.status == 200
+
+
+def test_a_body_that_is_not_utf8_is_400(dynamodb_table: str) -> None:
+    from memkit.api.context import Services
+    from memkit.config import ApiSettings
+    from memkit.store.dynamodb import DynamoStore
+
+    settings = ApiSettings(table_name=dynamodb_table)
+    handler = make_lambda_handler(lambda: Services.over(DynamoStore(settings), settings))
+    event = http_event("PUT", PAD)
+    event["body"] = base64.b64encode(b'{"content": "caf\xe9"}').decode()
+    event["isBase64Encoded"] = True
+
+    result = handler(event, LambdaContextStub())
+
+    assert result["statusCode"] == 400
+    assert json.loads(result["body"])["errors"][0]["reason"] == "not UTF-8 text"
+
+
+@pytest.mark.parametrize("depth", [65, 300, 5000])
+def test_bodies_nested_past_64_levels_are_400_and_nothing_is_stored(api: Call, depth: int) -> None:
+    response = api("PUT", PAD, raw_body='{"content": {"a": ' + nested(depth) + "}}")
+
+    assert_refused(response, 400, "body")
+    assert "nested deeper than 64" in response.body["detail"]
+    assert api("GET", PAD).status == 200
+
+
+def test_content_nested_within_the_limit_is_stored_and_reads_back(api: Call) -> None:
+    api("PUT", "/v1/profiles/j", body={"format": "json", "max_tokens": 64000})
+    deep: dict = {}
+    node = deep
+    for _ in range(60):
+        node["a"] = {}
+        node = node["a"]
+
+    written = api("PUT", PAD, query={"profile": "j"}, body={"content": deep})
+
+    assert written.status == 200
+    assert api("GET", PAD).body["content"] == deep
+
+
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [
+        ('{"content": {"x": ' + "9" * 5000 + "}}", "Exceeds the limit"),
+        ('{"content": {"x": 1e309}}', "numbers must be finite"),
+        ('{"content": {"x": NaN}}', "NaN is not JSON"),
+        ('{"content": "\\ud800"}', "lone surrogate"),
+        ('{"content": {"\\udfff": 1}}', "lone surrogate"),
+    ],
+)
+def test_numbers_and_strings_json_cannot_carry_faithfully_are_400(
+    api: Call, raw: str, reason: str
+) -> None:
+    response = api("PUT", PAD, raw_body=raw)
+
+    assert_refused(response, 400, "body")
+    assert reason in response.body["errors"][0]["reason"]
+
+
+@pytest.mark.parametrize(
+    ("schema", "field"),
+    [
+        ({"$ref": "https://example.com/schema.json"}, "schema.$ref"),
+        ({"properties": {"a": {"$ref": "#/$defs/nope"}}}, "schema.properties.a.$ref"),
+        ({"$defs": {"a": {"$ref": "#/$defs/a"}}, "properties": {"x": {"$ref": "#/$defs/a"}}}, None),
+        ({"properties": {"a": {"pattern": "^(a+)+$"}}}, "schema.properties.a.pattern"),
+        ({"patternProperties": {"(\\w*\\s?)*": {}}}, "schema.patternProperties"),
+    ],
+)
+def test_schemas_that_cannot_be_evaluated_safely_are_refused(
+    api: Call, schema: dict, field: str | None
+) -> None:
+    response = api("PUT", "/v1/profiles/unsafe", body={"schema": schema})
+
+    assert response.status == 422
+    fields = [e["field"] for e in response.body["errors"]]
+    assert field in fields if field else all(f.startswith("schema.") for f in fields)
+    assert api("GET", "/v1/profiles/unsafe").status == 404
+
+
+def test_recursive_schemas_that_consume_the_instance_are_accepted(api: Call) -> None:
+    linked = {
+        "$defs": {"node": {"type": "object", "properties": {"next": {"$ref": "#/$defs/node"}}}},
+        "type": "object",
+        "properties": {"head": {"$ref": "#/$defs/node"}},
+    }
+    api("PUT", "/v1/profiles/list", body={"schema": linked})
+
+    response = api(
+        "PUT", PAD, query={"profile": "list"}, body={"content": {"head": {"next": {"next": {}}}}}
+    )
+
+    assert response.status == 200
+
+
+def test_ids_in_the_body_follow_the_same_rules_as_in_the_query(api: Call) -> None:
+    response = api("PUT", PAD, body={"content": "x", "namespace": "a\u0000b"})
+
+    assert_refused(response, 422, "namespace")
+
+
+@pytest.mark.parametrize(
+    ("field", "value"), [("max_tokens", True), ("max_tokens", "4000"), ("read_only", "yes")]
+)
+def test_profile_numbers_and_flags_are_not_coerced(api: Call, field: str, value: object) -> None:
+    response = api("PUT", "/v1/profiles/p", body={field: value})
+
+    assert_refused(response, 422, field)
+
+
+def test_the_openapi_document_describes_errors_with_the_error_body(api: Call) -> None:
+    document = api("GET", "/v1/openapi.json").body
+
+    responses = document["paths"]["/v1/working-memory/{session_id}/scratchpad"]["patch"][
+        "responses"
+    ]
+
+    for status in ("400", "403", "409", "413", "415", "422"):
+        schema = responses[status]["content"]["application/json"]["schema"]
+        assert schema == {"$ref": "#/components/schemas/ErrorBody"}

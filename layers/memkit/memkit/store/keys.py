@@ -2,12 +2,15 @@
 
     profile             PK T#<tenant>#PROFILES#<namespace>        SK P#<name>
     session             PK T#<tenant>#S#<namespace>#<session_id>  SK META
+    message             PK T#<tenant>#S#<namespace>#<session_id>  SK M#<created_at µs>#<id>
+    pending memory      PK T#<tenant>#S#<namespace>#<session_id>  SK MEM#<id>
     session scratchpad  PK T#<tenant>#S#<namespace>#<session_id>  SK PAD#<profile>
     user scratchpad     PK T#<tenant>#U#<namespace>#<user_id>     SK PAD#<profile>
 
-A session and everything of it share one partition (one Query deletes or pages it); messages
-will sort after META under SK M#<created_at>#<id>. Components are escaped so that a `#` or
-`%` in a caller's id can never forge another key.
+A session and everything of it share one partition (one Query deletes or pages it). Within
+it the sort keys order M#... < MEM#... < META < PAD#..., so one descending Query from META
+returns the session, its pending memories and its newest messages (docs/design-sessions.md).
+Components are escaped so that a `#` or `%` in a caller's id can never forge another key.
 """
 
 from __future__ import annotations
@@ -15,6 +18,10 @@ from __future__ import annotations
 Key = tuple[str, str]
 
 SESSION_META = "META"
+MESSAGE_PREFIX = "M#"
+MEMORY_PREFIX = "MEM#"
+# Microseconds since the epoch, zero-padded so text order is time order until year 2286.
+TIME_DIGITS = 16
 
 
 def part(value: str) -> str:
@@ -64,3 +71,30 @@ def pad_key(
         return user_pad_key(tenant, namespace, user_id, profile)
     assert session_id is not None
     return session_pad_key(tenant, namespace, session_id, profile)
+
+
+def message_sk(created_at_us: int, message_id: str) -> str:
+    """A message's sort key: ordered by created_at, then id (ties at the same microsecond)."""
+    if not 0 <= created_at_us < 10**TIME_DIGITS:
+        raise ValueError("created_at is outside the representable range")
+    return f"{MESSAGE_PREFIX}{created_at_us:0{TIME_DIGITS}d}#{part(message_id)}"
+
+
+def message_key(
+    tenant: str, namespace: str, session_id: str, created_at_us: int, message_id: str
+) -> Key:
+    return session_pk(tenant, namespace, session_id), message_sk(created_at_us, message_id)
+
+
+def memory_key(tenant: str, namespace: str, session_id: str, memory_id: str) -> Key:
+    """A pending structured memory of a session (promoted to long-term memory later)."""
+    return session_pk(tenant, namespace, session_id), f"{MEMORY_PREFIX}{part(memory_id)}"
+
+
+def sessions_by_namespace(tenant: str, namespace: str) -> str:
+    """GSI1 partition listing a namespace's sessions (sort key: session_list_sk)."""
+    return f"T#{part(tenant)}#SESSIONS#{part(namespace)}"
+
+
+def session_list_sk(created_at_us: int, session_id: str) -> str:
+    return f"{created_at_us:0{TIME_DIGITS}d}#{part(session_id)}"

@@ -154,3 +154,15 @@ def test_delete_removes_a_profile_and_a_second_delete_is_404(api: Call) -> None:
     assert first.body == {"status": "ok"}
     assert second.status == 404
     assert api("GET", "/v1/profiles/notes").status == 404
+
+
+def test_if_match_star_and_lists_work_on_profiles_as_on_scratchpads(api: Call) -> None:
+    missing = api("PUT", "/v1/profiles/notes", body=NOTES, headers={"If-Match": "*"})
+    api("PUT", "/v1/profiles/notes", body=NOTES)
+
+    exists = api("PUT", "/v1/profiles/notes", body=NOTES, headers={"If-Match": "*"})
+    listed = api("DELETE", "/v1/profiles/notes", headers={"If-Match": '"9", "2"'})
+
+    assert missing.status == 409  # * means "it exists"
+    assert exists.status == 200
+    assert listed.status == 200

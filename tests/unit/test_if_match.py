@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memkit.service.scratchpad import version_matches
+from memkit.versions import version_matches
 
 
 def test_no_if_match_always_matches() -> None:

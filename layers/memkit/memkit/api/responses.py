@@ -21,14 +21,19 @@ def field_errors(problems: list[FieldProblem]) -> list[FieldError]:
     return [FieldError(field=p.field, reason=p.reason) for p in problems]
 
 
+def error_json(code: str, detail: str, problems: list[FieldProblem] | None = None) -> str:
+    """The one error body of API.md, serialized."""
+    body = ErrorBody(detail=detail, code=code, errors=field_errors(problems or []))
+    return body.model_dump_json()
+
+
 def error_response(
     status: int, code: str, detail: str, problems: list[FieldProblem] | None = None
 ) -> Response[str]:
-    body = ErrorBody(detail=detail, code=code, errors=field_errors(problems or []))
     return Response(
         status_code=status,
         content_type=content_types.APPLICATION_JSON,
-        body=body.model_dump_json(),
+        body=error_json(code, detail, problems),
     )
 
 
@@ -60,11 +65,10 @@ def documented_errors(*statuses: int) -> dict[int, OpenAPIResponse]:
 
 def refusal(error: MemkitError) -> dict[str, Any]:
     """An HTTP API (payload 2.0) response for a request refused before routing."""
-    body = ErrorBody(detail=error.detail, code=error.code, errors=field_errors(error.errors))
     return {
         "statusCode": error.status,
         "headers": {"Content-Type": content_types.APPLICATION_JSON},
-        "body": body.model_dump_json(),
+        "body": error_json(error.code, error.detail, error.errors),
         "isBase64Encoded": False,
     }
 

@@ -7,22 +7,24 @@ from memkit.models.domain import DEFAULT_PROFILE, Profile, ProfileSpec, builtin_
 from memkit.scratchpad import resolution
 from memkit.scratchpad.schema import schema_problems
 from memkit.store.protocol import ProfilePage, Store
+from memkit.versions import version_matches
 
 PUT_ATTEMPTS = 5
-
-
-def _expected(if_match: str | None) -> int | None:
-    if if_match is None:
-        return None
-    tag = if_match.strip().removeprefix("W/").strip('"')
-    if not tag.isdigit():
-        raise VersionConflict(f"If-Match {if_match!r} is not a version of this profile")
-    return int(tag)
 
 
 class ProfileService:
     def __init__(self, store: Store) -> None:
         self._store = store
+
+    def _expected(self, tenant: str, namespace: str, name: str, if_match: str | None) -> int | None:
+        """The version a conditional write must find, once If-Match matches the current one."""
+        if if_match is None:
+            return None
+        current = self._store.get_profile(tenant, namespace, name)
+        version = current.version if current else 0
+        if not version_matches(if_match, version):
+            raise VersionConflict(f"profile {name!r} is at version {version}, not {if_match}")
+        return version
 
     def put(
         self, tenant: str, namespace: str, name: str, spec: ProfileSpec, if_match: str | None
@@ -32,7 +34,7 @@ class ProfileService:
             problems = schema_problems(spec.json_schema)
             if problems:
                 raise ValidationFailed("schema is not a valid JSON Schema", problems)
-        expected = _expected(if_match)
+        expected = self._expected(tenant, namespace, name, if_match)
         for _ in range(PUT_ATTEMPTS - 1):
             try:
                 return self._store.put_profile(tenant, namespace, name, spec, expected)
@@ -54,5 +56,6 @@ class ProfileService:
 
     def delete(self, tenant: str, namespace: str, name: str, if_match: str | None) -> None:
         """Delete a profile (the default reverts to the built-in one)."""
-        if not self._store.delete_profile(tenant, namespace, name, _expected(if_match)):
+        expected = self._expected(tenant, namespace, name, if_match)
+        if not self._store.delete_profile(tenant, namespace, name, expected):
             raise NotFound(f"profile {name!r} does not exist")

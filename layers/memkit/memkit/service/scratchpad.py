@@ -27,11 +27,12 @@ from memkit.models.domain import (
 )
 from memkit.observability import metrics
 from memkit.scratchpad import resolution, tools
-from memkit.scratchpad.merge import merge_content, replacement_content, sanitize
+from memkit.scratchpad.merge import merge_content, replacement_content
 from memkit.scratchpad.prompt import render_prompt
 from memkit.scratchpad.schema import content_problems
 from memkit.store.protocol import PadState, Store
 from memkit.tokens import content_tokens
+from memkit.versions import version_matches
 
 # A DynamoDB item holds 400 KB; leave room for keys and attributes.
 MAX_CONTENT_BYTES = 350_000
@@ -53,19 +54,6 @@ class ScratchpadResult:
     @property
     def profile(self) -> Profile:
         return self.state.profile
-
-
-def version_matches(if_match: str | None, version: int) -> bool:
-    """RFC 9110 If-Match against our version ETag ("3", 3, W/"3" or *)."""
-    if if_match is None:
-        return True
-    for candidate in if_match.split(","):
-        tag = candidate.strip().removeprefix("W/").strip('"')
-        if tag == "*" and version > 0:
-            return True
-        if tag == str(version):
-            return True
-    return False
 
 
 def _check_type(content: Content, pad_format: PadFormat) -> None:
@@ -227,11 +215,12 @@ def _replaced(state: PadState, content: Content) -> Content:
     if content is None:
         return None
     _check_type(content, state.profile.pad_format)
-    return replacement_content(sanitize(content), state.profile.pad_format)
+    return replacement_content(content, state.profile.pad_format)
 
 
 def _patched(state: PadState, content: Content) -> Content:
     _check_type(content, state.profile.pad_format)
+    # deep_merge drops the prototype keys at every depth as it goes.
     return merge_content(
-        state.content, sanitize(content), state.profile.pad_format, state.profile.array_merge
+        state.content, content, state.profile.pad_format, state.profile.array_merge
     )

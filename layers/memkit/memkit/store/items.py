@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 from pynamodb.attributes import (
     DiscriminatorAttribute,
@@ -44,18 +44,17 @@ def bind_items(
     max_retry_attempts: int,
 ) -> ItemClasses:
     """Item classes bound to `table_name` (cached: one set of classes per table)."""
-    max_retries = max_retry_attempts
-
-    bound = (table_name, region, host, connect_timeout_seconds, read_timeout_seconds)
+    meta = {
+        "table_name": table_name,
+        "region": region,
+        "host": host,
+        "connect_timeout_seconds": connect_timeout_seconds,
+        "read_timeout_seconds": read_timeout_seconds,
+        "max_retry_attempts": max_retry_attempts,
+    }
 
     class TableItem(Model):
-        class Meta:
-            table_name = bound[0]
-            region = bound[1]
-            host = bound[2]
-            connect_timeout_seconds = bound[3]
-            read_timeout_seconds = bound[4]
-            max_retry_attempts = max_retries
+        Meta = cast(Any, type("Meta", (), meta))  # PynamoDB reads these as class attributes
 
         pk = UnicodeAttribute(hash_key=True, attr_name="PK")
         sk = UnicodeAttribute(range_key=True, attr_name="SK")

@@ -32,26 +32,18 @@ Render = Annotated[
 ]
 
 
-def _session_ref(
-    session_id: str,
+def _ref(
     namespace: str | None,
     user_id: str | None,
     profile: str | None,
     body: ScratchpadWrite | None = None,
+    session_id: str | None = None,
 ) -> PadRef:
+    """The scratchpad a request names; scoping may come in the query or in the body."""
     owner = services_of(router).owner(
         namespace, user_id, body.namespace if body else None, body.user_id if body else None
     )
     return PadRef(owner=owner, session_id=session_id, profile=profile)
-
-
-def _user_ref(
-    user_id: str, namespace: str | None, profile: str | None, body: ScratchpadWrite | None = None
-) -> PadRef:
-    owner = services_of(router).owner(
-        namespace, user_id, body.namespace if body else None, body.user_id if body else None
-    )
-    return PadRef(owner=owner, profile=profile)
 
 
 def _read(ref: PadRef, render: str | None) -> Response[ScratchpadView | PromptView]:
@@ -78,7 +70,7 @@ def get_session_pad(
     profile: ProfileQuery = None,
     render: Render = None,
 ) -> Response[ScratchpadView | PromptView]:
-    return _read(_session_ref(session_id, namespace, user_id, profile), render)
+    return _read(_ref(namespace, user_id, profile, session_id=session_id), render)
 
 
 @router.put(
@@ -95,7 +87,7 @@ def put_session_pad(
     profile: ProfileQuery = None,
     if_match: IfMatch = None,
 ) -> Response[ScratchpadView]:
-    ref = _session_ref(session_id, namespace, user_id, profile, body)
+    ref = _ref(namespace, user_id, profile, body, session_id)
     return scratchpad_response(services_of(router).scratchpads.replace(ref, body.content, if_match))
 
 
@@ -113,7 +105,7 @@ def patch_session_pad(
     profile: ProfileQuery = None,
     if_match: IfMatch = None,
 ) -> Response[ScratchpadView]:
-    ref = _session_ref(session_id, namespace, user_id, profile, body)
+    ref = _ref(namespace, user_id, profile, body, session_id)
     return scratchpad_response(services_of(router).scratchpads.patch(ref, body.content, if_match))
 
 
@@ -130,7 +122,7 @@ def delete_session_pad(
     profile: ProfileQuery = None,
     if_match: IfMatch = None,
 ) -> Response[ScratchpadView]:
-    ref = _session_ref(session_id, namespace, user_id, profile)
+    ref = _ref(namespace, user_id, profile, session_id=session_id)
     return scratchpad_response(services_of(router).scratchpads.clear(ref, if_match))
 
 
@@ -146,7 +138,7 @@ def get_user_pad(
     profile: ProfileQuery = None,
     render: Render = None,
 ) -> Response[ScratchpadView | PromptView]:
-    return _read(_user_ref(user_id, namespace, profile), render)
+    return _read(_ref(namespace, user_id, profile), render)
 
 
 @router.put(
@@ -162,7 +154,7 @@ def put_user_pad(
     profile: ProfileQuery = None,
     if_match: IfMatch = None,
 ) -> Response[ScratchpadView]:
-    ref = _user_ref(user_id, namespace, profile, body)
+    ref = _ref(namespace, user_id, profile, body)
     return scratchpad_response(services_of(router).scratchpads.replace(ref, body.content, if_match))
 
 
@@ -179,7 +171,7 @@ def patch_user_pad(
     profile: ProfileQuery = None,
     if_match: IfMatch = None,
 ) -> Response[ScratchpadView]:
-    ref = _user_ref(user_id, namespace, profile, body)
+    ref = _ref(namespace, user_id, profile, body)
     return scratchpad_response(services_of(router).scratchpads.patch(ref, body.content, if_match))
 
 
@@ -195,5 +187,5 @@ def delete_user_pad(
     profile: ProfileQuery = None,
     if_match: IfMatch = None,
 ) -> Response[ScratchpadView]:
-    ref = _user_ref(user_id, namespace, profile)
+    ref = _ref(namespace, user_id, profile)
     return scratchpad_response(services_of(router).scratchpads.clear(ref, if_match))

@@ -64,12 +64,35 @@ def test_empty_content_or_role_is_refused(field: str) -> None:
     assert error.value.errors()[0]["loc"] == (field,)
 
 
-def test_fields_the_client_echoes_are_ignored() -> None:
+def test_the_fields_agent_memory_client_sends_are_kept() -> None:
     message = Message.model_validate(
-        {"role": "user", "content": "x", "discrete_memory_extracted": "f", "persisted_at": None}
+        {
+            "role": "user",
+            "content": "x",
+            "discrete_memory_extracted": "t",
+            "persisted_at": "2024-01-02T00:00:00Z",
+        }
     )
 
-    assert "discrete_memory_extracted" not in message.model_dump()
+    assert message.discrete_memory_extracted == "t"
+    assert message.persisted_at == datetime(2024, 1, 2, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("values", "field"),
+    [
+        ({"contnet": "typo"}, "contnet"),  # a misspelt key is refused, not silently dropped
+        ({"content": ["a", "part"]}, "content"),  # content parts are not text
+        ({"role": 5}, "role"),
+        ({"content": "   \n"}, "content"),  # only whitespace
+        ({"discrete_memory_extracted": True}, "discrete_memory_extracted"),
+    ],
+)
+def test_a_malformed_message_names_the_field(values: dict[str, object], field: str) -> None:
+    with pytest.raises(ValidationError) as error:
+        Message.model_validate({"role": "user", "content": "x", **values})
+
+    assert error.value.errors()[0]["loc"][0] == field
 
 
 def test_created_at_us_keeps_microsecond_order() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import ValidationError
 
@@ -13,7 +13,12 @@ from memkit.errors import FieldProblem, Misconfigured, ValidationFailed
 from memkit.models.domain import DEFAULT_NAMESPACE, Owner
 from memkit.service.profiles import ProfileService
 from memkit.service.scratchpad import ScratchpadService
-from memkit.store.protocol import Store
+from memkit.service.sessions import SessionService
+from memkit.store.protocol import SessionStore, Store
+
+
+class SessionsAndScratchpads(Store, SessionStore, Protocol):
+    """A store that keeps both (DynamoStore)."""
 
 
 @dataclass(frozen=True)
@@ -23,13 +28,16 @@ class Services:
     settings: ApiSettings
     profiles: ProfileService
     scratchpads: ScratchpadService
+    sessions: SessionService
 
     @classmethod
-    def over(cls, store: Store, settings: ApiSettings) -> Services:
+    def over(cls, store: SessionsAndScratchpads, settings: ApiSettings) -> Services:
+        scratchpads = ScratchpadService(store, max_attempts=settings.merge_max_attempts)
         return cls(
             settings=settings,
             profiles=ProfileService(store),
-            scratchpads=ScratchpadService(store, max_attempts=settings.merge_max_attempts),
+            scratchpads=scratchpads,
+            sessions=SessionService(store, scratchpads),
         )
 
     def owner(

@@ -8,8 +8,15 @@ from aws_lambda_powertools.event_handler import Response, content_types
 
 from memkit.errors import FieldProblem, MemkitError
 from memkit.models.api import ErrorBody, FieldError, ProfileView, ScratchpadView
-from memkit.models.domain import Profile
+from memkit.models.domain import Profile, StoredMessage
+from memkit.models.session import (
+    MemoryStrategy,
+    MessageView,
+    SessionScratchpad,
+    SessionView,
+)
 from memkit.service.scratchpad import ScratchpadResult
+from memkit.service.sessions import SessionDocument
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
@@ -92,6 +99,7 @@ def profile_view(profile: Profile) -> ProfileView:
         array_merge=profile.array_merge,
         read_only=profile.read_only,
         max_tokens=profile.max_tokens,
+        max_messages=profile.max_messages,
         version=profile.version,
         updated_at=profile.updated_at,
         builtin=profile.builtin,
@@ -125,3 +133,62 @@ def scratchpad_view(result: ScratchpadResult) -> ScratchpadView:
 
 def scratchpad_response(result: ScratchpadResult) -> Response[ScratchpadView]:
     return with_etag(scratchpad_view(result), result.version)
+
+
+def message_view(message: StoredMessage) -> MessageView:
+    return MessageView(
+        id=message.id,
+        role=message.role,
+        content=message.content,
+        created_at=message.created_at,
+        name=message.name,
+        tool_call_id=message.tool_call_id,
+        tool_calls=message.tool_calls,
+        metadata=message.metadata,
+        persisted_at=message.persisted_at,
+        discrete_memory_extracted="t" if message.discrete_memory_extracted == "t" else "f",
+    )
+
+
+def session_view(document: SessionDocument) -> SessionView:
+    meta, window, pad = document.meta, document.window, document.pad
+    return SessionView(
+        session_id=meta.session_id,
+        namespace=meta.namespace,
+        user_id=meta.user_id,
+        messages=[message_view(m) for m in window.messages],
+        memories=document.memories,
+        # agent-memory-client cannot read a null top-level data value; none is ever stored.
+        data=meta.data or {},
+        context=meta.context,
+        tokens=meta.tokens,
+        ttl_seconds=meta.ttl_seconds,
+        long_term_memory_strategy=MemoryStrategy.model_validate(meta.strategy or {}),
+        profile=meta.profile,
+        title=meta.title,
+        metadata=meta.metadata or {},
+        scratchpad=(
+            SessionScratchpad(
+                profile=pad.profile.name,
+                scope=pad.state.scope.value,
+                format=pad.profile.pad_format.value,
+                content=pad.content,
+                version=pad.version,
+            )
+            if pad is not None
+            else None
+        ),
+        created_at=meta.created_at,
+        updated_at=meta.updated_at,
+        last_accessed=meta.last_accessed or meta.updated_at,
+        expires_at=meta.expires_at,
+        message_count=meta.message_count,
+        version=meta.version,
+        context_percentage_total_used=window.total_used,
+        context_percentage_until_summarization=window.until_summarization,
+        new_session=document.created or None,
+    )
+
+
+def session_response(document: SessionDocument) -> Response[SessionView]:
+    return with_etag(session_view(document), document.meta.version)

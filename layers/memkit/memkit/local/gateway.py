@@ -34,7 +34,8 @@ class Route:
     @classmethod
     def of(cls, method: str, path: str) -> Route:
         regex = re.sub(r"\\\{([A-Za-z0-9_]+)\\\}", r"(?P<\1>[^/]+)", re.escape(path))
-        return cls(method.upper(), path, re.compile(f"^{regex}$"))
+        # HTTP APIs route /a/ to the route /a (a route path cannot end with a slash).
+        return cls(method.upper(), path, re.compile(f"^{regex}/?$"))
 
     @property
     def key(self) -> str:

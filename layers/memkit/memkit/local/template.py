@@ -14,6 +14,7 @@ TABLE_RESOURCE = "MemoryTable"
 CREATE_TABLE_PROPERTIES = (
     "AttributeDefinitions",
     "KeySchema",
+    "LocalSecondaryIndexes",
     "GlobalSecondaryIndexes",
     "BillingMode",
     "StreamSpecification",

@@ -41,6 +41,7 @@ class ProfileView(Model):
     array_merge: ArrayMerge
     read_only: bool
     max_tokens: int
+    max_messages: int | None
     version: int
     updated_at: str | None
     builtin: bool = Field(description="true for the built-in default (never stored)")

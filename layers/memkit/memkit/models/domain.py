@@ -60,6 +60,13 @@ class ProfileSpec(Model):
     array_merge: ArrayMerge = ArrayMerge.UNION
     read_only: StrictBool = False
     max_tokens: StrictInt = Field(default=4_000, ge=1, le=MAX_TOKENS_LIMIT)
+    max_messages: StrictInt | None = Field(
+        default=None,
+        ge=1,
+        le=1_000_000,
+        description="keep at most this many messages per session, pruning the oldest "
+        "(VoltAgent's storageLimit); null = keep all",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> ProfileSpec:
@@ -130,6 +137,8 @@ class SessionStub:
     profile: str | None
     expires_at: int | None = None
     version: int = 0
+    gen: str | None = None
+    children_expire_at: int | None = None
 
 
 @dataclass(frozen=True)
@@ -145,3 +154,55 @@ class Scratchpad:
     created_at: str | None = None
     updated_at: str | None = None
     expires_at: int | None = None
+
+
+@dataclass(frozen=True)
+class SessionMeta:
+    """A session's own item: the document's fields, its counters and its life.
+
+    `gen` names this life of the session: a session recreated after it expired gets a new
+    one, and items of an older life are never shown. `view_from` is the LSI1 order key below
+    which messages stay in the session's log but leave the document (a PUT that dropped them,
+    later a summary). `version` is the stored item's (0 = not stored).
+    """
+
+    session_id: str
+    namespace: str
+    gen: str
+    created_at: str
+    updated_at: str
+    created_us: int
+    user_id: str | None = None
+    profile: str | None = None
+    last_accessed: str | None = None
+    expires_at: int | None = None
+    ttl_seconds: int | None = None
+    data: JsonObject | None = None
+    context: str | None = None
+    tokens: int = 0
+    strategy: JsonObject | None = None
+    title: str | None = None
+    metadata: JsonObject | None = None
+    message_count: int = 0
+    memory_ids: tuple[str, ...] = ()
+    view_from: str | None = None
+    children_expire_at: int | None = None
+    version: int = 0
+
+
+@dataclass(frozen=True)
+class StoredMessage:
+    """A message as stored: the client's fields plus its order key and token count."""
+
+    id: str
+    role: str
+    content: str
+    created_at: str  # ISO 8601, microseconds, Z
+    order: str  # the LSI1 sort key: created_at µs, then id
+    tokens: int
+    name: str | None = None
+    tool_call_id: str | None = None
+    tool_calls: list[JsonObject] | None = None
+    metadata: JsonObject | None = None
+    persisted_at: str | None = None
+    discrete_memory_extracted: str = "f"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,14 +29,13 @@ from memkit.scratchpad import resolution, tools
 from memkit.scratchpad.merge import merge_content, replacement_content
 from memkit.scratchpad.prompt import render_prompt
 from memkit.scratchpad.schema import content_problems
+from memkit.service.retry import back_off
 from memkit.store.protocol import PadState, Store
 from memkit.tokens import content_tokens
 from memkit.versions import version_matches
 
 # A DynamoDB item holds 400 KB; leave room for keys and attributes.
 MAX_CONTENT_BYTES = 350_000
-BACKOFF_BASE_SECONDS = 0.005
-BACKOFF_CAP_SECONDS = 0.1
 
 
 @dataclass(frozen=True)
@@ -86,7 +84,10 @@ class ScratchpadService:
     # -- reads -------------------------------------------------------------------------------
 
     def get(self, ref: PadRef) -> ScratchpadResult:
-        state = self._store.read_pad(ref)
+        return self.result_of(self._store.read_pad(ref))
+
+    def result_of(self, state: PadState) -> ScratchpadResult:
+        """What a client sees of a scratchpad state read elsewhere (e.g. with its session)."""
         problems: list[FieldProblem] = []
         if state.content is not None:
             problems = self._problems(state.content, state.profile)
@@ -105,6 +106,26 @@ class ScratchpadService:
 
     def patch(self, ref: PadRef, content: Content, if_match: str | None) -> ScratchpadResult:
         return self._write(ref, lambda state: _patched(state, content), if_match)
+
+    def check_seed(self, profile: Profile, content: Content) -> None:
+        """Refuse initial content the profile would refuse, before anything is written."""
+        if content is None:
+            return
+        if profile.read_only:
+            raise Forbidden(f"profile {profile.name!r} is read-only")
+        _check_type(content, profile.pad_format)
+        self._check(replacement_content(content, profile.pad_format), profile)
+
+    def seed(self, ref: PadRef, content: Content) -> ScratchpadResult | None:
+        """Write initial content while the scratchpad is empty (Mastra's initial working
+        memory); content already there is kept. None when nothing was written."""
+        if content is None or self._store.read_pad(ref).content is not None:
+            return None
+        return self._write(
+            ref,
+            lambda state: state.content if state.content is not None else _replaced(state, content),
+            None,
+        )
 
     def clear(self, ref: PadRef, if_match: str | None) -> ScratchpadResult:
         return self._write(ref, lambda _state: None, if_match)
@@ -127,9 +148,7 @@ class ScratchpadService:
             except VersionConflict:
                 if if_match is not None:
                     raise
-                metrics.add_metric(name="ScratchpadWriteRetries", unit="Count", value=1)
-                cap = min(BACKOFF_CAP_SECONDS, BACKOFF_BASE_SECONDS * 2**attempt)
-                self._sleep(random.uniform(0, cap))  # noqa: S311 (jitter, not crypto)
+                back_off(attempt, self._sleep, "ScratchpadWriteRetries")
                 continue
             metrics.add_metric(name="ScratchpadWrites", unit="Count", value=1)
             return ScratchpadResult(state, pad.content, pad.version, pad.updated_at, pad.tokens)

@@ -3,21 +3,12 @@
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
-from datetime import UTC, datetime
 from typing import Any
 
-from pynamodb.exceptions import DoesNotExist, PynamoDBException, TransactWriteError
+from pynamodb.exceptions import DoesNotExist
 from pynamodb.transactions import TransactWrite
 
-from memkit.config import StoreSettings
-from memkit.errors import (
-    StoreUnavailable,
-    Throttled,
-    VersionConflict,
-)
+from memkit.errors import VersionConflict
 from memkit.models.domain import (
     DEFAULT_PROFILE,
     Content,
@@ -27,104 +18,45 @@ from memkit.models.domain import (
     ProfileSpec,
     Scope,
     Scratchpad,
-    SessionStub,
 )
 from memkit.scratchpad import resolution
 from memkit.store import keys
+from memkit.store.base import now_iso, translated
 from memkit.store.cursor import decode_cursor, encode_cursor
-from memkit.store.items import ItemClasses, bind_items
 from memkit.store.protocol import PadState, ProfilePage
-
-THROTTLING = {
-    "ProvisionedThroughputExceededException",
-    "ThrottlingException",
-    "RequestLimitExceeded",
-}
-# PutItem says ConditionalCheckFailedException; a cancelled transaction gives per-item reasons
-# ConditionalCheckFailed or TransactionConflict (another transaction touched the item).
-CONFLICTS = {"ConditionalCheckFailedException", "ConditionalCheckFailed", "TransactionConflict"}
+from memkit.store.sessions import SessionTable
 
 
-def now_iso(epoch: float) -> str:
-    return (
-        datetime.fromtimestamp(epoch, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-    )
-
-
-def _error_code(exc: PynamoDBException) -> str | None:
-    if isinstance(exc, TransactWriteError):
-        reasons = [r.code for r in exc.cancellation_reasons if r is not None]
-        if any(code in CONFLICTS for code in reasons):
-            return "ConditionalCheckFailedException"
-    return exc.cause_response_code
-
-
-@contextmanager
-def translated(operation: str) -> Iterator[None]:
-    """SDK errors as domain errors; the SDK's message never reaches a client."""
-    try:
-        yield
-    except PynamoDBException as exc:
-        code = _error_code(exc)
-        if code in CONFLICTS:
-            raise VersionConflict(f"{operation}: the item changed since it was read") from exc
-        if code in THROTTLING:
-            raise Throttled("DynamoDB is throttling requests; retry with backoff") from exc
-        raise StoreUnavailable(f"{operation} failed: storage is unavailable") from exc
-
-
-class DynamoStore:
-    """memkit's single table. Reads are consistent and hide expired items."""
-
-    def __init__(self, settings: StoreSettings, clock: Callable[[], float] = time.time) -> None:
-        self._items: ItemClasses = bind_items(
-            settings.table_name,
-            settings.region,
-            settings.dynamodb_endpoint,
-            settings.connect_timeout_seconds,
-            settings.read_timeout_seconds,
-            settings.max_retry_attempts,
-        )
-        self._clock = clock
+class DynamoStore(SessionTable):
+    """memkit's single table: scratchpads and profiles here, sessions in SessionTable."""
 
     # -- reads -------------------------------------------------------------------------------
 
-    def _live(self, item: Any) -> bool:
-        return item is not None and (item.expires_at is None or item.expires_at > self._clock())
-
-    def _batch_get(self, wanted: Iterable[keys.Key]) -> dict[keys.Key, Any]:
-        with translated("read"):
-            found = self._items.base.batch_get(list(set(wanted)), consistent_read=True)
-            return {(item.pk, item.sk): item for item in found}
-
     def read_pad(self, ref: PadRef) -> PadState:
         owner = ref.owner
-        tenant, namespace = owner.tenant, owner.namespace
-        guess = ref.profile or DEFAULT_PROFILE
-
-        def wanted(name: str, user_id: str | None) -> list[keys.Key]:
-            batch = [keys.profile_key(tenant, namespace, name)]
-            if ref.session_id:
-                batch.append(keys.session_pad_key(tenant, namespace, ref.session_id, name))
-            if user_id:
-                batch.append(keys.user_pad_key(tenant, namespace, user_id, name))
-            return batch
-
-        first = wanted(guess, owner.user_id)
+        first = self._pad_keys(ref, ref.profile or DEFAULT_PROFILE, owner.user_id)
         if ref.session_id:
-            first.append(keys.session_key(tenant, namespace, ref.session_id))
+            first.append(keys.session_key(owner.tenant, owner.namespace, ref.session_id))
         found = self._batch_get(first)
-        fetched = set(first)
-
         session_item = (
-            found.get(keys.session_key(tenant, namespace, ref.session_id))
+            found.get(keys.session_key(owner.tenant, owner.namespace, ref.session_id))
             if ref.session_id
             else None
         )
+        return self._resolve_pad(ref, session_item, found, set(first))
+
+    def _resolve_pad(
+        self,
+        ref: PadRef,
+        session_item: Any | None,
+        found: dict[keys.Key, Any],
+        fetched: set[keys.Key],
+    ) -> PadState:
+        tenant, namespace = ref.owner.tenant, ref.owner.namespace
         session = self._to_session(session_item) if self._live(session_item) else None
         name, user_id = resolution.session_choices(ref, session)
 
-        missing = [key for key in wanted(name, user_id) if key not in fetched]
+        missing = [key for key in self._pad_keys(ref, name, user_id) if key not in fetched]
         if missing:  # the profile or the user was learnt from the session: one more request
             found.update(self._batch_get(missing))
 
@@ -142,7 +74,15 @@ class DynamoStore:
             disk_versions["pad"] = pad_item.version
         if session_item is not None:
             disk_versions["session"] = session_item.version
-        pad = self._to_pad(pad_item) if self._live(pad_item) else None
+        # A session's scratchpad belongs to one life of the session.
+        stale = (
+            pad_item is not None
+            and profile.scope is Scope.SESSION
+            and session is not None
+            and pad_item.gen is not None
+            and pad_item.gen != session.gen
+        )
+        pad = self._to_pad(pad_item) if self._live(pad_item) and not stale else None
         return PadState(
             ref=ref,
             profile=profile,
@@ -162,8 +102,17 @@ class DynamoStore:
         now = now_iso(self._clock())
         user_scoped = state.scope is Scope.USER
         pk, sk = keys.pad_key(tenant, namespace, user_scoped, ref.session_id, state.user_id, name)
-        # A session's scratchpad lives and expires with the session.
-        expires_at = state.session.expires_at if state.session and not user_scoped else None
+        # A session's scratchpad lives and expires with the session (and its other items).
+        session = state.session
+        expires_at = None
+        if session is not None and not user_scoped:
+            expires_at = session.children_expire_at or session.expires_at
+        session_item = None
+        if ref.session_id and session is None:
+            meta = self.new_session_meta(owner, ref.session_id, ref.profile)
+            session_item = self._session_item(owner.tenant, meta)
+            if "session" in state.disk_versions:
+                session_item.version = state.disk_versions["session"]
         created_at = state.pad.created_at if state.pad and state.pad.created_at else now
         item = self._items.scratchpad(
             pk,
@@ -181,22 +130,11 @@ class DynamoStore:
             session_id=ref.session_id if state.scope is Scope.SESSION else None,
             user_id=state.user_id,
         )
+        if state.scope is Scope.SESSION:
+            item.gen = (session or self._to_session(session_item)).gen
         if "pad" in state.disk_versions:
             item.version = state.disk_versions["pad"]
-        if ref.session_id and state.session is None:
-            session_item = self._items.session(
-                *keys.session_key(tenant, namespace, ref.session_id),
-                tenant=tenant,
-                namespace=namespace,
-                created_at=now,
-                updated_at=now,
-                session_id=ref.session_id,
-                user_id=owner.user_id,
-                profile=ref.profile,
-            )
-            if "session" in state.disk_versions:
-                session_item.version = state.disk_versions["session"]
-
+        if session_item is not None:
             with (
                 translated("write scratchpad"),
                 TransactWrite(connection=self._items.connection) as transaction,
@@ -281,24 +219,6 @@ class DynamoStore:
             return ProfilePage(profiles, encode_cursor(results.last_evaluated_key))
 
     # -- conversions: items are never returned past the store --------------------------------
-
-    @staticmethod
-    def _to_profile(item: Any) -> Profile:
-        spec = json.loads(item.spec)
-        return Profile.model_validate(
-            {**spec, "name": item.name, "version": item.version, "updated_at": item.updated_at}
-        )
-
-    @staticmethod
-    def _to_session(item: Any) -> SessionStub:
-        return SessionStub(
-            session_id=item.session_id,
-            namespace=item.namespace,
-            user_id=item.user_id,
-            profile=item.profile,
-            expires_at=int(item.expires_at) if item.expires_at is not None else None,
-            version=item.version,
-        )
 
     @staticmethod
     def _to_pad(item: Any) -> Scratchpad:

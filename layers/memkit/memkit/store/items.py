@@ -14,12 +14,22 @@ from typing import Any, cast
 
 from pynamodb.attributes import (
     DiscriminatorAttribute,
+    ListAttribute,
     NumberAttribute,
     UnicodeAttribute,
     VersionAttribute,
 )
 from pynamodb.connection import Connection
+from pynamodb.indexes import (
+    AllProjection,
+    GlobalSecondaryIndex,
+    IncludeProjection,
+    LocalSecondaryIndex,
+)
 from pynamodb.models import Model
+
+# What the listing indexes carry besides their keys (template.yaml: NonKeyAttributes).
+LISTING_ATTRIBUTES = ["kind", "session_id", "expires_at"]
 
 
 @dataclass(frozen=True)
@@ -30,6 +40,8 @@ class ItemClasses:
     profile: Any
     session: Any
     scratchpad: Any
+    message: Any
+    memory: Any
     # For TransactWrite: the same botocore client, timeouts and retries as the items.
     connection: Connection
 
@@ -53,6 +65,30 @@ def bind_items(
         "max_retry_attempts": max_retry_attempts,
     }
 
+    def index_meta(name: str, projection: Any) -> Any:
+        return type("Meta", (), {"index_name": name, "projection": projection})
+
+    class ByOrder(LocalSecondaryIndex[Any]):  # type: ignore[no-untyped-call]
+        """LSI1: a session's meta and messages, messages by created_at then id."""
+
+        Meta = index_meta("LSI1", AllProjection())
+        pk = UnicodeAttribute(hash_key=True, attr_name="PK")
+        order = UnicodeAttribute(range_key=True, attr_name="LSI1SK")
+
+    class ByNamespace(GlobalSecondaryIndex[Any]):  # type: ignore[no-untyped-call]
+        """GSI1: a namespace's sessions, newest first."""
+
+        Meta = index_meta("GSI1", IncludeProjection(LISTING_ATTRIBUTES))
+        gsi1pk = UnicodeAttribute(hash_key=True, attr_name="GSI1PK")
+        gsi1sk = UnicodeAttribute(range_key=True, attr_name="GSI1SK")
+
+    class ByUser(GlobalSecondaryIndex[Any]):  # type: ignore[no-untyped-call]
+        """GSI2: a user's sessions in a namespace, newest first."""
+
+        Meta = index_meta("GSI2", IncludeProjection(LISTING_ATTRIBUTES))
+        gsi2pk = UnicodeAttribute(hash_key=True, attr_name="GSI2PK")
+        gsi2sk = UnicodeAttribute(range_key=True, attr_name="GSI2SK")
+
     class TableItem(Model):
         Meta = cast(Any, type("Meta", (), meta))  # PynamoDB reads these as class attributes
 
@@ -65,6 +101,11 @@ def bind_items(
         created_at = UnicodeAttribute()
         updated_at = UnicodeAttribute()
         expires_at = NumberAttribute(null=True)
+        order = UnicodeAttribute(null=True, attr_name="LSI1SK")
+        # Which life of a session an item belongs to (a session recreated after it expired
+        # starts a new generation; items of the old one are never shown again).
+        gen = UnicodeAttribute(null=True)
+        by_order = ByOrder()
 
     class ProfileItem(TableItem, discriminator="profile"):
         name = UnicodeAttribute()
@@ -74,6 +115,27 @@ def bind_items(
         session_id = UnicodeAttribute()
         user_id = UnicodeAttribute(null=True)
         profile = UnicodeAttribute(null=True)
+        gsi1pk = UnicodeAttribute(null=True, attr_name="GSI1PK")
+        gsi1sk = UnicodeAttribute(null=True, attr_name="GSI1SK")
+        gsi2pk = UnicodeAttribute(null=True, attr_name="GSI2PK")
+        gsi2sk = UnicodeAttribute(null=True, attr_name="GSI2SK")
+        by_namespace = ByNamespace()
+        by_user = ByUser()
+        # The document, JSON where free-form (exact round trips of floats and empty values).
+        data = UnicodeAttribute(null=True)
+        context = UnicodeAttribute(null=True)
+        tokens = NumberAttribute(default=0)
+        ttl_seconds = NumberAttribute(null=True)
+        strategy = UnicodeAttribute(null=True)
+        title = UnicodeAttribute(null=True)
+        metadata = UnicodeAttribute(null=True)
+        last_accessed = UnicodeAttribute(null=True)
+        message_count = NumberAttribute(default=0)
+        memory_ids = ListAttribute(of=UnicodeAttribute, null=True)
+        # Messages ordered below this LSI1 key are in the log but out of the document.
+        view_from = UnicodeAttribute(null=True)
+        # The earliest expires_at of the session's other items (they must outlive it).
+        children_expire_at = NumberAttribute(null=True)
 
     class ScratchpadItem(TableItem, discriminator="scratchpad"):
         profile = UnicodeAttribute()
@@ -84,7 +146,26 @@ def bind_items(
         session_id = UnicodeAttribute(null=True)
         user_id = UnicodeAttribute(null=True)
 
+    class MessageItem(TableItem, discriminator="message"):
+        message_id = UnicodeAttribute()
+        role = UnicodeAttribute()
+        content = UnicodeAttribute()
+        message_at = UnicodeAttribute()
+        tokens = NumberAttribute(default=0)
+        name = UnicodeAttribute(null=True)
+        tool_call_id = UnicodeAttribute(null=True)
+        tool_calls = UnicodeAttribute(null=True)
+        metadata = UnicodeAttribute(null=True)
+        persisted_at = UnicodeAttribute(null=True)
+        extracted = UnicodeAttribute(default="f")
+
+    class MemoryItem(TableItem, discriminator="memory"):
+        memory_id = UnicodeAttribute()
+        record = UnicodeAttribute()
+
     # Connect the base class first: PynamoDB gives each subclass that connects before its base
     # a connection of its own, and each connection builds a botocore client (~60 ms).
     connection = TableItem._get_connection().connection
-    return ItemClasses(TableItem, ProfileItem, SessionItem, ScratchpadItem, connection)
+    return ItemClasses(
+        TableItem, ProfileItem, SessionItem, ScratchpadItem, MessageItem, MemoryItem, connection
+    )

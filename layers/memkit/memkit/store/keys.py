@@ -1,16 +1,18 @@
 """The single-table key scheme. Every partition key starts with the tenant.
 
     profile             PK T#<tenant>#PROFILES#<namespace>        SK P#<name>
-    session             PK T#<tenant>#S#<namespace>#<session_id>  SK META
-    message             PK T#<tenant>#S#<namespace>#<session_id>  SK M#<created_at µs>#<id>
+    session             PK T#<tenant>#S#<namespace>#<session_id>  SK META        LSI1SK META
+    message             PK T#<tenant>#S#<namespace>#<session_id>  SK MSG#<id>    LSI1SK M#<µs>#<id>
     pending memory      PK T#<tenant>#S#<namespace>#<session_id>  SK MEM#<id>
     session scratchpad  PK T#<tenant>#S#<namespace>#<session_id>  SK PAD#<profile>
     user scratchpad     PK T#<tenant>#U#<namespace>#<user_id>     SK PAD#<profile>
 
-A session and everything of it share one partition (one Query deletes or pages it). Within
-it the sort keys order M#... < MEM#... < META < PAD#..., so one descending Query from META
-returns the session, its pending memories and its newest messages (docs/design-sessions.md).
-Components are escaped so that a `#` or `%` in a caller's id can never forge another key.
+A session and everything of it share one partition (one Query deletes or pages it). A message
+is keyed by its id, so writing it again is idempotent whatever its `created_at`; the local
+index LSI1 orders messages by created_at then id, and its keys sort M#... < META, so one
+descending LSI1 Query from META returns the session and its newest messages
+(docs/design-sessions.md). Components are escaped so that a `#` or `%` in a caller's id can
+never forge another key.
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ from __future__ import annotations
 Key = tuple[str, str]
 
 SESSION_META = "META"
-MESSAGE_PREFIX = "M#"
+MESSAGE_PREFIX = "MSG#"
+ORDER_PREFIX = "M#"
 MEMORY_PREFIX = "MEM#"
+PAD_PREFIX = "PAD#"
 # Microseconds since the epoch, zero-padded so text order is time order until year 2286.
 TIME_DIGITS = 16
 
@@ -73,17 +77,19 @@ def pad_key(
     return session_pad_key(tenant, namespace, session_id, profile)
 
 
-def message_sk(created_at_us: int, message_id: str) -> str:
-    """A message's sort key: ordered by created_at, then id (ties at the same microsecond)."""
+def message_order(created_at_us: int, message_id: str) -> str:
+    """A message's LSI1 sort key: ordered by created_at, then id (ties at the same µs)."""
     if not 0 <= created_at_us < 10**TIME_DIGITS:
         raise ValueError("created_at is outside the representable range")
-    return f"{MESSAGE_PREFIX}{created_at_us:0{TIME_DIGITS}d}#{part(message_id)}"
+    return f"{ORDER_PREFIX}{created_at_us:0{TIME_DIGITS}d}#{part(message_id)}"
 
 
-def message_key(
-    tenant: str, namespace: str, session_id: str, created_at_us: int, message_id: str
-) -> Key:
-    return session_pk(tenant, namespace, session_id), message_sk(created_at_us, message_id)
+def message_sk(message_id: str) -> str:
+    return f"{MESSAGE_PREFIX}{part(message_id)}"
+
+
+def message_key(tenant: str, namespace: str, session_id: str, message_id: str) -> Key:
+    return session_pk(tenant, namespace, session_id), message_sk(message_id)
 
 
 def memory_key(tenant: str, namespace: str, session_id: str, memory_id: str) -> Key:
@@ -94,6 +100,11 @@ def memory_key(tenant: str, namespace: str, session_id: str, memory_id: str) -> 
 def sessions_by_namespace(tenant: str, namespace: str) -> str:
     """GSI1 partition listing a namespace's sessions (sort key: session_list_sk)."""
     return f"T#{part(tenant)}#SESSIONS#{part(namespace)}"
+
+
+def sessions_by_user(tenant: str, namespace: str, user_id: str) -> str:
+    """GSI2 partition listing a user's sessions in a namespace (sort key: session_list_sk)."""
+    return f"T#{part(tenant)}#SESSIONS#{part(namespace)}#U#{part(user_id)}"
 
 
 def session_list_sk(created_at_us: int, session_id: str) -> str:

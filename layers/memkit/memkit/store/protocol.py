@@ -7,12 +7,16 @@ from typing import Protocol
 
 from memkit.models.domain import (
     Content,
+    JsonObject,
+    Owner,
     PadRef,
     Profile,
     ProfileSpec,
     Scope,
     Scratchpad,
+    SessionMeta,
     SessionStub,
+    StoredMessage,
 )
 
 
@@ -82,3 +86,83 @@ class Store(Protocol):
     def list_profiles(
         self, tenant: str, namespace: str, limit: int, cursor: str | None
     ) -> ProfilePage: ...
+
+
+@dataclass(frozen=True)
+class SessionRead:
+    """A live session: its meta, its newest messages (oldest first), pending memories and
+    the scratchpad it resolves to."""
+
+    meta: SessionMeta
+    messages: list[StoredMessage]
+    memories: list[JsonObject]
+    pad: PadState | None
+
+
+@dataclass(frozen=True)
+class SessionWriteState:
+    """What a session write starts from. `meta` is None when the session does not exist or
+    has expired; `disk_version` is the stored meta item's version either way (0 = none), so
+    a write can replace an expired item DynamoDB has not deleted yet. `stored` maps the ids
+    of this life's stored messages (those asked about, or all) to their order keys."""
+
+    meta: SessionMeta | None
+    disk_version: int
+    stored: dict[str, str]
+    profile: Profile
+
+
+@dataclass(frozen=True)
+class SessionChange:
+    """One session write: `meta` is the new meta item (its `version` the one read)."""
+
+    owner: Owner
+    meta: SessionMeta
+    put_messages: list[StoredMessage] = field(default_factory=list)
+    delete_messages: list[str] = field(default_factory=list)
+    put_memories: list[JsonObject] = field(default_factory=list)
+    delete_memories: list[str] = field(default_factory=list)
+    # Rewrite the session's other items with meta.children_expire_at (see service/sessions).
+    refresh_children: bool = False
+
+
+class SessionStore(Protocol):
+    """Session storage (DynamoDB; the integration tests run it on moto)."""
+
+    def new_session_meta(
+        self, owner: Owner, session_id: str, profile: str | None
+    ) -> SessionMeta: ...
+
+    def read_session(
+        self, owner: Owner, session_id: str, limit: int | None, byte_budget: int
+    ) -> SessionRead | None: ...
+
+    def write_state(
+        self,
+        owner: Owner,
+        session_id: str,
+        message_ids: list[str] | None,
+        profile_hint: str | None,
+    ) -> SessionWriteState: ...
+
+    def oldest_messages(
+        self, owner: Owner, meta: SessionMeta, count: int
+    ) -> list[tuple[str, str]]: ...
+
+    def page_messages(
+        self,
+        owner: Owner,
+        session_id: str,
+        limit: int,
+        cursor: str | None,
+        ascending: bool,
+        roles: frozenset[str] | None,
+    ) -> tuple[SessionMeta, list[StoredMessage], str | None] | None: ...
+
+    def list_sessions(
+        self, owner: Owner, user_id: str | None, limit: int, offset: int
+    ) -> tuple[list[str], int]: ...
+
+    def commit_session(self, change: SessionChange) -> SessionMeta: ...
+
+    def delete_session(self, owner: Owner, session_id: str) -> int: ...

@@ -1,0 +1,18 @@
+"""Optimistic writes: a writer that lost a race waits a jittered, growing moment and retries."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+
+from memkit.observability import metrics
+
+BACKOFF_BASE_SECONDS = 0.005
+BACKOFF_CAP_SECONDS = 0.1
+
+
+def back_off(attempt: int, sleep: Callable[[float], None], metric: str) -> None:
+    """Count the lost race in `metric` and sleep "full jitter" (AWS's backoff advice)."""
+    metrics.add_metric(name=metric, unit="Count", value=1)
+    cap = min(BACKOFF_CAP_SECONDS, BACKOFF_BASE_SECONDS * 2**attempt)
+    sleep(random.uniform(0, cap))  # noqa: S311 (jitter, not crypto)

@@ -1,0 +1,518 @@
+"""The session service: the working-memory document of API.md, over a SessionStore.
+
+Writes are optimistic: read the session's state, compute the change, write the children,
+then the meta item conditionally on the version read. A writer that lost the race re-reads
+and recomputes; every write is idempotent (messages keyed by id), so a retry converges.
+Everything a client can get wrong is checked before the first write.
+
+The document is a view of the session's log. A PUT makes the document exactly its
+messages: a stored message it leaves out is deleted, except the ones older than every
+message it keeps, which leave the document but stay in the log (GET …/messages). That is
+what keeps agent-memory-client's append (a GET trimmed to a context window, then a PUT of
+what it saw) from deleting history; docs/design-sessions.md has the reasoning.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from memkit.errors import (
+    FieldProblem,
+    Forbidden,
+    NotFound,
+    TooLarge,
+    ValidationFailed,
+    VersionConflict,
+)
+from memkit.models.domain import (
+    JsonObject,
+    Owner,
+    PadRef,
+    Profile,
+    SessionMeta,
+    StoredMessage,
+)
+from memkit.models.session import (
+    AppendMessages,
+    MemoryStrategy,
+    Message,
+    PendingMemory,
+    SessionPatch,
+    SessionWrite,
+    iso,
+)
+from memkit.observability import metrics
+from memkit.service.retry import back_off
+from memkit.service.scratchpad import ScratchpadResult, ScratchpadService
+from memkit.service.windows import Window, effective_window, fit, message_tokens
+from memkit.store import keys
+from memkit.store.base import now_iso
+from memkit.store.protocol import SessionChange, SessionStore, SessionWriteState
+from memkit.versions import version_matches
+
+# A DynamoDB item holds 400 KB: a message, a memory or the session's own fields must fit
+# one with room for keys and attributes.
+MAX_ITEM_BYTES = 350_000
+# New messages one PUT may add (it may carry more that are already stored).
+MAX_NEW_MESSAGES_PER_PUT = 1_000
+# A GET without recent_messages_limit returns the newest messages up to this many bytes
+# (Lambda answers at most 6 MB; the document says how many messages the log holds).
+DOCUMENT_BYTE_BUDGET = 4_000_000
+
+
+@dataclass(frozen=True)
+class SessionDocument:
+    """What a client sees of a session."""
+
+    meta: SessionMeta
+    window: Window
+    memories: list[JsonObject]
+    pad: ScratchpadResult | None
+    created: bool = False
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    meta: SessionMeta
+    created: bool
+    appended: list[str]
+    already_stored: list[str]
+    pruned: int
+
+
+@dataclass(frozen=True)
+class MessagesPage:
+    messages: list[StoredMessage]
+    next_cursor: str | None
+
+
+def _json_bytes(value: Any) -> int:
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
+
+
+def stored_message(message: Message) -> StoredMessage:
+    return StoredMessage(
+        id=message.id,
+        role=message.role,
+        content=message.content,
+        created_at=iso(message.created_at),
+        order=keys.message_order(message.created_at_us, message.id),
+        tokens=message_tokens(message.role, message.content),
+        name=message.name,
+        tool_call_id=message.tool_call_id,
+        tool_calls=message.tool_calls,
+        metadata=message.metadata,
+        persisted_at=iso(message.persisted_at) if message.persisted_at else None,
+        discrete_memory_extracted=message.discrete_memory_extracted,
+    )
+
+
+def _check_messages(messages: Sequence[Message]) -> None:
+    """Ids unique within the request, and every message small enough for one item."""
+    seen: dict[str, int] = {}
+    problems: list[FieldProblem] = []
+    for index, message in enumerate(messages):
+        if message.id in seen:
+            problems.append(
+                FieldProblem(f"messages.{index}.id", f"repeats messages.{seen[message.id]}.id")
+            )
+        seen.setdefault(message.id, index)
+    if problems:
+        raise ValidationFailed("message ids repeat within the request", problems)
+    for index, message in enumerate(messages):
+        size = _json_bytes(message.model_dump(mode="json", exclude_none=True))
+        if size > MAX_ITEM_BYTES:
+            raise TooLarge(
+                f"message {index} is {size} bytes; a message holds at most {MAX_ITEM_BYTES}",
+                [FieldProblem(f"messages.{index}", "too large for one stored message")],
+            )
+
+
+def _check_memories(memories: Sequence[PendingMemory]) -> list[JsonObject]:
+    records: list[JsonObject] = []
+    seen: set[str] = set()
+    for index, memory in enumerate(memories):
+        if memory.id in seen:
+            raise ValidationFailed(
+                "memory ids repeat", [FieldProblem(f"memories.{index}.id", "repeated")]
+            )
+        seen.add(memory.id)
+        record = memory.model_dump(mode="json", exclude_none=True)
+        if _json_bytes(record) > MAX_ITEM_BYTES:
+            raise TooLarge(
+                f"memory {index} is too large",
+                [FieldProblem(f"memories.{index}", "too large for one stored memory")],
+            )
+        records.append(record)
+    return records
+
+
+def _check_data(data: JsonObject | None) -> None:
+    if data is None:
+        return
+    nulls = [key for key, value in data.items() if value is None]
+    if nulls:
+        raise ValidationFailed(
+            "data values must not be null",
+            [
+                FieldProblem(f"data.{key}", "must not be null (leave the key out instead)")
+                for key in nulls
+            ],
+        )
+
+
+def _check_meta_size(meta: SessionMeta) -> None:
+    parts = {
+        "data": meta.data,
+        "context": meta.context,
+        "metadata": meta.metadata,
+        "title": meta.title,
+        "long_term_memory_strategy": meta.strategy,
+    }
+    sizes = {name: _json_bytes(value) for name, value in parts.items()}
+    if sum(sizes.values()) > MAX_ITEM_BYTES:
+        largest = max(sizes, key=lambda name: sizes[name])
+        raise TooLarge(
+            f"the session's fields take {sum(sizes.values())} bytes; at most {MAX_ITEM_BYTES}",
+            [FieldProblem(largest, f"{sizes[largest]} bytes")],
+        )
+
+
+def children_expiry(
+    now: float, ttl_seconds: int | None, current: int | None, exists: bool
+) -> tuple[int | None, bool]:
+    """(expires_at for the session's other items, whether the stored ones need rewriting).
+
+    Every item of a session carries `expires_at` so DynamoDB deletes it with the session,
+    and it must outlive the session (whose own expiry moves with every write). Rewriting
+    every item on every write would make a write cost the session's length, so other items
+    get twice the TTL and are rewritten only once the session would outlive them: at most
+    once per TTL period. Reads decide by the session's expiry, never by the items'.
+    """
+    if ttl_seconds is None:
+        return None, exists and current is not None
+    horizon = int(now) + ttl_seconds
+    if exists and current is not None and horizon <= current <= horizon + ttl_seconds:
+        return current, False
+    return horizon + ttl_seconds, exists
+
+
+class SessionService:
+    """Session operations over a SessionStore; the scratchpad through its own service."""
+
+    def __init__(
+        self,
+        store: SessionStore,
+        scratchpads: ScratchpadService,
+        max_attempts: int = 10,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._store = store
+        self._scratchpads = scratchpads
+        self._max_attempts = max_attempts
+        self._clock = clock
+        self._sleep = sleep
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def get(
+        self,
+        owner: Owner,
+        session_id: str,
+        recent_messages_limit: int | None = None,
+        model_name: str | None = None,
+        context_window_max: int | None = None,
+    ) -> SessionDocument:
+        window_size = effective_window(model_name, context_window_max)
+        read = self._store.read_session(
+            owner, session_id, recent_messages_limit, DOCUMENT_BYTE_BUDGET
+        )
+        if read is None:
+            raise NotFound(f"session {session_id!r} does not exist")
+        pad = self._scratchpads.result_of(read.pad) if read.pad is not None else None
+        return SessionDocument(read.meta, fit(read.messages, window_size), read.memories, pad)
+
+    def list_ids(
+        self, owner: Owner, user_id: str | None, limit: int, offset: int
+    ) -> tuple[list[str], int]:
+        return self._store.list_sessions(owner, user_id, limit, offset)
+
+    def messages(
+        self,
+        owner: Owner,
+        session_id: str,
+        limit: int,
+        cursor: str | None,
+        ascending: bool,
+        roles: frozenset[str] | None,
+    ) -> MessagesPage:
+        page = self._store.page_messages(owner, session_id, limit, cursor, ascending, roles)
+        if page is None:
+            raise NotFound(f"session {session_id!r} does not exist")
+        _, messages, next_cursor = page
+        return MessagesPage(messages, next_cursor)
+
+    # -- writes ------------------------------------------------------------------------------
+
+    def put(
+        self,
+        owner: Owner,
+        session_id: str,
+        body: SessionWrite,
+        if_match: str | None = None,
+        model_name: str | None = None,
+        context_window_max: int | None = None,
+    ) -> SessionDocument:
+        """Replace the document (API.md PUT); returns it as a GET with the same window would."""
+        if body.session_id is not None and body.session_id != session_id:
+            raise ValidationFailed(
+                "session_id differs from the path",
+                [FieldProblem("session_id", "must equal the session id in the path")],
+            )
+        effective_window(model_name, context_window_max)  # an unknown model fails first
+        _check_messages(body.messages)
+        records = _check_memories(body.memories)
+        _check_data(body.data)
+        incoming = [stored_message(m) for m in body.messages]
+
+        def change(state: SessionWriteState, meta: SessionMeta) -> SessionChange:
+            new = [m for m in incoming if m.id not in state.stored]
+            if len(new) > MAX_NEW_MESSAGES_PER_PUT:
+                raise ValidationFailed(
+                    "too many new messages in one request",
+                    [
+                        FieldProblem(
+                            "messages",
+                            f"{len(new)} new messages; at most {MAX_NEW_MESSAGES_PER_PUT} per "
+                            "PUT (use POST …/messages in batches)",
+                        )
+                    ],
+                )
+            kept = {m.id: state.stored.get(m.id, m.order) for m in incoming}
+            view_from: str | None
+            if kept:
+                view_from = min(kept.values())
+            elif state.stored:  # an empty document: everything stored leaves the view
+                view_from = max(state.stored.values()) + "\uffff"
+            else:
+                view_from = meta.view_from
+            deleted = [
+                message_id
+                for message_id, order in state.stored.items()
+                if message_id not in kept and view_from is not None and order >= view_from
+            ]
+            remaining = {i: o for i, o in state.stored.items() if i not in set(deleted)}
+            new, pruned = self._prune(state.profile, remaining, new)
+            old_memories = set(meta.memory_ids)
+            fields = body.model_fields_set
+            updated = replace(
+                meta,
+                user_id=meta.user_id or body.user_id or owner.user_id,
+                data=body.data or {},
+                context=body.context,
+                tokens=body.tokens,
+                strategy=(body.long_term_memory_strategy or MemoryStrategy()).model_dump(
+                    mode="json"
+                ),
+                ttl_seconds=body.ttl_seconds if "ttl_seconds" in fields else meta.ttl_seconds,
+                title=body.title if "title" in fields else meta.title,
+                metadata=body.metadata if "metadata" in fields else meta.metadata,
+                profile=body.profile or meta.profile,
+                memory_ids=tuple(r["id"] for r in records),
+                view_from=view_from,
+                message_count=len(remaining) + len(new) - len(pruned),
+            )
+            return SessionChange(
+                owner=owner,
+                meta=updated,
+                put_messages=new,
+                delete_messages=deleted + pruned,
+                put_memories=[r for r in records if r["id"] not in old_memories],
+                delete_memories=sorted(old_memories - {r["id"] for r in records}),
+            )
+
+        seed = body.scratchpad
+        _, created = self._write(
+            owner,
+            session_id,
+            None,
+            body.profile,
+            if_match,
+            change,
+            lambda state: self._scratchpads.check_seed(state.profile, seed),
+        )
+        if seed is not None:
+            self._scratchpads.seed(PadRef(owner=owner, session_id=session_id), seed)
+        document = self.get(owner, session_id, None, model_name, context_window_max)
+        return replace(document, created=created)
+
+    def patch(
+        self, owner: Owner, session_id: str, body: SessionPatch, if_match: str | None = None
+    ) -> SessionDocument:
+        """Change session fields; `data` is merged (a null value deletes its key)."""
+        fields = body.model_fields_set
+
+        def change(state: SessionWriteState, meta: SessionMeta) -> SessionChange:
+            if state.meta is None:
+                raise NotFound(f"session {session_id!r} does not exist")
+            data = dict(meta.data or {})
+            for key, value in (body.data or {}).items():
+                if value is None:
+                    data.pop(key, None)
+                else:
+                    data[key] = value
+            updated = replace(
+                meta,
+                data=data,
+                context=body.context if "context" in fields else meta.context,
+                tokens=body.tokens if body.tokens is not None else meta.tokens,
+                ttl_seconds=body.ttl_seconds if "ttl_seconds" in fields else meta.ttl_seconds,
+                title=body.title if "title" in fields else meta.title,
+                metadata=body.metadata if "metadata" in fields else meta.metadata,
+                profile=body.profile if "profile" in fields else meta.profile,
+                strategy=(
+                    body.long_term_memory_strategy.model_dump(mode="json")
+                    if body.long_term_memory_strategy is not None
+                    else meta.strategy
+                ),
+            )
+            return SessionChange(owner=owner, meta=updated)
+
+        self._write(owner, session_id, [], body.profile, if_match, change)
+        return self.get(owner, session_id)
+
+    def append(self, owner: Owner, session_id: str, body: AppendMessages) -> AppendResult:
+        """Add messages (idempotent by id); creates the session if needed."""
+        _check_messages(body.messages)
+        incoming = [stored_message(m) for m in body.messages]
+        outcome: dict[str, Any] = {}
+
+        def change(state: SessionWriteState, meta: SessionMeta) -> SessionChange:
+            new = [m for m in incoming if m.id not in state.stored]
+            outcome["already"] = [m.id for m in incoming if m.id in state.stored]
+            count = meta.message_count
+            pruned: list[str] = []
+            if state.profile.max_messages is not None and count + len(new) > (
+                state.profile.max_messages
+            ):
+                excess = count + len(new) - state.profile.max_messages
+                oldest = dict(self._store.oldest_messages(owner, meta, excess)) if count else {}
+                new, pruned = self._prune(state.profile, oldest, new, total=count + len(new))
+            outcome["new"], outcome["pruned"] = [m.id for m in new], len(pruned)
+            updated = replace(
+                meta,
+                user_id=meta.user_id or owner.user_id,
+                ttl_seconds=body.ttl_seconds or meta.ttl_seconds,
+                profile=meta.profile or body.profile,
+                message_count=count + len(new) - len(pruned),
+            )
+            return SessionChange(
+                owner=owner, meta=updated, put_messages=new, delete_messages=pruned
+            )
+
+        meta, created = self._write(
+            owner, session_id, [m.id for m in incoming], body.profile, None, change
+        )
+        metrics.add_metric(name="MessagesAppended", unit="Count", value=len(outcome["new"]))
+        return AppendResult(meta, created, outcome["new"], outcome["already"], outcome["pruned"])
+
+    def delete(self, owner: Owner, session_id: str) -> int:
+        """Remove the session and every item of it (messages, memories, its scratchpad)."""
+        return self._store.delete_session(owner, session_id)
+
+    # -- the write loop ------------------------------------------------------------------------
+
+    def _write(
+        self,
+        owner: Owner,
+        session_id: str,
+        message_ids: list[str] | None,
+        profile_hint: str | None,
+        if_match: str | None,
+        change: Callable[[SessionWriteState, SessionMeta], SessionChange],
+        check: Callable[[SessionWriteState], None] | None = None,
+    ) -> tuple[SessionMeta, bool]:
+        """Read, compute, commit; on a lost race read again (bounded, jittered)."""
+        for attempt in range(self._max_attempts):
+            state = self._store.write_state(owner, session_id, message_ids, profile_hint)
+            current = state.meta
+            if (
+                current is not None
+                and owner.user_id
+                and current.user_id
+                not in (
+                    None,
+                    owner.user_id,
+                )
+            ):
+                raise Forbidden("this session belongs to another user")
+            if not version_matches(if_match, current.version if current else 0):
+                raise VersionConflict(
+                    f"the session is at version {current.version if current else 0}, not {if_match}"
+                )
+            if check is not None:
+                check(state)
+            created = current is None
+            base = current or replace(
+                self._store.new_session_meta(owner, session_id, profile_hint),
+                version=state.disk_version,
+            )
+            planned = change(state, base)
+            now = self._clock()
+            meta = planned.meta
+            expires, refresh = children_expiry(
+                now, meta.ttl_seconds, base.children_expire_at, not created
+            )
+            stamp = now_iso(now)
+            meta = replace(
+                meta,
+                updated_at=stamp,
+                last_accessed=stamp,
+                expires_at=int(now) + meta.ttl_seconds if meta.ttl_seconds else None,
+                children_expire_at=expires,
+                version=base.version,
+            )
+            _check_meta_size(meta)
+            try:
+                stored = self._store.commit_session(
+                    replace(planned, meta=meta, refresh_children=refresh)
+                )
+            except VersionConflict:
+                if if_match is not None:
+                    raise
+                back_off(attempt, self._sleep, "SessionWriteRetries")
+                continue
+            metrics.add_metric(name="SessionWrites", unit="Count", value=1)
+            return stored, created
+        raise VersionConflict(
+            f"the session kept changing under {self._max_attempts} attempts; retry later"
+        )
+
+    def _prune(
+        self,
+        profile: Profile,
+        stored: dict[str, str],
+        new: list[StoredMessage],
+        total: int | None = None,
+    ) -> tuple[list[StoredMessage], list[str]]:
+        """Apply the profile's max_messages: (new messages still to write, stored ids to
+        delete). The oldest go first, whether stored or arriving now."""
+        limit = profile.max_messages
+        count = (len(stored) + len(new)) if total is None else total
+        if limit is None or count <= limit:
+            return new, []
+        excess = count - limit
+        candidates = sorted(
+            [(order, message_id, True) for message_id, order in stored.items()]
+            + [(m.order, m.id, False) for m in new]
+        )[:excess]
+        dropped_new = {message_id for _, message_id, is_stored in candidates if not is_stored}
+        pruned = [message_id for _, message_id, is_stored in candidates if is_stored]
+        if pruned:
+            metrics.add_metric(name="MessagesPruned", unit="Count", value=len(pruned))
+        return [m for m in new if m.id not in dropped_new], pruned

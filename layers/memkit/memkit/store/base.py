@@ -1,0 +1,133 @@
+"""What every part of the DynamoDB store shares: bound items, the clock, error translation."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+from pynamodb.exceptions import PynamoDBException, TransactWriteError
+
+from memkit.config import StoreSettings
+from memkit.errors import StoreUnavailable, Throttled, VersionConflict
+from memkit.models.domain import PadRef, Profile, SessionStub
+from memkit.store import keys
+from memkit.store.items import ItemClasses, bind_items
+from memkit.store.protocol import PadState
+
+# BatchGetItem takes at most 100 keys a request.
+BATCH_GET_LIMIT = 100
+
+THROTTLING = {
+    "ProvisionedThroughputExceededException",
+    "ThrottlingException",
+    "RequestLimitExceeded",
+}
+# PutItem says ConditionalCheckFailedException; a cancelled transaction gives per-item reasons
+# ConditionalCheckFailed or TransactionConflict (another transaction touched the item).
+CONFLICTS = {"ConditionalCheckFailedException", "ConditionalCheckFailed", "TransactionConflict"}
+
+
+def now_iso(epoch: float) -> str:
+    return (
+        datetime.fromtimestamp(epoch, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    )
+
+
+def _error_code(exc: PynamoDBException) -> str | None:
+    if isinstance(exc, TransactWriteError):
+        reasons = [r.code for r in exc.cancellation_reasons if r is not None]
+        if any(code in CONFLICTS for code in reasons):
+            return "ConditionalCheckFailedException"
+    return exc.cause_response_code
+
+
+@contextmanager
+def translated(operation: str) -> Iterator[None]:
+    """SDK errors as domain errors; the SDK's message never reaches a client."""
+    try:
+        yield
+    except PynamoDBException as exc:
+        code = _error_code(exc)
+        if code in CONFLICTS:
+            raise VersionConflict(f"{operation}: the item changed since it was read") from exc
+        if code in THROTTLING:
+            raise Throttled("DynamoDB is throttling requests; retry with backoff") from exc
+        raise StoreUnavailable(f"{operation} failed: storage is unavailable") from exc
+
+
+class TableBase:
+    """memkit's single table. Reads are consistent and hide expired items."""
+
+    def __init__(self, settings: StoreSettings, clock: Callable[[], float] = time.time) -> None:
+        self._items: ItemClasses = bind_items(
+            settings.table_name,
+            settings.region,
+            settings.dynamodb_endpoint,
+            settings.connect_timeout_seconds,
+            settings.read_timeout_seconds,
+            settings.max_retry_attempts,
+        )
+        self._clock = clock
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def _live(self, item: Any) -> bool:
+        return item is not None and (item.expires_at is None or item.expires_at > self._clock())
+
+    def _batch_get(self, wanted: Iterable[keys.Key]) -> dict[keys.Key, Any]:
+        """The items found among `wanted` (one request per 100 keys)."""
+        unique = list(dict.fromkeys(wanted))
+        found: dict[keys.Key, Any] = {}
+        with translated("read"):
+            for start in range(0, len(unique), BATCH_GET_LIMIT):
+                chunk = unique[start : start + BATCH_GET_LIMIT]
+                for item in self._items.base.batch_get(chunk, consistent_read=True):
+                    found[(item.pk, item.sk)] = item
+        return found
+
+    @staticmethod
+    def _pad_keys(ref: PadRef, name: str, user_id: str | None) -> list[keys.Key]:
+        """The profile and the scratchpads `ref` may resolve to, for profile `name`."""
+        tenant, namespace = ref.owner.tenant, ref.owner.namespace
+        batch = [keys.profile_key(tenant, namespace, name)]
+        if ref.session_id:
+            batch.append(keys.session_pad_key(tenant, namespace, ref.session_id, name))
+        if user_id:
+            batch.append(keys.user_pad_key(tenant, namespace, user_id, name))
+        return batch
+
+    @staticmethod
+    def _to_profile(item: Any) -> Profile:
+        spec = json.loads(item.spec)
+        return Profile.model_validate(
+            {**spec, "name": item.name, "version": item.version, "updated_at": item.updated_at}
+        )
+
+    @staticmethod
+    def _to_session(item: Any) -> SessionStub:
+        return SessionStub(
+            session_id=item.session_id,
+            namespace=item.namespace,
+            user_id=item.user_id,
+            profile=item.profile,
+            expires_at=int(item.expires_at) if item.expires_at is not None else None,
+            version=item.version,
+            gen=item.gen or "0",
+            children_expire_at=(
+                int(item.children_expire_at) if item.children_expire_at is not None else None
+            ),
+        )
+
+    def _resolve_pad(
+        self,
+        ref: PadRef,
+        session_item: Any | None,
+        found: dict[keys.Key, Any],
+        fetched: set[keys.Key],
+    ) -> PadState:
+        """The scratchpad state of `ref`, given what was fetched (fetches what is missing)."""
+        raise NotImplementedError

@@ -1,0 +1,487 @@
+"""Sessions on DynamoDB: one partition per session (keys.py, docs/design-sessions.md).
+
+Reads: the newest N messages come from one descending LSI1 Query that starts at the meta
+item, then one BatchGetItem fetches the profile, the scratchpad and the pending memories.
+Writes: message and memory items go in batches, the meta item last and conditionally on its
+version, so a writer that lost a race retries from a fresh read (service/sessions.py).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from pynamodb.models import BatchWrite
+
+from memkit.errors import BadRequest, FieldProblem, NotFound, ValidationFailed
+from memkit.ids import new_ulid
+from memkit.models.domain import (
+    DEFAULT_PROFILE,
+    JsonObject,
+    Owner,
+    PadRef,
+    Profile,
+    SessionMeta,
+    StoredMessage,
+)
+from memkit.scratchpad import resolution
+from memkit.store import keys
+from memkit.store.base import TableBase, now_iso, translated
+from memkit.store.cursor import decode_cursor, encode_cursor
+from memkit.store.protocol import PadState, SessionChange, SessionRead, SessionWriteState
+
+# Items per Query page when a read wants everything (a whole log, a whole partition).
+PAGE_SIZE = 500
+
+
+def _dumps(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _loads(raw: str | None) -> Any:
+    return None if raw is None else json.loads(raw)
+
+
+def _int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+class SessionTable(TableBase):
+    """Session reads and writes. Items never leave this class: callers get domain objects."""
+
+    # -- conversions -------------------------------------------------------------------------
+
+    def new_session_meta(self, owner: Owner, session_id: str, profile: str | None) -> SessionMeta:
+        """The meta of a session about to be created now (version 0: not stored yet)."""
+        now = self._clock()
+        stamp = now_iso(now)
+        return SessionMeta(
+            session_id=session_id,
+            namespace=owner.namespace,
+            gen=new_ulid(int(now * 1000)),
+            created_at=stamp,
+            updated_at=stamp,
+            last_accessed=stamp,
+            created_us=int(now * 1_000_000),
+            user_id=owner.user_id,
+            profile=profile,
+        )
+
+    def _session_item(self, tenant: str, meta: SessionMeta) -> Any:
+        pk, sk = keys.session_key(tenant, meta.namespace, meta.session_id)
+        listed = keys.session_list_sk(meta.created_us, meta.session_id)
+        item = self._items.session(
+            pk,
+            sk,
+            tenant=tenant,
+            namespace=meta.namespace,
+            created_at=meta.created_at,
+            updated_at=meta.updated_at,
+            expires_at=meta.expires_at,
+            order=keys.SESSION_META,
+            gen=meta.gen,
+            session_id=meta.session_id,
+            user_id=meta.user_id,
+            profile=meta.profile,
+            gsi1pk=keys.sessions_by_namespace(tenant, meta.namespace),
+            gsi1sk=listed,
+            gsi2pk=(
+                keys.sessions_by_user(tenant, meta.namespace, meta.user_id)
+                if meta.user_id
+                else None
+            ),
+            gsi2sk=listed if meta.user_id else None,
+            data=_dumps(meta.data),
+            context=meta.context,
+            tokens=meta.tokens,
+            ttl_seconds=meta.ttl_seconds,
+            strategy=_dumps(meta.strategy),
+            title=meta.title,
+            metadata=_dumps(meta.metadata),
+            last_accessed=meta.last_accessed,
+            message_count=meta.message_count,
+            memory_ids=list(meta.memory_ids) or None,
+            view_from=meta.view_from,
+            children_expire_at=meta.children_expire_at,
+        )
+        if meta.version:  # else unset: the write requires that no item exists
+            item.version = meta.version
+        return item
+
+    @staticmethod
+    def _to_meta(item: Any) -> SessionMeta:
+        created_us = item.gsi1sk.split("#", 1)[0] if item.gsi1sk else "0"
+        return SessionMeta(
+            session_id=item.session_id,
+            namespace=item.namespace,
+            # Sessions stored before generations existed are one life: "0".
+            gen=item.gen or "0",
+            created_at=item.created_at,
+            updated_at=item.updated_at,
+            created_us=int(created_us),
+            user_id=item.user_id,
+            profile=item.profile,
+            last_accessed=item.last_accessed or item.updated_at,
+            expires_at=_int(item.expires_at),
+            ttl_seconds=_int(item.ttl_seconds),
+            data=_loads(item.data),
+            context=item.context,
+            tokens=int(item.tokens or 0),
+            strategy=_loads(item.strategy),
+            title=item.title,
+            metadata=_loads(item.metadata),
+            message_count=int(item.message_count or 0),
+            memory_ids=tuple(item.memory_ids or ()),
+            view_from=item.view_from,
+            children_expire_at=_int(item.children_expire_at),
+            version=int(item.version or 0),
+        )
+
+    def _message_item(
+        self, tenant: str, meta: SessionMeta, message: StoredMessage, expires_at: int | None
+    ) -> Any:
+        pk, sk = keys.message_key(tenant, meta.namespace, meta.session_id, message.id)
+        return self._items.message(
+            pk,
+            sk,
+            tenant=tenant,
+            namespace=meta.namespace,
+            created_at=message.created_at,
+            updated_at=message.created_at,
+            expires_at=expires_at,
+            order=message.order,
+            gen=meta.gen,
+            message_id=message.id,
+            role=message.role,
+            content=message.content,
+            message_at=message.created_at,
+            tokens=message.tokens,
+            name=message.name,
+            tool_call_id=message.tool_call_id,
+            tool_calls=_dumps(message.tool_calls),
+            metadata=_dumps(message.metadata),
+            persisted_at=message.persisted_at,
+            extracted=message.discrete_memory_extracted,
+        )
+
+    @staticmethod
+    def _to_message(item: Any) -> StoredMessage:
+        return StoredMessage(
+            id=item.message_id,
+            role=item.role,
+            content=item.content,
+            created_at=item.message_at,
+            order=item.order,
+            tokens=int(item.tokens or 0),
+            name=item.name,
+            tool_call_id=item.tool_call_id,
+            tool_calls=_loads(item.tool_calls),
+            metadata=_loads(item.metadata),
+            persisted_at=item.persisted_at,
+            discrete_memory_extracted=item.extracted or "f",
+        )
+
+    def _belongs(self, item: Any, meta: SessionMeta) -> bool:
+        """An item of this life of the session, not past its own expiry."""
+        return bool((item.gen or "0") == meta.gen and self._live(item))
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def read_session(
+        self, owner: Owner, session_id: str, limit: int | None, byte_budget: int
+    ) -> SessionRead | None:
+        """The live session with its newest messages (at most `limit`, within `byte_budget`),
+        its pending memories and its scratchpad. None when absent or expired."""
+        pk = keys.session_pk(owner.tenant, owner.namespace, session_id)
+        page = PAGE_SIZE if limit is None else limit + 1
+        with translated("read session"):
+            results = self._items.base.by_order.query(
+                pk,
+                range_key_condition=self._items.base.order.between(
+                    keys.ORDER_PREFIX, keys.SESSION_META
+                ),
+                scan_index_forward=False,
+                consistent_read=True,
+                page_size=page,
+            )
+            head = next(results, None)
+            if head is None or head.order != keys.SESSION_META or not self._live(head):
+                return None
+            meta = self._to_meta(head)
+            newest_first: list[StoredMessage] = []
+            size = 0
+            # Stop before asking for a page the read does not need (the iterator is lazy).
+            while limit is None or len(newest_first) < limit:
+                item = next(results, None)
+                if item is None or (meta.view_from is not None and item.order < meta.view_from):
+                    break
+                if not self._belongs(item, meta):
+                    continue
+                size += len(item.content.encode()) + 200
+                if size > byte_budget and newest_first:
+                    break
+                newest_first.append(self._to_message(item))
+
+        ref = PadRef(owner=owner, session_id=session_id)
+        stub = self._to_session(head)
+        name, user_id = resolution.session_choices(ref, stub)
+        wanted = self._pad_keys(ref, name, user_id)
+        memory_keys = [
+            keys.memory_key(owner.tenant, owner.namespace, session_id, memory_id)
+            for memory_id in meta.memory_ids
+        ]
+        found = self._batch_get([*wanted, *memory_keys])
+        try:
+            pad: PadState | None = self._resolve_pad(ref, head, found, set(wanted))
+        except (NotFound, ValidationFailed):
+            # A deleted profile, or a user-scoped one on a session without a user: the
+            # session is still readable, it just has no scratchpad to show.
+            pad = None
+        memories = [
+            json.loads(found[key].record)
+            for key in memory_keys
+            if key in found and self._belongs(found[key], meta)
+        ]
+        newest_first.reverse()
+        return SessionRead(meta=meta, messages=newest_first, memories=memories, pad=pad)
+
+    def write_state(
+        self,
+        owner: Owner,
+        session_id: str,
+        message_ids: list[str] | None,
+        profile_hint: str | None,
+    ) -> SessionWriteState:
+        """What a write needs: the session (and its stored version, expired or not), its
+        profile, and the order keys of its stored messages (those named, or all of them)."""
+        tenant, namespace = owner.tenant, owner.namespace
+        meta_key = keys.session_key(tenant, namespace, session_id)
+        guess = profile_hint or DEFAULT_PROFILE
+        wanted = [meta_key, keys.profile_key(tenant, namespace, guess)]
+        message_keys = {
+            message_id: keys.message_key(tenant, namespace, session_id, message_id)
+            for message_id in message_ids or []
+        }
+        found = self._batch_get([*wanted, *message_keys.values()])
+        meta_item = found.get(meta_key)
+        meta = self._to_meta(meta_item) if self._live(meta_item) else None
+        disk_version = int(meta_item.version or 0) if meta_item is not None else 0
+
+        name = (meta.profile if meta and meta.profile else None) or guess
+        profile_key = keys.profile_key(tenant, namespace, name)
+        if name != guess:
+            found.update(self._batch_get([profile_key]))
+        profile_item = found.get(profile_key)
+        profile: Profile = resolution.stored_or_default(
+            name, self._to_profile(profile_item) if profile_item is not None else None
+        )
+
+        stored: dict[str, str] = {}
+        if meta is not None:
+            if message_ids is None:
+                for item in self._session_items(tenant, namespace, session_id, keys.MESSAGE_PREFIX):
+                    if self._belongs(item, meta):
+                        stored[item.message_id] = item.order
+            else:
+                for message_id, key in message_keys.items():
+                    item = found.get(key)
+                    if item is not None and self._belongs(item, meta):
+                        stored[message_id] = item.order
+        return SessionWriteState(meta, disk_version, stored, profile)
+
+    def _session_items(
+        self, tenant: str, namespace: str, session_id: str, prefix: str | None = None
+    ) -> Iterator[Any]:
+        """Every item of the session's partition (or those whose sort key has `prefix`)."""
+        pk = keys.session_pk(tenant, namespace, session_id)
+        condition = self._items.base.sk.startswith(prefix) if prefix else None
+        with translated("read session items"):
+            yield from self._items.base.query(
+                pk, range_key_condition=condition, consistent_read=True, page_size=PAGE_SIZE
+            )
+
+    def oldest_messages(self, owner: Owner, meta: SessionMeta, count: int) -> list[tuple[str, str]]:
+        """(id, order) of the session's `count` oldest messages, oldest first."""
+        pk = keys.session_pk(owner.tenant, owner.namespace, meta.session_id)
+        found: list[tuple[str, str]] = []
+        with translated("read session"):
+            results = self._items.base.by_order.query(
+                pk,
+                range_key_condition=self._items.base.order.startswith(keys.ORDER_PREFIX),
+                consistent_read=True,
+                page_size=count,
+            )
+            while len(found) < count:
+                item = next(results, None)
+                if item is None:
+                    break
+                if self._belongs(item, meta):
+                    found.append((item.message_id, item.order))
+        return found
+
+    def page_messages(
+        self,
+        owner: Owner,
+        session_id: str,
+        limit: int,
+        cursor: str | None,
+        ascending: bool,
+        roles: frozenset[str] | None,
+    ) -> tuple[SessionMeta, list[StoredMessage], str | None] | None:
+        """One page of the session's log (archived messages included). None if absent."""
+        tenant, namespace = owner.tenant, owner.namespace
+        meta_key = keys.session_key(tenant, namespace, session_id)
+        start = decode_cursor(cursor, meta_key[0])
+        if start is not None and set(start) != {"PK", "SK", "LSI1SK"}:
+            raise BadRequest("invalid cursor", [FieldProblem("cursor", "not a messages cursor")])
+        meta_item = self._batch_get([meta_key]).get(meta_key)
+        if not self._live(meta_item):
+            return None
+        meta = self._to_meta(meta_item)
+        resolution.session_choices(
+            PadRef(owner=owner, session_id=session_id), self._to_session(meta_item)
+        )
+        page: list[StoredMessage] = []
+        last: Any = None
+        more = False
+        with translated("read messages"):
+            results = self._items.base.by_order.query(
+                meta_key[0],
+                range_key_condition=self._items.base.order.startswith(keys.ORDER_PREFIX),
+                scan_index_forward=ascending,
+                consistent_read=True,
+                last_evaluated_key=start,
+                page_size=limit + 1,
+            )
+            for item in results:
+                if not self._belongs(item, meta) or (roles and item.role not in roles):
+                    continue
+                if len(page) == limit:
+                    more = True
+                    break
+                page.append(self._to_message(item))
+                last = item
+        next_cursor = None
+        if more and last is not None:
+            next_cursor = encode_cursor(
+                {"PK": {"S": last.pk}, "SK": {"S": last.sk}, "LSI1SK": {"S": last.order}}
+            )
+        return meta, page, next_cursor
+
+    def list_sessions(
+        self, owner: Owner, user_id: str | None, limit: int, offset: int
+    ) -> tuple[list[str], int]:
+        """Live session ids, newest first, `offset` and `limit` applied, and the total."""
+        session_cls = self._items.session
+        if user_id:
+            index, hash_key = (
+                session_cls.by_user,
+                keys.sessions_by_user(owner.tenant, owner.namespace, user_id),
+            )
+        else:
+            index, hash_key = (
+                session_cls.by_namespace,
+                keys.sessions_by_namespace(owner.tenant, owner.namespace),
+            )
+        live = session_cls.expires_at.does_not_exist() | (session_cls.expires_at > self._clock())
+        ids: list[str] = []
+        total = 0
+        with translated("list sessions"):
+            for item in index.query(
+                hash_key, filter_condition=live, scan_index_forward=False, page_size=PAGE_SIZE
+            ):
+                if offset <= total < offset + limit:
+                    ids.append(item.session_id)
+                total += 1
+        return ids, total
+
+    # -- writes ------------------------------------------------------------------------------
+
+    def commit_session(self, change: SessionChange) -> SessionMeta:
+        """Write the change: children first, the meta item last and only if its version is
+        still the one read (else VersionConflict, and the caller retries from a fresh read)."""
+        owner, meta = change.owner, change.meta
+        tenant = owner.tenant
+        expires = meta.children_expire_at
+        put_ids = {m.id for m in change.put_messages}
+        deleted = set(change.delete_messages)
+        with translated("write session"), BatchWrite(self._items.base) as batch:
+            if change.refresh_children:
+                self._refresh_children(batch, owner, meta, put_ids | deleted, change)
+            for message in change.put_messages:
+                batch.save(self._message_item(tenant, meta, message, expires))
+            for message_id in change.delete_messages:
+                pk, sk = keys.message_key(tenant, meta.namespace, meta.session_id, message_id)
+                batch.delete(self._items.message(pk, sk))
+            for record in change.put_memories:
+                batch.save(self._memory_item(tenant, meta, record, expires))
+            for memory_id in change.delete_memories:
+                pk, sk = keys.memory_key(tenant, meta.namespace, meta.session_id, memory_id)
+                batch.delete(self._items.memory(pk, sk))
+        item = self._session_item(tenant, meta)
+        with translated("write session"):
+            item.save()
+        return self._to_meta(item)
+
+    def _memory_item(
+        self, tenant: str, meta: SessionMeta, record: JsonObject, expires_at: int | None
+    ) -> Any:
+        pk, sk = keys.memory_key(tenant, meta.namespace, meta.session_id, record["id"])
+        return self._items.memory(
+            pk,
+            sk,
+            tenant=tenant,
+            namespace=meta.namespace,
+            created_at=meta.updated_at,
+            updated_at=meta.updated_at,
+            expires_at=expires_at,
+            gen=meta.gen,
+            memory_id=record["id"],
+            record=_dumps(record),
+        )
+
+    def _refresh_children(
+        self,
+        batch: BatchWrite[Any],
+        owner: Owner,
+        meta: SessionMeta,
+        rewritten: set[str],
+        change: SessionChange,
+    ) -> None:
+        """Give every other item of the session the children's expiry (they must outlive the
+        session, and go with it); items of an earlier life of the session are deleted."""
+        memory_ids = {r["id"] for r in change.put_memories} | set(change.delete_memories)
+        for item in self._session_items(owner.tenant, meta.namespace, meta.session_id):
+            if item.sk == keys.SESSION_META:
+                continue
+            if (item.gen or "0") != meta.gen and item.gen is not None:
+                batch.delete(item)
+                continue
+            if item.sk.startswith(keys.MESSAGE_PREFIX) and item.message_id in rewritten:
+                continue
+            if item.sk.startswith(keys.MEMORY_PREFIX) and item.memory_id in memory_ids:
+                continue
+            item.expires_at = meta.children_expire_at
+            batch.save(item)
+
+    def delete_session(self, owner: Owner, session_id: str) -> int:
+        """Delete every item of the session's partition, the meta item last. Items deleted."""
+        tenant, namespace = owner.tenant, owner.namespace
+        meta_key = keys.session_key(tenant, namespace, session_id)
+        meta_item = self._batch_get([meta_key]).get(meta_key)
+        if self._live(meta_item):  # another user's session is refused before anything goes
+            resolution.session_choices(
+                PadRef(owner=owner, session_id=session_id), self._to_session(meta_item)
+            )
+        count = 0
+        with translated("delete session"), BatchWrite(self._items.base) as batch:
+            for item in self._session_items(tenant, namespace, session_id):
+                if (item.pk, item.sk) != meta_key:
+                    batch.delete(item)
+                    count += 1
+        if meta_item is not None:
+            with translated("delete session"):
+                meta_item.delete(add_version_condition=False)
+            count += 1
+        return count

@@ -92,6 +92,34 @@ def test_a_scratchpad_round_trip_with_etag_over_http(stack: LocalStack) -> None:
     assert stale["code"] == "version_conflict"
 
 
+@pytest.mark.parametrize("megabytes", [7, 11])
+def test_a_body_over_the_gateway_or_lambda_limit_is_a_413_and_writes_nothing(
+    stack: LocalStack, megabytes: int
+) -> None:
+    # 100 messages of 70 or 110 KB: each fits an item, the request fits neither Lambda's
+    # 6 MB event limit nor (at 11 MB) the HTTP API's 10 MB payload limit
+    text = "x" * (megabytes * 10_000)
+    messages = [{"id": f"m{i}", "role": "user", "content": text} for i in range(100)]
+
+    status, _, body = request(
+        stack.url, "POST", "/v1/working-memory/big/messages", {"messages": messages}
+    )
+
+    assert status == 413
+    assert body == {"message": "Request Entity Too Large"}
+    assert request(stack.url, "GET", "/v1/working-memory/big")[0] == 404
+
+
+def test_sessions_are_listed_at_the_ams_path_with_or_without_its_slash(stack: LocalStack) -> None:
+    request(stack.url, "PUT", "/v1/working-memory/slash", {"messages": [], "namespace": "sl"})
+
+    with_slash = request(stack.url, "GET", "/v1/working-memory/?namespace=sl")
+    without = request(stack.url, "GET", "/v1/working-memory?namespace=sl")
+
+    assert with_slash[0] == without[0] == 200
+    assert with_slash[2] == without[2] == {"sessions": ["slash"], "total": 1}
+
+
 def test_a_dynamodb_endpoint_can_replace_moto_in_process() -> None:
     # Given a DynamoDB-compatible endpoint run elsewhere (here: a separate moto server)
     endpoint = MotoDynamoDB().start()

@@ -22,6 +22,9 @@ from memkit.local.functions import LocalFunction
 
 # API Gateway HTTP APIs refuse larger payloads with 413, and give up on integrations at 30 s.
 MAX_PAYLOAD_BYTES = 10 * 1024 * 1024
+# Lambda refuses a synchronous invocation whose event is larger than this (request payload
+# quota), so a body between about 6 and 10 MB never reaches the function either.
+MAX_EVENT_BYTES = 6 * 1024 * 1024
 INTEGRATION_TIMEOUT_SECONDS = 30.0
 
 
@@ -149,7 +152,10 @@ class HttpApiGateway:
         if matched is None:
             return _json(404, "Not Found")(environ, start_response)
         started = time.monotonic()
-        future = self._function.invoke(self.event(request, *matched))
+        event = self.event(request, *matched)
+        if len(json.dumps(event).encode()) > MAX_EVENT_BYTES:
+            return _json(413, "Request Entity Too Large")(environ, start_response)
+        future = self._function.invoke(event)
         try:
             result = future.result(timeout=INTEGRATION_TIMEOUT_SECONDS)
         except FutureTimeout:

@@ -22,6 +22,10 @@ from memkit.models.domain import ID_PATTERN, PROFILE_PATTERN, Model
 MAX_FUTURE_SECONDS = 300
 # A session keeps at most this many pending structured memories (promoted to long-term).
 MAX_PENDING_MEMORIES = 100
+# Messages one append may carry (one request's worth of batched writes).
+MAX_APPEND_MESSAGES = 100
+# Messages one PUT body may carry (agent-memory-client sends the whole conversation).
+MAX_DOCUMENT_MESSAGES = 20_000
 # Ten years: long enough for "keep", short enough that expires_at stays an epoch second.
 MAX_TTL_SECONDS = 10 * 365 * 86_400
 
@@ -183,7 +187,7 @@ class SessionWrite(SessionFields):
     """
 
     session_id: str | None = _scope_field("must equal the path's session id when given")
-    messages: list[Message] = Field(default_factory=list)
+    messages: list[Message] = Field(default_factory=list, max_length=MAX_DOCUMENT_MESSAGES)
     memories: list[PendingMemory] = Field(default_factory=list, max_length=MAX_PENDING_MEMORIES)
     tokens: int = Field(default=0, ge=0, description="tokens the client has used (stored as is)")
     scratchpad: str | dict[str, Any] | None = Field(
@@ -205,7 +209,7 @@ class AppendMessages(Model):
 
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
-    messages: list[Message] = Field(min_length=1)
+    messages: list[Message] = Field(min_length=1, max_length=MAX_APPEND_MESSAGES)
     namespace: str | None = _scope_field('default "default"')
     user_id: str | None = _scope_field("the owner, when the append creates the session")
     ttl_seconds: int | None = Field(default=None, ge=1, le=MAX_TTL_SECONDS)

@@ -642,3 +642,25 @@ def test_null_data_values_are_refused_because_clients_cannot_read_them(api: Call
 
     assert response.status == 422
     assert response.body["errors"][0]["field"] == "data.a"
+
+
+def test_naming_a_profile_that_does_not_exist_is_a_404_and_changes_nothing(api: Call) -> None:
+    api("PUT", S1, body={"messages": [_msg("m1")]})
+
+    patch = api("PATCH", S1, body={"profile": "nope"})
+    put = api("PUT", "/v1/working-memory/s2", body={"profile": "nope", "messages": []})
+
+    assert patch.status == put.status == 404
+    assert api("GET", S1).body["profile"] is None
+    assert api("GET", "/v1/working-memory/s2").status == 404
+
+
+def test_patching_the_profile_switches_the_scratchpad_the_document_shows(api: Call) -> None:
+    api("PUT", "/v1/profiles/notes", body={"format": "markdown"})
+    api("PUT", S1, body={"messages": [_msg("m1")], "scratchpad": "default pad"})
+
+    body = api("PATCH", S1, body={"profile": "notes"}).body
+
+    assert body["profile"] == "notes"
+    assert body["scratchpad"]["profile"] == "notes"
+    assert body["scratchpad"]["content"] is None

@@ -345,6 +345,7 @@ class SessionService:
             if_match,
             change,
             lambda state: self._scratchpads.check_seed(state.profile, seed),
+            changes_profile=True,
         )
         if seed is not None:
             self._scratchpads.seed(PadRef(owner=owner, session_id=session_id), seed)
@@ -383,7 +384,7 @@ class SessionService:
             )
             return SessionChange(owner=owner, meta=updated)
 
-        self._write(owner, session_id, [], body.profile, if_match, change)
+        self._write(owner, session_id, [], body.profile, if_match, change, changes_profile=True)
         return self.get(owner, session_id)
 
     def append(self, owner: Owner, session_id: str, body: AppendMessages) -> AppendResult:
@@ -436,10 +437,13 @@ class SessionService:
         if_match: str | None,
         change: Callable[[SessionWriteState, SessionMeta], SessionChange],
         check: Callable[[SessionWriteState], None] | None = None,
+        changes_profile: bool = False,
     ) -> tuple[SessionMeta, bool]:
         """Read, compute, commit; on a lost race read again (bounded, jittered)."""
         for attempt in range(self._max_attempts):
-            state = self._store.write_state(owner, session_id, message_ids, profile_hint)
+            state = self._store.write_state(
+                owner, session_id, message_ids, profile_hint, hint_wins=changes_profile
+            )
             current = state.meta
             if (
                 current is not None

@@ -143,6 +143,7 @@ class SessionStore(Protocol):
         session_id: str,
         message_ids: list[str] | None,
         profile_hint: str | None,
+        hint_wins: bool = False,
     ) -> SessionWriteState: ...
 
     def oldest_messages(

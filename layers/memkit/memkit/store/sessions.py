@@ -252,9 +252,14 @@ class SessionTable(TableBase):
         session_id: str,
         message_ids: list[str] | None,
         profile_hint: str | None,
+        hint_wins: bool = False,
     ) -> SessionWriteState:
         """What a write needs: the session (and its stored version, expired or not), its
-        profile, and the order keys of its stored messages (those named, or all of them)."""
+        profile, and the order keys of its stored messages (those named, or all of them).
+
+        The profile is the session's; `profile_hint` is used when the session names none, or
+        always with `hint_wins` (a write that changes the profile). A named profile that does
+        not exist is a 404."""
         tenant, namespace = owner.tenant, owner.namespace
         meta_key = keys.session_key(tenant, namespace, session_id)
         guess = profile_hint or DEFAULT_PROFILE
@@ -268,7 +273,7 @@ class SessionTable(TableBase):
         meta = self._to_meta(meta_item) if self._live(meta_item) else None
         disk_version = int(meta_item.version or 0) if meta_item is not None else 0
 
-        name = (meta.profile if meta and meta.profile else None) or guess
+        name = guess if hint_wins and profile_hint else (meta.profile if meta else None) or guess
         profile_key = keys.profile_key(tenant, namespace, name)
         if name != guess:
             found.update(self._batch_get([profile_key]))

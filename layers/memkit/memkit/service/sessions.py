@@ -50,8 +50,8 @@ from memkit.service.retry import back_off
 from memkit.service.scratchpad import ScratchpadResult, ScratchpadService
 from memkit.service.windows import Window, effective_window, fit, message_tokens
 from memkit.store import keys
-from memkit.store.base import now_iso
 from memkit.store.protocol import SessionChange, SessionStore, SessionWriteState
+from memkit.times import now_iso
 from memkit.versions import version_matches
 
 # A DynamoDB item holds 400 KB: a message, a memory or the session's own fields must fit

@@ -6,7 +6,6 @@ import json
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from typing import Any
 
 from pynamodb.exceptions import PynamoDBException, TransactWriteError
@@ -29,12 +28,6 @@ THROTTLING = {
 # PutItem says ConditionalCheckFailedException; a cancelled transaction gives per-item reasons
 # ConditionalCheckFailed or TransactionConflict (another transaction touched the item).
 CONFLICTS = {"ConditionalCheckFailedException", "ConditionalCheckFailed", "TransactionConflict"}
-
-
-def now_iso(epoch: float) -> str:
-    return (
-        datetime.fromtimestamp(epoch, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-    )
 
 
 def _error_code(exc: PynamoDBException) -> str | None:

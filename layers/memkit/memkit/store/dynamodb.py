@@ -21,10 +21,11 @@ from memkit.models.domain import (
 )
 from memkit.scratchpad import resolution
 from memkit.store import keys
-from memkit.store.base import now_iso, translated
+from memkit.store.base import translated
 from memkit.store.cursor import decode_cursor, encode_cursor
 from memkit.store.protocol import PadState, ProfilePage
 from memkit.store.sessions import SessionTable
+from memkit.times import now_iso
 
 
 class DynamoStore(SessionTable):

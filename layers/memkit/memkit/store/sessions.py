@@ -27,9 +27,10 @@ from memkit.models.domain import (
 )
 from memkit.scratchpad import resolution
 from memkit.store import keys
-from memkit.store.base import TableBase, now_iso, translated
+from memkit.store.base import TableBase, translated
 from memkit.store.cursor import decode_cursor, encode_cursor
 from memkit.store.protocol import PadState, SessionChange, SessionRead, SessionWriteState
+from memkit.times import now_iso
 
 # Items per Query page when a read wants everything (a whole log, a whole partition).
 PAGE_SIZE = 500

@@ -591,6 +591,10 @@ def test_max_messages_applies_to_a_put_and_to_one_large_append(api: Call) -> Non
         ({"role": 7, "content": "x"}, "messages.1.role"),
         ({"role": "user", "content": "x", "tool_calls": "nope"}, "messages.1.tool_calls"),
         ({"role": "user", "content": "x", "colour": "red"}, "messages.1.colour"),
+        (
+            {"role": "user", "content": "x", "created_at": "0240-07-15T09:43:13"},
+            "messages.1.created_at",
+        ),
     ],
 )
 def test_a_bad_message_is_a_422_naming_it_and_nothing_is_written(

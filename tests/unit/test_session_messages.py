@@ -86,6 +86,7 @@ def test_the_fields_agent_memory_client_sends_are_kept() -> None:
         ({"role": 5}, "role"),
         ({"content": "   \n"}, "content"),  # only whitespace
         ({"discrete_memory_extracted": True}, "discrete_memory_extracted"),
+        ({"created_at": "0240-07-15T09:43:13.68-15:23"}, "created_at"),  # before the epoch
     ],
 )
 def test_a_malformed_message_names_the_field(values: dict[str, object], field: str) -> None:

@@ -59,15 +59,16 @@ REASONS = {
 ALWAYS = (400, 422, 429, 503)
 
 
-def documented_errors(*statuses: int) -> dict[int, OpenAPIResponse]:
-    """OpenAPI `responses` for a route's error statuses, all in the one error body."""
-    return {
-        status: {
+def documented_errors(*statuses: int, success: int = 200) -> dict[int, OpenAPIResponse]:
+    """OpenAPI `responses` for a route: its success (schema from the return annotation) and its
+    error statuses, all in the one error body."""
+    documented: dict[int, OpenAPIResponse] = {success: {"description": "Success"}}
+    for status in sorted({*ALWAYS, *statuses}):
+        documented[status] = {
             "description": REASONS[status],
             "content": {content_types.APPLICATION_JSON: {"model": ErrorBody}},
         }
-        for status in sorted({*ALWAYS, *statuses})
-    }
+    return documented
 
 
 def refusal(error: MemkitError) -> dict[str, Any]:

@@ -85,6 +85,8 @@ class Message(Model):
         aware = as_utc(value)
         if aware.timestamp() > time.time() + MAX_FUTURE_SECONDS:
             raise ValueError(f"is more than {MAX_FUTURE_SECONDS} s in the future")
+        if aware.year < 1970:  # messages are ordered by microseconds since the epoch
+            raise ValueError("is before 1970")
         return aware
 
     @field_validator("persisted_at")

@@ -144,7 +144,7 @@ def patch_session(
     PATH,
     tags=TAGS,
     summary="Delete a session and every item of it (AMS)",
-    responses=documented_errors(403),
+    responses=documented_errors(403, 404),
 )
 def delete_session(
     session_id: SessionId,
@@ -160,7 +160,7 @@ def delete_session(
     f"{PATH}/messages",
     tags=TAGS,
     summary="Append messages (idempotent by message id); creates the session",
-    responses=documented_errors(403, 404, 409, 413, 415),
+    responses=documented_errors(403, 404, 409, 413, 415, success=201),
 )
 def append_messages(
     session_id: SessionId,

@@ -634,11 +634,15 @@ def test_too_many_messages_in_one_request_is_a_422(api: Call) -> None:
     assert api("GET", S1).status == 404
 
 
-def test_repeated_ids_in_one_request_are_a_422(api: Call) -> None:
-    response = api("PUT", S1, body={"messages": [_msg("m1"), _msg("m1")]})
+def test_a_repeated_id_is_kept_once_unless_its_content_differs(api: Call) -> None:
+    # agent-memory-client's retried append: stored messages plus the same message again
+    same = api("PUT", S1, body={"messages": [_msg("m1", "a"), _msg("m2", "b"), _msg("m1", "a")]})
+    other = api("PUT", S1, body={"messages": [_msg("m1", "a"), _msg("m1", "changed")]})
 
-    assert response.status == 422
-    assert response.body["errors"][0]["field"] == "messages.1.id"
+    assert same.status == 200
+    assert [m["id"] for m in same.body["messages"]] == ["m1", "m2"]
+    assert other.status == 422
+    assert other.body["errors"][0]["field"] == "messages.1.id"
 
 
 def test_null_data_values_are_refused_because_clients_cannot_read_them(api: Call) -> None:

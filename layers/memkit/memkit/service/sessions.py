@@ -111,16 +111,27 @@ def stored_message(message: Message) -> StoredMessage:
     )
 
 
-def _check_messages(messages: Sequence[Message]) -> None:
-    """Ids unique within the request, and every message small enough for one item."""
-    seen: dict[str, int] = {}
+def _unique_messages(messages: Sequence[Message]) -> list[Message]:
+    """The request's messages, each id once. agent-memory-client's append sends the stored
+    messages plus the new ones, so a retried append repeats an id: an identical repeat is
+    dropped (the first wins); a repeat that differs is a 422. Every message must fit one
+    item."""
+    first: dict[str, int] = {}
+    unique: list[Message] = []
     problems: list[FieldProblem] = []
     for index, message in enumerate(messages):
-        if message.id in seen:
-            problems.append(
-                FieldProblem(f"messages.{index}.id", f"repeats messages.{seen[message.id]}.id")
-            )
-        seen.setdefault(message.id, index)
+        if message.id in first:
+            earlier = messages[first[message.id]]
+            if (earlier.role, earlier.content) != (message.role, message.content):
+                problems.append(
+                    FieldProblem(
+                        f"messages.{index}.id",
+                        f"repeats messages.{first[message.id]}.id with other content",
+                    )
+                )
+            continue
+        first[message.id] = index
+        unique.append(message)
     if problems:
         raise ValidationFailed("message ids repeat within the request", problems)
     for index, message in enumerate(messages):
@@ -130,6 +141,7 @@ def _check_messages(messages: Sequence[Message]) -> None:
                 f"message {index} is {size} bytes; a message holds at most {MAX_ITEM_BYTES}",
                 [FieldProblem(f"messages.{index}", "too large for one stored message")],
             )
+    return unique
 
 
 def _check_memories(memories: Sequence[PendingMemory]) -> list[JsonObject]:
@@ -275,10 +287,10 @@ class SessionService:
                 [FieldProblem("session_id", "must equal the session id in the path")],
             )
         effective_window(model_name, context_window_max)  # an unknown model fails first
-        _check_messages(body.messages)
+        messages = _unique_messages(body.messages)
         records = _check_memories(body.memories)
         _check_data(body.data)
-        incoming = [stored_message(m) for m in body.messages]
+        incoming = [stored_message(m) for m in messages]
 
         def change(state: SessionWriteState, meta: SessionMeta) -> SessionChange:
             new = [m for m in incoming if m.id not in state.stored]
@@ -389,8 +401,7 @@ class SessionService:
 
     def append(self, owner: Owner, session_id: str, body: AppendMessages) -> AppendResult:
         """Add messages (idempotent by id); creates the session if needed."""
-        _check_messages(body.messages)
-        incoming = [stored_message(m) for m in body.messages]
+        incoming = [stored_message(m) for m in _unique_messages(body.messages)]
         outcome: dict[str, Any] = {}
 
         def change(state: SessionWriteState, meta: SessionMeta) -> SessionChange:

@@ -8,7 +8,8 @@ clients PynamoDB creates lazily, including the one a transaction builds for itse
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -41,10 +42,10 @@ class RequestCounter:
         return Counter(self.operations)
 
 
-def main() -> None:
-    environment.apply()
-    counter = RequestCounter().install()  # before any botocore session exists
-
+@contextmanager
+def api_on_moto() -> Iterator[Callable[..., dict[str, Any]]]:
+    """`send(method, path, expect=200, **http_event_args)`: one call of the real Lambda
+    handler over the DynamoDB store on a fresh moto table; exits on another status."""
     import boto3
     from moto import mock_aws
 
@@ -60,16 +61,25 @@ def main() -> None:
         create_table(client, load_template(ROOT / "template.yaml"), TABLE)
         settings = ApiSettings(table_name=TABLE, region="us-east-1")
         handler = make_lambda_handler(lambda: Services.over(DynamoStore(settings), settings))
-
         context: Any = environment.LambdaContext()
 
-        def call(method: str, path: str, **kwargs: Any) -> Callable[[], None]:
-            def send() -> None:
-                response = handler(http_event(method, path, **kwargs), context)
-                if response["statusCode"] != 200:
-                    raise SystemExit(f"dynamodb_requests: {method} {path} failed: {response}")
+        def send(method: str, path: str, expect: int = 200, **kwargs: Any) -> dict[str, Any]:
+            response = handler(http_event(method, path, **kwargs), context)
+            if response["statusCode"] != expect:
+                raise SystemExit(f"{method} {path} failed: {str(response)[:1000]}")
+            return response
 
-            return send
+        yield send
+
+
+def main() -> None:
+    environment.apply()
+    counter = RequestCounter().install()  # before any botocore session exists
+
+    with api_on_moto() as api:
+
+        def call(method: str, path: str, **kwargs: Any) -> Callable[[], Any]:
+            return lambda: api(method, path, **kwargs)
 
         pad, notes_pad = "/v1/working-memory/s1/scratchpad", "/v1/working-memory/s2/scratchpad"
         # Given: session s1 on the default profile, session s2 created with profile `notes`.

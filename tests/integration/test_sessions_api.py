@@ -672,3 +672,36 @@ def test_patching_the_profile_switches_the_scratchpad_the_document_shows(api: Ca
     assert body["profile"] == "notes"
     assert body["scratchpad"]["profile"] == "notes"
     assert body["scratchpad"]["content"] is None
+
+
+def test_a_put_rewrites_only_the_pending_memories_that_changed(
+    api: Call, dynamodb_table: str
+) -> None:
+    memories = [{"id": "a", "text": "likes tea"}, {"id": "b", "text": "lives in Oslo"}]
+    api("PUT", S1, body={"memories": memories})
+    written = {i["SK"]["S"]: i["updated_at"]["S"] for i in _items(dynamodb_table)}
+    time.sleep(0.002)
+
+    api(
+        "PUT",
+        S1,
+        body={
+            "memories": [
+                memories[0],
+                {"id": "b", "text": "lives in Bergen"},
+                {"id": "c", "text": "x"},
+            ]
+        },
+    )
+
+    body = api("GET", S1).body
+    assert [(m["id"], m["text"]) for m in body["memories"]] == [
+        ("a", "likes tea"),
+        ("b", "lives in Bergen"),
+        ("c", "x"),
+    ]
+    after = {i["SK"]["S"]: i["updated_at"]["S"] for i in _items(dynamodb_table)}
+    assert after["MEM#a"] == written["MEM#a"]  # unchanged: not rewritten
+    api("PUT", S1, body={"memories": [memories[0]]})
+    assert [m["id"] for m in api("GET", S1).body["memories"]] == ["a"]
+    assert "MEM#b" not in {i["SK"]["S"] for i in _items(dynamodb_table)}

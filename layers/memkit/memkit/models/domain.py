@@ -185,6 +185,8 @@ class SessionMeta:
     metadata: JsonObject | None = None
     message_count: int = 0
     memory_ids: tuple[str, ...] = ()
+    # A digest of each pending memory, in memory_ids' order: a PUT rewrites only changed ones.
+    memory_digests: tuple[str, ...] = ()
     view_from: str | None = None
     children_expire_at: int | None = None
     version: int = 0

@@ -14,6 +14,7 @@ what it saw) from deleting history; docs/design-sessions.md has the reasoning.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections.abc import Callable, Sequence
@@ -161,6 +162,11 @@ def _check_memories(memories: Sequence[PendingMemory]) -> list[JsonObject]:
             )
         records.append(record)
     return records
+
+
+def _digest(record: JsonObject) -> str:
+    canonical = json.dumps(record, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
 def _check_data(data: JsonObject | None) -> None:
@@ -320,7 +326,8 @@ class SessionService:
             ]
             remaining = {i: o for i, o in state.stored.items() if i not in set(deleted)}
             new, pruned = self._prune(state.profile, remaining, new)
-            old_memories = set(meta.memory_ids)
+            old_memories = dict(zip(meta.memory_ids, meta.memory_digests, strict=False))
+            digests = {r["id"]: _digest(r) for r in records}
             fields = body.model_fields_set
             updated = replace(
                 meta,
@@ -335,7 +342,8 @@ class SessionService:
                 title=body.title if "title" in fields else meta.title,
                 metadata=body.metadata if "metadata" in fields else meta.metadata,
                 profile=body.profile or meta.profile,
-                memory_ids=tuple(r["id"] for r in records),
+                memory_ids=tuple(digests),
+                memory_digests=tuple(digests.values()),
                 view_from=view_from,
                 message_count=len(remaining) + len(new) - len(pruned),
             )
@@ -344,8 +352,8 @@ class SessionService:
                 meta=updated,
                 put_messages=new,
                 delete_messages=deleted + pruned,
-                put_memories=[r for r in records if r["id"] not in old_memories],
-                delete_memories=sorted(old_memories - {r["id"] for r in records}),
+                put_memories=[r for r in records if old_memories.get(r["id"]) != digests[r["id"]]],
+                delete_memories=sorted(set(old_memories) - set(digests)),
             )
 
         seed = body.scratchpad

@@ -132,6 +132,7 @@ def bind_items(
         last_accessed = UnicodeAttribute(null=True)
         message_count = NumberAttribute(default=0)
         memory_ids = ListAttribute(of=UnicodeAttribute, null=True)
+        memory_digests = ListAttribute(of=UnicodeAttribute, null=True)
         # Messages ordered below this LSI1 key are in the log but out of the document.
         view_from = UnicodeAttribute(null=True)
         # The earliest expires_at of the session's other items (they must outlive it).

@@ -103,6 +103,7 @@ class SessionTable(TableBase):
             last_accessed=meta.last_accessed,
             message_count=meta.message_count,
             memory_ids=list(meta.memory_ids) or None,
+            memory_digests=list(meta.memory_digests) or None,
             view_from=meta.view_from,
             children_expire_at=meta.children_expire_at,
         )
@@ -134,6 +135,7 @@ class SessionTable(TableBase):
             metadata=_loads(item.metadata),
             message_count=int(item.message_count or 0),
             memory_ids=tuple(item.memory_ids or ()),
+            memory_digests=tuple(item.memory_digests or ()),
             view_from=item.view_from,
             children_expire_at=_int(item.children_expire_at),
             version=int(item.version or 0),

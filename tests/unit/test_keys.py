@@ -67,3 +67,18 @@ def test_the_order_index_holds_messages_below_meta() -> None:
 def test_times_outside_the_key_range_are_refused(created_at_us: int) -> None:
     with pytest.raises(ValueError, match="outside"):
         keys.message_order(created_at_us, "m")
+
+
+def test_a_component_too_long_for_a_key_keeps_a_prefix_and_a_digest() -> None:
+    long_id = "\U0001d11e" * 256  # 1,024 bytes
+    other = "\U0001d11e" * 255 + "x"
+
+    built = keys.part(long_id)
+
+    assert len(built.encode()) <= keys.MAX_PART_BYTES
+    assert built != keys.part(other)  # the digest keeps them apart
+    assert built.startswith("\U0001d11e" * 10)
+    assert keys.part("short#id") == "short%23id"  # short ones are only escaped
+    pk, sk = keys.message_key(long_id, long_id, long_id, long_id)
+    assert len(pk.encode()) <= 2_048
+    assert len(sk.encode()) <= 1_024

@@ -26,6 +26,8 @@ MAX_PENDING_MEMORIES = 100
 MAX_APPEND_MESSAGES = 100
 # Messages one PUT body may carry (agent-memory-client sends the whole conversation).
 MAX_DOCUMENT_MESSAGES = 20_000
+# A token counter: exact in a JSON number and in DynamoDB.
+MAX_TOKENS = 2**53
 # Ten years: long enough for "keep", short enough that expires_at stays an epoch second.
 MAX_TTL_SECONDS = 10 * 365 * 86_400
 
@@ -39,7 +41,10 @@ def _now() -> datetime:
 def as_utc(value: datetime) -> datetime:
     """An aware UTC time; a naive one is read as UTC (what agent-memory-client means)."""
     aware = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
-    return aware.astimezone(UTC)
+    try:
+        return aware.astimezone(UTC)
+    except OverflowError as exc:  # year 1 at +14:00, year 9999 at -14:00
+        raise ValueError("is outside the range of UTC times") from exc
 
 
 def iso(value: datetime) -> str:
@@ -191,7 +196,9 @@ class SessionWrite(SessionFields):
     session_id: str | None = _scope_field("must equal the path's session id when given")
     messages: list[Message] = Field(default_factory=list, max_length=MAX_DOCUMENT_MESSAGES)
     memories: list[PendingMemory] = Field(default_factory=list, max_length=MAX_PENDING_MEMORIES)
-    tokens: int = Field(default=0, ge=0, description="tokens the client has used (stored as is)")
+    tokens: int = Field(
+        default=0, ge=0, le=MAX_TOKENS, description="tokens the client has used (stored as is)"
+    )
     scratchpad: str | dict[str, Any] | None = Field(
         default=None,
         description="initial scratchpad content: seeds the scratchpad while it is empty",
@@ -203,7 +210,7 @@ class SessionPatch(SessionFields):
 
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
-    tokens: int | None = Field(default=None, ge=0)
+    tokens: int | None = Field(default=None, ge=0, le=MAX_TOKENS)
 
 
 class AppendMessages(Model):

@@ -1,9 +1,10 @@
 """The session service: the working-memory document of API.md, over a SessionStore.
 
-Writes are optimistic: read the session's state, compute the change, write the children,
-then the meta item conditionally on the version read. A writer that lost the race re-reads
-and recomputes; every write is idempotent (messages keyed by id), so a retry converges.
-Everything a client can get wrong is checked before the first write.
+Writes are optimistic: read the session's state, compute the change, commit it with the
+meta item conditional on the version read (one transaction when it fits, else batches with
+the meta item last). A writer that lost the race re-reads and recomputes; every write is
+idempotent (messages keyed by id), so a retry converges. Everything a client can get wrong
+is checked before the first write.
 
 The document is a view of the session's log. A PUT makes the document exactly its
 messages: a stored message it leaves out is deleted, except the ones older than every
@@ -58,10 +59,13 @@ from memkit.versions import version_matches
 # A DynamoDB item holds 400 KB: a message, a memory or the session's own fields must fit
 # one with room for keys and attributes.
 MAX_ITEM_BYTES = 350_000
+# Pending memories of one session together (they travel in every document).
+MAX_MEMORIES_BYTES = 1_000_000
 # New messages one PUT may add (it may carry more that are already stored).
 MAX_NEW_MESSAGES_PER_PUT = 1_000
-# A GET without recent_messages_limit returns the newest messages up to this many bytes
-# (Lambda answers at most 6 MB; the document says how many messages the log holds).
+# A document holds its newest messages up to this many bytes: with the pending memories
+# (1 MB), the session's fields and its scratchpad (350 KB each) it stays under the 6 MB a
+# Lambda response may hold. `message_count` says how many the log has.
 DOCUMENT_BYTE_BUDGET = 4_000_000
 
 
@@ -148,6 +152,7 @@ def _unique_messages(messages: Sequence[Message]) -> list[Message]:
 def _check_memories(memories: Sequence[PendingMemory]) -> list[JsonObject]:
     records: list[JsonObject] = []
     seen: set[str] = set()
+    total = 0
     for index, memory in enumerate(memories):
         if memory.id in seen:
             raise ValidationFailed(
@@ -155,12 +160,19 @@ def _check_memories(memories: Sequence[PendingMemory]) -> list[JsonObject]:
             )
         seen.add(memory.id)
         record = memory.model_dump(mode="json", exclude_none=True)
-        if _json_bytes(record) > MAX_ITEM_BYTES:
+        size = _json_bytes(record)
+        if size > MAX_ITEM_BYTES:
             raise TooLarge(
                 f"memory {index} is too large",
                 [FieldProblem(f"memories.{index}", "too large for one stored memory")],
             )
+        total += size
         records.append(record)
+    if total > MAX_MEMORIES_BYTES:
+        raise TooLarge(
+            f"pending memories take {total} bytes; a session holds at most {MAX_MEMORIES_BYTES}",
+            [FieldProblem("memories", "too large together (promote some to long-term memory)")],
+        )
     return records
 
 
@@ -190,6 +202,7 @@ def _check_meta_size(meta: SessionMeta) -> None:
         "metadata": meta.metadata,
         "title": meta.title,
         "long_term_memory_strategy": meta.strategy,
+        "memories": [meta.memory_ids, meta.memory_digests],
     }
     sizes = {name: _json_bytes(value) for name, value in parts.items()}
     if sum(sizes.values()) > MAX_ITEM_BYTES:
@@ -416,6 +429,10 @@ class SessionService:
             new = [m for m in incoming if m.id not in state.stored]
             outcome["already"] = [m.id for m in incoming if m.id in state.stored]
             count = meta.message_count
+            if outcome["already"] and state.meta is not None:
+                # A retry, or an attempt that wrote its messages and then lost the race for
+                # the session item: the stored count may not include them. Count again.
+                count = self._store.count_messages(owner, meta)
             pruned: list[str] = []
             if state.profile.max_messages is not None and count + len(new) > (
                 state.profile.max_messages
@@ -424,8 +441,13 @@ class SessionService:
                 oldest = dict(self._store.oldest_messages(owner, meta, excess)) if count else {}
                 new, pruned = self._prune(state.profile, oldest, new, total=count + len(new))
             outcome["new"], outcome["pruned"] = [m.id for m in new], len(pruned)
+            # A message older than the document's first brings the document back to it.
+            view_from = meta.view_from
+            if new and view_from is not None:
+                view_from = min(view_from, *(m.order for m in new))
             updated = replace(
                 meta,
+                view_from=view_from,
                 user_id=meta.user_id or owner.user_id,
                 ttl_seconds=body.ttl_seconds or meta.ttl_seconds,
                 profile=meta.profile or body.profile,

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from botocore.exceptions import BotoCoreError, ClientError
 from pynamodb.exceptions import PynamoDBException, TransactWriteError
 
 from memkit.config import StoreSettings
@@ -30,20 +31,33 @@ THROTTLING = {
 CONFLICTS = {"ConditionalCheckFailedException", "ConditionalCheckFailed", "TransactionConflict"}
 
 
-def _error_code(exc: PynamoDBException) -> str | None:
+def _error_code(exc: Exception) -> str | None:
+    """DynamoDB's error code, a cancelled transaction read as its items' reasons."""
     if isinstance(exc, TransactWriteError):
-        reasons = [r.code for r in exc.cancellation_reasons if r is not None]
-        if any(code in CONFLICTS for code in reasons):
-            return "ConditionalCheckFailedException"
-    return exc.cause_response_code
+        reasons: list[str | None] = [r.code for r in exc.cancellation_reasons if r is not None]
+    elif isinstance(exc, ClientError):
+        cancelled = exc.response.get("CancellationReasons") or []
+        reasons = [r.get("Code") for r in cancelled]
+    else:
+        reasons = []
+    if any(code in CONFLICTS for code in reasons):
+        return "ConditionalCheckFailedException"
+    if any(code in THROTTLING or code == "ThrottlingError" for code in reasons):
+        return "ThrottlingException"
+    if isinstance(exc, PynamoDBException):
+        return exc.cause_response_code
+    if isinstance(exc, ClientError):
+        return str(exc.response.get("Error", {}).get("Code"))
+    return None
 
 
 @contextmanager
 def translated(operation: str) -> Iterator[None]:
-    """SDK errors as domain errors; the SDK's message never reaches a client."""
+    """SDK errors as domain errors; the SDK's message never reaches a client. Covers
+    PynamoDB and calls made on the botocore client directly (transactions, refreshes)."""
     try:
         yield
-    except PynamoDBException as exc:
+    except (PynamoDBException, ClientError, BotoCoreError) as exc:
         code = _error_code(exc)
         if code in CONFLICTS:
             raise VersionConflict(f"{operation}: the item changed since it was read") from exc

@@ -17,6 +17,8 @@ never forge another key.
 
 from __future__ import annotations
 
+import hashlib
+
 Key = tuple[str, str]
 
 SESSION_META = "META"
@@ -28,9 +30,24 @@ PAD_PREFIX = "PAD#"
 TIME_DIGITS = 16
 
 
+# DynamoDB keys hold 2,048 (partition) and 1,024 (sort) bytes. An id of 256 characters can
+# take 1,024 bytes in UTF-8, so a longer component keeps a prefix and a digest of the whole.
+MAX_PART_BYTES = 600
+
+
 def part(value: str) -> str:
-    """A key component with `%` and `#` escaped (reversible, order-preserving for the rest)."""
-    return value.replace("%", "%25").replace("#", "%23")
+    """A key component with `%` and `#` escaped, and at most MAX_PART_BYTES long.
+
+    Escaping is reversible and keeps order; a component that would be too long becomes its
+    first bytes plus a SHA-256 digest of the whole (unique, no longer order-preserving).
+    Items keep their ids as attributes, so nothing is ever parsed back out of a key."""
+    escaped = value.replace("%", "%25").replace("#", "%23")
+    raw = escaped.encode()
+    if len(raw) <= MAX_PART_BYTES:
+        return escaped
+    digest = hashlib.sha256(raw).hexdigest()
+    prefix = raw[: MAX_PART_BYTES - len(digest) - 1].decode(errors="ignore")
+    return f"{prefix}~{digest}"
 
 
 def profiles_pk(tenant: str, namespace: str) -> str:

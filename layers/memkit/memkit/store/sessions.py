@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from pynamodb.models import BatchWrite
 
-from memkit.errors import BadRequest, FieldProblem, NotFound, ValidationFailed
+from memkit.errors import BadRequest, FieldProblem, NotFound, ValidationFailed, VersionConflict
 from memkit.ids import new_ulid
 from memkit.models.domain import (
     DEFAULT_PROFILE,
@@ -34,6 +35,11 @@ from memkit.times import now_iso
 
 # Items per Query page when a read wants everything (a whole log, a whole partition).
 PAGE_SIZE = 500
+# TransactWriteItems takes 100 actions and 4 MB; the meta item is one of them.
+TRANSACTION_ITEMS = 100
+TRANSACTION_BYTES = 3_500_000
+# Concurrent UpdateItems when a session's items get a new expiry.
+REFRESH_WORKERS = 8
 
 
 def _dumps(value: Any) -> str | None:
@@ -42,6 +48,12 @@ def _dumps(value: Any) -> str | None:
 
 def _loads(raw: str | None) -> Any:
     return None if raw is None else json.loads(raw)
+
+
+def _response_bytes(item: Any) -> int:
+    """About what a message adds to a response: its JSON-escaped text and fields."""
+    extras = len(item.tool_calls or "") + len(item.metadata or "")
+    return len(json.dumps(item.content, ensure_ascii=False).encode()) + extras + 300
 
 
 def _int(value: Any) -> int | None:
@@ -221,7 +233,7 @@ class SessionTable(TableBase):
                     break
                 if not self._belongs(item, meta):
                     continue
-                size += len(item.content.encode()) + 200
+                size += _response_bytes(item)
                 if size > byte_budget and newest_first:
                     break
                 newest_first.append(self._to_message(item))
@@ -407,30 +419,64 @@ class SessionTable(TableBase):
     # -- writes ------------------------------------------------------------------------------
 
     def commit_session(self, change: SessionChange) -> SessionMeta:
-        """Write the change: children first, the meta item last and only if its version is
-        still the one read (else VersionConflict, and the caller retries from a fresh read)."""
+        """Write the change, the meta item conditionally on the version read (else
+        VersionConflict, and the caller retries from a fresh read).
+
+        A change that fits one transaction (100 items, 4 MB) is one TransactWriteItems: all
+        of it or nothing. A larger one goes in batches with the meta item last; a failure
+        part-way leaves writes that the retry (idempotent, keyed by id) completes."""
         owner, meta = change.owner, change.meta
         tenant = owner.tenant
         expires = meta.children_expire_at
-        put_ids = {m.id for m in change.put_messages}
-        deleted = set(change.delete_messages)
-        with translated("write session"), BatchWrite(self._items.base) as batch:
-            if change.refresh_children:
-                self._refresh_children(batch, owner, meta, put_ids | deleted, change)
-            for message in change.put_messages:
-                batch.save(self._message_item(tenant, meta, message, expires))
-            for message_id in change.delete_messages:
-                pk, sk = keys.message_key(tenant, meta.namespace, meta.session_id, message_id)
-                batch.delete(self._items.message(pk, sk))
-            for record in change.put_memories:
-                batch.save(self._memory_item(tenant, meta, record, expires))
-            for memory_id in change.delete_memories:
-                pk, sk = keys.memory_key(tenant, meta.namespace, meta.session_id, memory_id)
-                batch.delete(self._items.memory(pk, sk))
+        if change.refresh_children:
+            self._refresh_children(owner, meta, change)
+        puts = [self._message_item(tenant, meta, m, expires) for m in change.put_messages]
+        puts += [self._memory_item(tenant, meta, r, expires) for r in change.put_memories]
+        deletes = [
+            keys.message_key(tenant, meta.namespace, meta.session_id, message_id)
+            for message_id in change.delete_messages
+        ] + [
+            keys.memory_key(tenant, meta.namespace, meta.session_id, memory_id)
+            for memory_id in change.delete_memories
+        ]
         item = self._session_item(tenant, meta)
+        serialized = [p.serialize() for p in puts]
+        size = sum(len(json.dumps(i)) for i in serialized)
+        if len(puts) + len(deletes) < TRANSACTION_ITEMS and size < TRANSACTION_BYTES:
+            self._transact(serialized, deletes, item)
+            return self._to_meta(item)
+        with translated("write session"), BatchWrite(self._items.base) as batch:
+            for put in puts:
+                batch.save(put)
+            for pk, sk in deletes:
+                batch.delete(self._items.message(pk, sk))
         with translated("write session"):
             item.save()
         return self._to_meta(item)
+
+    def _transact(self, puts: list[Any], deletes: list[keys.Key], meta_item: Any) -> None:
+        """One TransactWriteItems: the puts, the deletes, and the meta item if its version is
+        still the one read. Children carry no version condition (they are keyed by id)."""
+        table = self._items.base.Meta.table_name
+        expected = meta_item.version
+        meta_item.version = (expected or 0) + 1
+        condition: dict[str, Any] = (
+            {
+                "ConditionExpression": "#v = :v",
+                "ExpressionAttributeNames": {"#v": "version"},
+                "ExpressionAttributeValues": {":v": {"N": str(expected)}},
+            }
+            if expected
+            else {"ConditionExpression": "attribute_not_exists(PK)"}
+        )
+        actions: list[dict[str, Any]] = [{"Put": {"TableName": table, "Item": p}} for p in puts]
+        actions += [
+            {"Delete": {"TableName": table, "Key": {"PK": {"S": pk}, "SK": {"S": sk}}}}
+            for pk, sk in deletes
+        ]
+        actions.append({"Put": {"TableName": table, "Item": meta_item.serialize(), **condition}})
+        with translated("write session"):
+            self._items.connection.client.transact_write_items(TransactItems=actions)
 
     def _memory_item(
         self, tenant: str, meta: SessionMeta, record: JsonObject, expires_at: int | None
@@ -449,29 +495,70 @@ class SessionTable(TableBase):
             record=_dumps(record),
         )
 
-    def _refresh_children(
-        self,
-        batch: BatchWrite[Any],
-        owner: Owner,
-        meta: SessionMeta,
-        rewritten: set[str],
-        change: SessionChange,
-    ) -> None:
-        """Give every other item of the session the children's expiry (they must outlive the
-        session, and go with it); items of an earlier life of the session are deleted."""
-        memory_ids = {r["id"] for r in change.put_memories} | set(change.delete_memories)
+    def _refresh_children(self, owner: Owner, meta: SessionMeta, change: SessionChange) -> None:
+        """Give every other item of this life of the session the children's expiry (they must
+        outlive the session, and go with it); items of an earlier life are deleted.
+
+        Each item gets an UpdateItem of `expires_at` alone, on condition that it still exists
+        and belongs to this life: a refresh never brings back an item another request
+        deleted, nor undoes its write. They run concurrently (once per TTL period)."""
+        rewritten = {m.id for m in change.put_messages} | set(change.delete_messages)
+        memories = {r["id"] for r in change.put_memories} | set(change.delete_memories)
+        stale: list[Any] = []
+        current: list[keys.Key] = []
         for item in self._session_items(owner.tenant, meta.namespace, meta.session_id):
             if item.sk == keys.SESSION_META:
                 continue
-            if (item.gen or "0") != meta.gen and item.gen is not None:
+            if item.gen is not None and item.gen != meta.gen:
+                stale.append(item)
+            elif not (
+                (item.sk.startswith(keys.MESSAGE_PREFIX) and item.message_id in rewritten)
+                or (item.sk.startswith(keys.MEMORY_PREFIX) and item.memory_id in memories)
+            ):
+                current.append((item.pk, item.sk))
+        with translated("write session"), BatchWrite(self._items.base) as batch:
+            for item in stale:
                 batch.delete(item)
-                continue
-            if item.sk.startswith(keys.MESSAGE_PREFIX) and item.message_id in rewritten:
-                continue
-            if item.sk.startswith(keys.MEMORY_PREFIX) and item.memory_id in memory_ids:
-                continue
-            item.expires_at = meta.children_expire_at
-            batch.save(item)
+        with ThreadPoolExecutor(max_workers=REFRESH_WORKERS) as pool:
+            list(pool.map(lambda key: self._set_expiry(key, meta), current))
+
+    def _set_expiry(self, key: keys.Key, meta: SessionMeta) -> None:
+        table = self._items.base.Meta.table_name
+        expires = meta.children_expire_at
+        update: dict[str, Any] = {
+            "TableName": table,
+            "Key": {"PK": {"S": key[0]}, "SK": {"S": key[1]}},
+            "ConditionExpression": "attribute_exists(PK) AND "
+            "(attribute_not_exists(gen) OR gen = :gen)",
+            "ExpressionAttributeValues": {":gen": {"S": meta.gen}},
+        }
+        if expires is None:
+            update["UpdateExpression"] = "REMOVE expires_at"
+        else:
+            update["UpdateExpression"] = "SET expires_at = :e"
+            update["ExpressionAttributeValues"][":e"] = {"N": str(expires)}
+        try:
+            with translated("refresh expiry"):
+                self._items.connection.client.update_item(**update)
+        except VersionConflict:
+            pass  # deleted meanwhile, or of another life: nothing to refresh
+
+    def count_messages(self, owner: Owner, meta: SessionMeta) -> int:
+        """How many messages this life of the session holds (a read of the whole log)."""
+        message_cls = self._items.message
+        this_life = message_cls.gen == meta.gen
+        if meta.gen == "0":
+            this_life = this_life | message_cls.gen.does_not_exist()
+        pk = keys.session_pk(owner.tenant, meta.namespace, meta.session_id)
+        with translated("count messages"):
+            return int(
+                message_cls.count(
+                    pk,
+                    range_key_condition=message_cls.sk.startswith(keys.MESSAGE_PREFIX),
+                    filter_condition=this_life,
+                    consistent_read=True,
+                )
+            )
 
     def delete_session(self, owner: Owner, session_id: str) -> int:
         """Delete every item of the session's partition, the meta item last. Items deleted."""

@@ -1,0 +1,1 @@
+"""Embedders: text to vectors for long-term memory (ARCHITECTURE.md, "Indexing")."""

@@ -1,0 +1,59 @@
+"""The local embedder: model2vec's vectors, without model2vec, torch or a network."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from memkit.embeddings.local import DIMENSIONS, LocalEmbedder
+
+REFERENCE = Path(__file__).resolve().parents[1] / "fixtures" / "model2vec_reference.json"
+
+
+@pytest.fixture(scope="module")
+def embedder() -> LocalEmbedder:
+    return LocalEmbedder()
+
+
+def _cosine(a: list[float], b: list[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    return dot / (math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b)))
+
+
+def test_vectors_match_model2vecs_own_encoder(embedder: LocalEmbedder) -> None:
+    # the fixture holds model2vec 0.10.0's StaticModel.encode output for these texts
+    reference = json.loads(REFERENCE.read_text(encoding="utf-8"))
+
+    vectors = embedder.embed(reference["texts"], "document")
+
+    for ours, theirs in zip(vectors, reference["vectors"], strict=True):
+        assert _cosine(ours, theirs) > 0.9999
+
+
+def test_vectors_are_unit_length_in_order_and_batch_independent(embedder: LocalEmbedder) -> None:
+    texts = ["green tea in the morning", "a flight to Oslo", "quarterly revenue grew"]
+
+    batch = embedder.embed(texts, "document")
+    alone = [embedder.embed([text], "query")[0] for text in texts]
+
+    assert [len(v) for v in batch] == [DIMENSIONS] * 3
+    assert all(abs(math.sqrt(sum(x * x for x in v)) - 1) < 1e-5 for v in batch)
+    assert all(_cosine(a, b) > 0.99999 for a, b in zip(batch, alone, strict=True))
+
+
+def test_related_texts_are_closer_than_unrelated_ones(embedder: LocalEmbedder) -> None:
+    tea, drink, tax = embedder.embed(
+        ["She drinks green tea every morning", "Her favourite drink is tea", "File the tax return"],
+        "document",
+    )
+
+    assert _cosine(tea, drink) > _cosine(tea, tax) + 0.2
+
+
+def test_text_with_no_known_token_gets_the_zero_vector(embedder: LocalEmbedder) -> None:
+    (empty,) = embedder.embed([""], "query")
+
+    assert empty == [0.0] * DIMENSIONS

@@ -57,3 +57,42 @@ def test_text_with_no_known_token_gets_the_zero_vector(embedder: LocalEmbedder) 
     (empty,) = embedder.embed([""], "query")
 
     assert empty == [0.0] * DIMENSIONS
+
+
+TEXTS = [
+    "I like green tea",
+    "The meeting moved to Tuesday at 3pm, didn't it?",
+    "Ünïcödé naïve café — résumé",
+    "e-mail: ada@example.com; phone +47 22 33 44 55",
+    "中文字符和日本語のテキスト",
+    "emoji 🙂 and symbols ∑ ≠ ∞ and tabs\tand\nnewlines",
+    "supercalifragilisticexpialidocious antidisestablishmentarianism",
+    "x" * 150,
+    "control\x00chars\u200bzero\ufffdwidth",
+    "Ada's flight to Oslo leaves on Friday; she prefers an aisle seat.",
+    "",
+]
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_the_wordpiece_ids_are_those_of_the_tokenizers_library(text: str) -> None:
+    from tokenizers import Tokenizer
+
+    from memkit.embeddings.local import MAX_TOKENS, MODEL_DIR
+    from memkit.embeddings.wordpiece import WordPiece
+
+    reference = Tokenizer.from_file(str(MODEL_DIR / "tokenizer.json"))
+    reference.no_padding()
+    reference.enable_truncation(MAX_TOKENS)
+    ours = WordPiece.from_file(MODEL_DIR / "tokenizer.json")
+
+    assert ours.encode(text, MAX_TOKENS) == reference.encode(text, add_special_tokens=False).ids
+
+
+def test_long_text_is_cut_at_512_tokens() -> None:
+    from memkit.embeddings.local import MODEL_DIR
+    from memkit.embeddings.wordpiece import WordPiece
+
+    ids = WordPiece.from_file(MODEL_DIR / "tokenizer.json").encode("tea " * 1_000, 512)
+
+    assert len(ids) == 512

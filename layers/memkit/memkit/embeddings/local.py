@@ -1,10 +1,11 @@
 """A local embedder that needs no network and no torch: a Model2Vec static model.
 
 The model (models/minilm-m2v-256, distilled from all-MiniLM-L6-v2; its README has the
-provenance) is a table of one 256-dimension vector per WordPiece token. A text's vector is
-the mean of its tokens' rows, L2-normalised; unknown tokens are left out, and a text with no
-known token gets the zero vector. This is what model2vec's StaticModel.encode computes.
-Loaded on first use (0.1 to 0.2 s), never at import.
+provenance) is a WordPiece vocabulary (tokenized by memkit.embeddings.wordpiece) and a table
+of one 256-dimension vector per token. A text's vector is the mean of its tokens' rows,
+L2-normalised; unknown tokens are left out, and a text with no known token gets the zero
+vector. This is what model2vec's StaticModel.encode computes. Loaded on first use (about
+0.2 s), never at import.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memkit.embeddings.protocol import Purpose
+from memkit.embeddings.wordpiece import WordPiece
 
 if TYPE_CHECKING:
     import numpy as np
@@ -48,9 +50,8 @@ def read_safetensors(path: Path, name: str) -> np.ndarray:
 
 @dataclass(frozen=True)
 class _Loaded:
-    tokenizer: Any
+    tokenizer: WordPiece
     table: np.ndarray  # float32 [vocabulary, dimensions]
-    unknown_id: int | None
 
 
 class LocalEmbedder:
@@ -73,15 +74,10 @@ class LocalEmbedder:
         with self._lock:
             if self._loaded is None:
                 import numpy as np
-                from tokenizers import Tokenizer
 
-                tokenizer = Tokenizer.from_file(str(self._model_dir / "tokenizer.json"))
-                tokenizer.no_padding()
-                tokenizer.enable_truncation(MAX_TOKENS)
+                tokenizer = WordPiece.from_file(self._model_dir / "tokenizer.json")
                 table = read_safetensors(self._model_dir / "model.safetensors", "embeddings")
-                self._loaded = _Loaded(
-                    tokenizer, np.asarray(table, dtype=np.float32), tokenizer.token_to_id("[UNK]")
-                )
+                self._loaded = _Loaded(tokenizer, np.asarray(table, dtype=np.float32))
             return self._loaded
 
     def embed(self, texts: Sequence[str], purpose: Purpose = "document") -> list[list[float]]:
@@ -94,9 +90,9 @@ class LocalEmbedder:
 
         model = self._load()
         vectors = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
-        encodings = model.tokenizer.encode_batch(list(texts), add_special_tokens=False)
-        for row, encoding in enumerate(encodings):
-            ids = [i for i in encoding.ids if i != model.unknown_id]
+        unknown = model.tokenizer.unknown_id
+        for row, text in enumerate(texts):
+            ids = [i for i in model.tokenizer.encode(text, MAX_TOKENS) if i != unknown]
             if ids:
                 vectors[row] = model.table[ids].mean(axis=0)
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)

@@ -1,0 +1,126 @@
+"""BERT's uncased WordPiece tokenizer, from tokenizer.json, in the standard library.
+
+It does what the `tokenizers` library does for this configuration (BertNormalizer with
+clean_text, handle_chinese_chars and lowercase, which implies stripping accents;
+BertPreTokenizer; WordPiece with "##" continuations and [UNK] for words it cannot spell), so
+the Lambda layer needs neither `tokenizers` nor the huggingface_hub tree it brings. A test
+checks the ids against `tokenizers` on varied text.
+"""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+from pathlib import Path
+
+_KEEP_CONTROLS = {"\t", "\n", "\r"}
+
+
+def _is_cjk(code: int) -> bool:
+    return (
+        0x4E00 <= code <= 0x9FFF
+        or 0x3400 <= code <= 0x4DBF
+        or 0x20000 <= code <= 0x2A6DF
+        or 0x2A700 <= code <= 0x2B73F
+        or 0x2B740 <= code <= 0x2B81F
+        or 0x2B820 <= code <= 0x2CEAF
+        or 0xF900 <= code <= 0xFAFF
+        or 0x2F800 <= code <= 0x2FA1F
+    )
+
+
+def _is_punctuation(char: str) -> bool:
+    code = ord(char)
+    if 33 <= code <= 47 or 58 <= code <= 64 or 91 <= code <= 96 or 123 <= code <= 126:
+        return True
+    return unicodedata.category(char).startswith("P")
+
+
+def normalize(text: str) -> str:
+    """BertNormalizer: drop controls, unify whitespace, space out CJK, lowercase, strip
+    accents (NFD, then no combining marks)."""
+    out: list[str] = []
+    for char in text:
+        code = ord(char)
+        if code in (0, 0xFFFD):
+            continue
+        category = unicodedata.category(char)
+        if char in _KEEP_CONTROLS or category == "Zs" or char == " ":
+            out.append(" ")
+        elif category in ("Cc", "Cf"):
+            continue
+        elif _is_cjk(code):
+            out.append(f" {char} ")
+        else:
+            out.append(char)
+    lowered = "".join(out).lower()
+    decomposed = unicodedata.normalize("NFD", lowered)
+    return "".join(c for c in decomposed if unicodedata.category(c) != "Mn")
+
+
+def pre_tokenize(text: str) -> list[str]:
+    """BertPreTokenizer: split on whitespace, each punctuation mark a word of its own."""
+    words: list[str] = []
+    for chunk in text.split():
+        current: list[str] = []
+        for char in chunk:
+            if _is_punctuation(char):
+                if current:
+                    words.append("".join(current))
+                    current = []
+                words.append(char)
+            else:
+                current.append(char)
+        if current:
+            words.append("".join(current))
+    return words
+
+
+class WordPiece:
+    """Token ids for text, as BERT's uncased tokenizer gives them (no special tokens)."""
+
+    def __init__(self, vocabulary: dict[str, int], unknown: str, prefix: str, max_chars: int):
+        self._vocabulary = vocabulary
+        self.unknown_id = vocabulary[unknown]
+        self._prefix = prefix
+        self._max_chars = max_chars
+
+    @classmethod
+    def from_file(cls, path: Path) -> WordPiece:
+        model = json.loads(path.read_text(encoding="utf-8"))["model"]
+        if model.get("type") != "WordPiece":
+            raise ValueError(f"{path} is not a WordPiece tokenizer")
+        return cls(
+            model["vocab"],
+            model["unk_token"],
+            model["continuing_subword_prefix"],
+            model["max_input_chars_per_word"],
+        )
+
+    def _word(self, word: str) -> list[int]:
+        if len(word) > self._max_chars:
+            return [self.unknown_id]
+        ids: list[int] = []
+        start = 0
+        while start < len(word):
+            end = len(word)
+            found = None
+            while start < end:
+                piece = word[start:end] if start == 0 else self._prefix + word[start:end]
+                found = self._vocabulary.get(piece)
+                if found is not None:
+                    break
+                end -= 1
+            if found is None:
+                return [self.unknown_id]
+            ids.append(found)
+            start = end
+        return ids
+
+    def encode(self, text: str, max_tokens: int | None = None) -> list[int]:
+        ids: list[int] = []
+        for word in pre_tokenize(normalize(text)):
+            ids.extend(self._word(word))
+            if max_tokens is not None and len(ids) >= max_tokens:
+                return ids[:max_tokens]
+        return ids

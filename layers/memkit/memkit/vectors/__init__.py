@@ -1,0 +1,1 @@
+"""Vector indexes for long-term memory: the protocol, filters, and the local exact index."""

@@ -705,3 +705,37 @@ def test_a_put_rewrites_only_the_pending_memories_that_changed(
     api("PUT", S1, body={"memories": [memories[0]]})
     assert [m["id"] for m in api("GET", S1).body["memories"]] == ["a"]
     assert "MEM#b" not in {i["SK"]["S"] for i in _items(dynamodb_table)}
+
+
+def test_a_put_answers_the_document_a_get_would_show(api: Call) -> None:
+    api("PUT", "/v1/profiles/notes", body={"format": "markdown"})
+    api("PUT", S1, body={"messages": [_msg(f"m{i}", f"stored {i}", 50 - i) for i in range(5)]})
+    words = " ".join(["word"] * 60)
+    body = {
+        "profile": "notes",
+        "scratchpad": "- seeded",
+        "memories": [{"id": "x", "text": "fact"}],
+        "data": {"k": "v"},
+        # m3 is dropped (m0, m1 leave the view), m4 is sent with other content (the stored
+        # one stays), two are new
+        "messages": [
+            _msg("m2", "stored 2", 48),
+            _msg("m4", "edited", 46),
+            _msg("n1", words, 10),
+            _msg("n2", words, 5),
+        ],
+    }
+
+    # each new message costs about 62 tokens: a 100-token window holds only the newest
+    put = api("PUT", S1, query={"context_window_max": "100"}, body=body)
+    got = api("GET", S1, query={"context_window_max": "100"})
+
+    assert put.status == got.status == 200
+    assert {**put.body, "new_session": None} == got.body
+    assert [m["id"] for m in got.body["messages"]] == ["n2"]
+    whole = api("GET", S1).body["messages"]
+    assert [(m["id"], m["content"]) for m in whole][:2] == [
+        ("m2", "stored 2"),
+        ("m4", "stored 4"),  # not rewritten
+    ]
+    assert _log(api) == ["m0", "m1", "m2", "m4", "n1", "n2"]

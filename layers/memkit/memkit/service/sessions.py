@@ -95,6 +95,24 @@ class MessagesPage:
     next_cursor: str | None
 
 
+def _within_budget(messages: list[StoredMessage], budget: int) -> list[StoredMessage]:
+    """The newest messages whose text and fields fit `budget` bytes (at least one)."""
+    kept: list[StoredMessage] = []
+    size = 0
+    for message in reversed(messages):
+        size += (
+            len(json.dumps(message.content, ensure_ascii=False).encode())
+            + _json_bytes(message.tool_calls)
+            + _json_bytes(message.metadata)
+            + 300
+        )
+        if size > budget and kept:
+            break
+        kept.append(message)
+    kept.reverse()
+    return kept
+
+
 def _json_bytes(value: Any) -> int:
     return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
 
@@ -339,6 +357,17 @@ class SessionService:
             ]
             remaining = {i: o for i, o in state.stored.items() if i not in set(deleted)}
             new, pruned = self._prune(state.profile, remaining, new)
+            # The document after this write: the kept messages, stored versions first.
+            arriving = {m.id: m for m in new}
+            outcome["document"] = sorted(
+                (
+                    state.messages.get(m.id) or arriving[m.id]
+                    for m in incoming
+                    if m.id in state.messages or m.id in arriving
+                ),
+                key=lambda m: m.order,
+            )
+            outcome["memories"] = records
             old_memories = dict(zip(meta.memory_ids, meta.memory_digests, strict=False))
             digests = {r["id"]: _digest(r) for r in records}
             fields = body.model_fields_set
@@ -370,7 +399,8 @@ class SessionService:
             )
 
         seed = body.scratchpad
-        _, created = self._write(
+        outcome: dict[str, Any] = {}
+        meta, created = self._write(
             owner,
             session_id,
             None,
@@ -380,10 +410,26 @@ class SessionService:
             lambda state: self._scratchpads.check_seed(state.profile, seed),
             changes_profile=True,
         )
+        ref = PadRef(owner=owner, session_id=session_id)
         if seed is not None:
-            self._scratchpads.seed(PadRef(owner=owner, session_id=session_id), seed)
-        document = self.get(owner, session_id, None, model_name, context_window_max)
-        return replace(document, created=created)
+            self._scratchpads.seed(ref, seed)
+        # Answer from what the write listed and wrote (no second read of the log), as a GET
+        # would: the newest messages within the byte budget, then the window.
+        shown = _within_budget(outcome["document"], DOCUMENT_BYTE_BUDGET)
+        return SessionDocument(
+            meta,
+            fit(shown, effective_window(model_name, context_window_max)),
+            outcome["memories"],
+            self._pad_of(ref),
+            created=created,
+        )
+
+    def _pad_of(self, ref: PadRef) -> ScratchpadResult | None:
+        """The session's scratchpad as a document shows it (None when it cannot resolve)."""
+        try:
+            return self._scratchpads.get(ref)
+        except (NotFound, ValidationFailed):
+            return None
 
     def patch(
         self, owner: Owner, session_id: str, body: SessionPatch, if_match: str | None = None

@@ -104,12 +104,14 @@ class SessionWriteState:
     """What a session write starts from. `meta` is None when the session does not exist or
     has expired; `disk_version` is the stored meta item's version either way (0 = none), so
     a write can replace an expired item DynamoDB has not deleted yet. `stored` maps the ids
-    of this life's stored messages (those asked about, or all) to their order keys."""
+    of this life's stored messages (those asked about, or all) to their order keys; when all
+    were asked for, `messages` holds them whole (a PUT answers from them)."""
 
     meta: SessionMeta | None
     disk_version: int
     stored: dict[str, str]
     profile: Profile
+    messages: dict[str, StoredMessage] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -298,17 +298,19 @@ class SessionTable(TableBase):
         )
 
         stored: dict[str, str] = {}
+        whole: dict[str, StoredMessage] = {}
         if meta is not None:
             if message_ids is None:
                 for item in self._session_items(tenant, namespace, session_id, keys.MESSAGE_PREFIX):
                     if self._belongs(item, meta):
                         stored[item.message_id] = item.order
+                        whole[item.message_id] = self._to_message(item)
             else:
                 for message_id, key in message_keys.items():
                     item = found.get(key)
                     if item is not None and self._belongs(item, meta):
                         stored[message_id] = item.order
-        return SessionWriteState(meta, disk_version, stored, profile)
+        return SessionWriteState(meta, disk_version, stored, profile, whole)
 
     def _session_items(
         self, tenant: str, namespace: str, session_id: str, prefix: str | None = None

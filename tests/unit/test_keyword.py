@@ -1,0 +1,73 @@
+"""BM25 keyword search and reciprocal rank fusion (the parts of hybrid search)."""
+
+from __future__ import annotations
+
+import pytest
+
+from memkit.vectors.filters import conditions_from
+from memkit.vectors.keyword import KeywordIndex, reciprocal_rank_fusion, terms
+from memkit.vectors.protocol import Hit, Removal
+
+
+@pytest.fixture
+def index() -> KeywordIndex:
+    index = KeywordIndex()
+    docs = {
+        "tea": ("Ada drinks green tea every morning", "ada"),
+        "teas": ("Tea, tea and more tea: the tea shop on Main Street", "ada"),
+        "oslo": ("The flight to Oslo leaves on Friday", "bob"),
+        "café": ("Meet at the Café Noir near the station", "bob"),
+    }
+    for doc_id, (text, user) in docs.items():
+        index.upsert("t", doc_id, text, 1, {"user_id": user})
+    index.upsert("other", "tea", "green tea", 1, {"user_id": "ada"})
+    return index
+
+
+def _ids(hits: list[Hit]) -> list[str]:
+    return [hit.id for hit in hits]
+
+
+def test_terms_are_lowercased_without_accents_or_punctuation() -> None:
+    assert terms("Café NOIR, naïve!") == ["cafe", "noir", "naive"]
+
+
+def test_bm25_ranks_by_term_weight_and_ignores_other_tenants(index: KeywordIndex) -> None:
+    hits = index.search("t", "green tea", k=10)
+
+    assert _ids(hits) == ["tea", "teas"]  # "green" is rare: it outweighs repeated "tea"
+    assert hits[0].score > hits[1].score > 0
+
+
+def test_accents_and_case_do_not_matter(index: KeywordIndex) -> None:
+    assert _ids(index.search("t", "CAFE", k=10)) == ["café"]
+
+
+def test_filters_apply_and_no_match_is_an_empty_list(index: KeywordIndex) -> None:
+    only_bob = conditions_from({"user_id": {"eq": "bob"}})
+
+    assert _ids(index.search("t", "tea station", k=10, conditions=only_bob)) == ["café"]
+    assert index.search("t", "submarine", k=10) == []
+    assert index.search("t", "   ", k=10) == []
+
+
+def test_versions_and_removals_follow_the_vector_index_rules(index: KeywordIndex) -> None:
+    index.upsert("t", "oslo", "The flight to Bergen", 3, {"user_id": "bob"})
+    index.upsert("t", "oslo", "The flight to Oslo", 2, {"user_id": "bob"})  # late, older
+    assert _ids(index.search("t", "bergen", k=10)) == ["oslo"]
+
+    index.remove([Removal(id="oslo", tenant="t", version=4)])
+    index.upsert("t", "oslo", "The flight to Bergen", 3, {"user_id": "bob"})  # replayed
+    assert index.search("t", "bergen", k=10) == []
+
+
+def test_rank_fusion_rewards_agreement_between_rankings() -> None:
+    semantic = [Hit("a", 0.9), Hit("b", 0.8), Hit("c", 0.7)]
+    keyword = [Hit("c", 9.0), Hit("a", 5.0), Hit("d", 1.0)]
+
+    fused = reciprocal_rank_fusion([semantic, keyword], k=3)
+
+    assert _ids(fused) == ["a", "c", "b"]
+    assert fused[0].score == pytest.approx(1 / 61 + 1 / 62)
+    weighted = reciprocal_rank_fusion([semantic, keyword], k=1, weights=[0.1, 1.0])
+    assert _ids(weighted) == ["c"]

@@ -8,7 +8,9 @@ from collections.abc import Callable
 from memkit.observability import metrics
 
 BACKOFF_BASE_SECONDS = 0.005
-BACKOFF_CAP_SECONDS = 0.1
+# The window must stay wider than a few writers' read-merge-write turns, or retries collide
+# again: with 0.1 s, 4 writers merging into a 200-key object ran out of 25 attempts.
+BACKOFF_CAP_SECONDS = 0.4
 
 
 def back_off(attempt: int, sleep: Callable[[float], None], metric: str) -> None:

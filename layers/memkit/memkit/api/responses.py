@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from aws_lambda_powertools.event_handler import Response, content_types
@@ -137,18 +138,8 @@ def scratchpad_response(result: ScratchpadResult) -> Response[ScratchpadView]:
 
 
 def message_view(message: StoredMessage) -> MessageView:
-    return MessageView(
-        id=message.id,
-        role=message.role,
-        content=message.content,
-        created_at=message.created_at,
-        name=message.name,
-        tool_call_id=message.tool_call_id,
-        tool_calls=message.tool_calls,
-        metadata=message.metadata,
-        persisted_at=message.persisted_at,
-        discrete_memory_extracted="t" if message.discrete_memory_extracted == "t" else "f",
-    )
+    # The view is the stored message less its order key and token count (ignored keys).
+    return MessageView.model_validate(asdict(message))
 
 
 def session_view(document: SessionDocument) -> SessionView:

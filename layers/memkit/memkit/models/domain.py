@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -208,3 +209,11 @@ class StoredMessage:
     metadata: JsonObject | None = None
     persisted_at: str | None = None
     discrete_memory_extracted: str = "f"
+
+    @property
+    def response_bytes(self) -> int:
+        """About what it adds to a response: its JSON-escaped text and fields, with room for
+        the keys. A document stops adding messages at a byte budget (Lambda answers 6 MB)."""
+        text = json.dumps(self.content, ensure_ascii=False)
+        extras = json.dumps([self.tool_calls, self.metadata], ensure_ascii=False)
+        return len(text.encode()) + len(extras.encode()) + 300

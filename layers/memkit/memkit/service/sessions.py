@@ -96,16 +96,11 @@ class MessagesPage:
 
 
 def _within_budget(messages: list[StoredMessage], budget: int) -> list[StoredMessage]:
-    """The newest messages whose text and fields fit `budget` bytes (at least one)."""
+    """The newest messages that fit `budget` bytes of a response (at least one)."""
     kept: list[StoredMessage] = []
     size = 0
     for message in reversed(messages):
-        size += (
-            len(json.dumps(message.content, ensure_ascii=False).encode())
-            + _json_bytes(message.tool_calls)
-            + _json_bytes(message.metadata)
-            + 300
-        )
+        size += message.response_bytes
         if size > budget and kept:
             break
         kept.append(message)
@@ -303,8 +298,7 @@ class SessionService:
         page = self._store.page_messages(owner, session_id, limit, cursor, ascending, roles)
         if page is None:
             raise NotFound(f"session {session_id!r} does not exist")
-        _, messages, next_cursor = page
-        return MessagesPage(messages, next_cursor)
+        return MessagesPage(*page)
 
     # -- writes ------------------------------------------------------------------------------
 
@@ -342,28 +336,28 @@ class SessionService:
                         )
                     ],
                 )
-            kept = {m.id: state.stored.get(m.id, m.order) for m in incoming}
+            kept = {m.id: state.stored.get(m.id, m).order for m in incoming}
             view_from: str | None
             if kept:
                 view_from = min(kept.values())
             elif state.stored:  # an empty document: everything stored leaves the view
-                view_from = max(state.stored.values()) + "\uffff"
+                view_from = max(m.order for m in state.stored.values()) + "\uffff"
             else:
                 view_from = meta.view_from
             deleted = [
                 message_id
-                for message_id, order in state.stored.items()
-                if message_id not in kept and view_from is not None and order >= view_from
+                for message_id, message in state.stored.items()
+                if message_id not in kept and view_from is not None and message.order >= view_from
             ]
-            remaining = {i: o for i, o in state.stored.items() if i not in set(deleted)}
+            remaining = {i: m.order for i, m in state.stored.items() if i not in set(deleted)}
             new, pruned = self._prune(state.profile, remaining, new)
             # The document after this write: the kept messages, stored versions first.
             arriving = {m.id: m for m in new}
             outcome["document"] = sorted(
                 (
-                    state.messages.get(m.id) or arriving[m.id]
+                    state.stored.get(m.id) or arriving[m.id]
                     for m in incoming
-                    if m.id in state.messages or m.id in arriving
+                    if m.id in state.stored or m.id in arriving
                 ),
                 key=lambda m: m.order,
             )

@@ -13,7 +13,8 @@ from pynamodb.exceptions import PynamoDBException, TransactWriteError
 
 from memkit.config import StoreSettings
 from memkit.errors import StoreUnavailable, Throttled, VersionConflict
-from memkit.models.domain import PadRef, Profile, SessionStub
+from memkit.models.domain import PadFormat, PadRef, Profile, Scope, Scratchpad, SessionStub
+from memkit.scratchpad import resolution
 from memkit.store import keys
 from memkit.store.items import ItemClasses, bind_items
 from memkit.store.protocol import PadState
@@ -136,5 +137,57 @@ class TableBase:
         found: dict[keys.Key, Any],
         fetched: set[keys.Key],
     ) -> PadState:
-        """The scratchpad state of `ref`, given what was fetched (fetches what is missing)."""
-        raise NotImplementedError
+        tenant, namespace = ref.owner.tenant, ref.owner.namespace
+        session = self._to_session(session_item) if self._live(session_item) else None
+        name, user_id = resolution.session_choices(ref, session)
+
+        missing = [key for key in self._pad_keys(ref, name, user_id) if key not in fetched]
+        if missing:  # the profile or the user was learnt from the session: one more request
+            found.update(self._batch_get(missing))
+
+        profile_item = found.get(keys.profile_key(tenant, namespace, name))
+        stored = self._to_profile(profile_item) if profile_item is not None else None
+        profile = resolution.stored_or_default(name, stored)
+        resolution.require_owner(ref, profile, user_id)
+        pad_key = keys.pad_key(
+            tenant, namespace, profile.scope is Scope.USER, ref.session_id, user_id, name
+        )
+
+        pad_item = found.get(pad_key)
+        disk_versions: dict[str, int] = {}
+        if pad_item is not None:
+            disk_versions["pad"] = pad_item.version
+        if session_item is not None:
+            disk_versions["session"] = session_item.version
+        # A session's scratchpad belongs to one life of the session.
+        stale = (
+            pad_item is not None
+            and profile.scope is Scope.SESSION
+            and session is not None
+            and pad_item.gen is not None
+            and pad_item.gen != session.gen
+        )
+        pad = self._to_pad(pad_item) if self._live(pad_item) and not stale else None
+        return PadState(
+            ref=ref,
+            profile=profile,
+            scope=profile.scope,
+            user_id=user_id,
+            session=session,
+            pad=pad,
+            disk_versions=disk_versions,
+        )
+
+    @staticmethod
+    def _to_pad(item: Any) -> Scratchpad:
+        return Scratchpad(
+            profile=item.profile,
+            scope=Scope(item.scope),
+            format=PadFormat(item.format),
+            content=None if item.content is None else json.loads(item.content),
+            version=item.version,
+            tokens=int(item.tokens),
+            created_at=item.created_at,
+            updated_at=item.updated_at,
+            expires_at=int(item.expires_at) if item.expires_at is not None else None,
+        )

@@ -12,14 +12,12 @@ from memkit.errors import VersionConflict
 from memkit.models.domain import (
     DEFAULT_PROFILE,
     Content,
-    PadFormat,
     PadRef,
     Profile,
     ProfileSpec,
     Scope,
     Scratchpad,
 )
-from memkit.scratchpad import resolution
 from memkit.store import keys
 from memkit.store.base import translated
 from memkit.store.cursor import decode_cursor, encode_cursor
@@ -45,54 +43,6 @@ class DynamoStore(SessionTable):
             else None
         )
         return self._resolve_pad(ref, session_item, found, set(first))
-
-    def _resolve_pad(
-        self,
-        ref: PadRef,
-        session_item: Any | None,
-        found: dict[keys.Key, Any],
-        fetched: set[keys.Key],
-    ) -> PadState:
-        tenant, namespace = ref.owner.tenant, ref.owner.namespace
-        session = self._to_session(session_item) if self._live(session_item) else None
-        name, user_id = resolution.session_choices(ref, session)
-
-        missing = [key for key in self._pad_keys(ref, name, user_id) if key not in fetched]
-        if missing:  # the profile or the user was learnt from the session: one more request
-            found.update(self._batch_get(missing))
-
-        profile_item = found.get(keys.profile_key(tenant, namespace, name))
-        stored = self._to_profile(profile_item) if profile_item is not None else None
-        profile = resolution.stored_or_default(name, stored)
-        resolution.require_owner(ref, profile, user_id)
-        pad_key = keys.pad_key(
-            tenant, namespace, profile.scope is Scope.USER, ref.session_id, user_id, name
-        )
-
-        pad_item = found.get(pad_key)
-        disk_versions: dict[str, int] = {}
-        if pad_item is not None:
-            disk_versions["pad"] = pad_item.version
-        if session_item is not None:
-            disk_versions["session"] = session_item.version
-        # A session's scratchpad belongs to one life of the session.
-        stale = (
-            pad_item is not None
-            and profile.scope is Scope.SESSION
-            and session is not None
-            and pad_item.gen is not None
-            and pad_item.gen != session.gen
-        )
-        pad = self._to_pad(pad_item) if self._live(pad_item) and not stale else None
-        return PadState(
-            ref=ref,
-            profile=profile,
-            scope=profile.scope,
-            user_id=user_id,
-            session=session,
-            pad=pad,
-            disk_versions=disk_versions,
-        )
 
     # -- writes ------------------------------------------------------------------------------
 
@@ -220,17 +170,3 @@ class DynamoStore(SessionTable):
             return ProfilePage(profiles, encode_cursor(results.last_evaluated_key))
 
     # -- conversions: items are never returned past the store --------------------------------
-
-    @staticmethod
-    def _to_pad(item: Any) -> Scratchpad:
-        return Scratchpad(
-            profile=item.profile,
-            scope=Scope(item.scope),
-            format=PadFormat(item.format),
-            content=None if item.content is None else json.loads(item.content),
-            version=item.version,
-            tokens=int(item.tokens),
-            created_at=item.created_at,
-            updated_at=item.updated_at,
-            expires_at=int(item.expires_at) if item.expires_at is not None else None,
-        )

@@ -103,15 +103,13 @@ class SessionRead:
 class SessionWriteState:
     """What a session write starts from. `meta` is None when the session does not exist or
     has expired; `disk_version` is the stored meta item's version either way (0 = none), so
-    a write can replace an expired item DynamoDB has not deleted yet. `stored` maps the ids
-    of this life's stored messages (those asked about, or all) to their order keys; when all
-    were asked for, `messages` holds them whole (a PUT answers from them)."""
+    a write can replace an expired item DynamoDB has not deleted yet. `stored` holds this
+    life's stored messages, by id: those asked about, or all of them."""
 
     meta: SessionMeta | None
     disk_version: int
-    stored: dict[str, str]
+    stored: dict[str, StoredMessage]
     profile: Profile
-    messages: dict[str, StoredMessage] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -160,7 +158,7 @@ class SessionStore(Protocol):
         cursor: str | None,
         ascending: bool,
         roles: frozenset[str] | None,
-    ) -> tuple[SessionMeta, list[StoredMessage], str | None] | None: ...
+    ) -> tuple[list[StoredMessage], str | None] | None: ...
 
     def list_sessions(
         self, owner: Owner, user_id: str | None, limit: int, offset: int

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from itertools import islice
 from typing import Any
 
 from pynamodb.models import BatchWrite
@@ -48,12 +49,6 @@ def _dumps(value: Any) -> str | None:
 
 def _loads(raw: str | None) -> Any:
     return None if raw is None else json.loads(raw)
-
-
-def _response_bytes(item: Any) -> int:
-    """About what a message adds to a response: its JSON-escaped text and fields."""
-    extras = len(item.tool_calls or "") + len(item.metadata or "")
-    return len(json.dumps(item.content, ensure_ascii=False).encode()) + extras + 300
 
 
 def _int(value: Any) -> int | None:
@@ -233,10 +228,11 @@ class SessionTable(TableBase):
                     break
                 if not self._belongs(item, meta):
                     continue
-                size += _response_bytes(item)
+                message = self._to_message(item)
+                size += message.response_bytes
                 if size > byte_budget and newest_first:
                     break
-                newest_first.append(self._to_message(item))
+                newest_first.append(message)
 
         ref = PadRef(owner=owner, session_id=session_id)
         stub = self._to_session(head)
@@ -270,7 +266,7 @@ class SessionTable(TableBase):
         hint_wins: bool = False,
     ) -> SessionWriteState:
         """What a write needs: the session (and its stored version, expired or not), its
-        profile, and the order keys of its stored messages (those named, or all of them).
+        profile, and its stored messages (those named, or all of them).
 
         The profile is the session's; `profile_hint` is used when the session names none, or
         always with `hint_wins` (a write that changes the profile). A named profile that does
@@ -297,20 +293,17 @@ class SessionTable(TableBase):
             name, self._to_profile(profile_item) if profile_item is not None else None
         )
 
-        stored: dict[str, str] = {}
-        whole: dict[str, StoredMessage] = {}
+        stored: dict[str, StoredMessage] = {}
         if meta is not None:
-            if message_ids is None:
-                for item in self._session_items(tenant, namespace, session_id, keys.MESSAGE_PREFIX):
-                    if self._belongs(item, meta):
-                        stored[item.message_id] = item.order
-                        whole[item.message_id] = self._to_message(item)
-            else:
-                for message_id, key in message_keys.items():
-                    item = found.get(key)
-                    if item is not None and self._belongs(item, meta):
-                        stored[message_id] = item.order
-        return SessionWriteState(meta, disk_version, stored, profile, whole)
+            items = (
+                self._session_items(tenant, namespace, session_id, keys.MESSAGE_PREFIX)
+                if message_ids is None
+                else (found[key] for key in message_keys.values() if key in found)
+            )
+            for item in items:
+                if self._belongs(item, meta):
+                    stored[item.message_id] = self._to_message(item)
+        return SessionWriteState(meta, disk_version, stored, profile)
 
     def _session_items(
         self, tenant: str, namespace: str, session_id: str, prefix: str | None = None
@@ -323,24 +316,37 @@ class SessionTable(TableBase):
                 pk, range_key_condition=condition, consistent_read=True, page_size=PAGE_SIZE
             )
 
+    def _log(
+        self, owner: Owner, meta: SessionMeta, ascending: bool, page_size: int, start: Any = None
+    ) -> Iterator[Any]:
+        """The items of this life's message log in created_at order (LSI1), lazily."""
+        pk = keys.session_pk(owner.tenant, meta.namespace, meta.session_id)
+        results = self._items.base.by_order.query(
+            pk,
+            range_key_condition=self._items.base.order.startswith(keys.ORDER_PREFIX),
+            scan_index_forward=ascending,
+            consistent_read=True,
+            last_evaluated_key=start,
+            page_size=page_size,
+        )
+        return (item for item in results if self._belongs(item, meta))
+
+    def _owned_meta_item(self, owner: Owner, session_id: str) -> Any | None:
+        """The live session item, after refusing another user's session (403)."""
+        meta_key = keys.session_key(owner.tenant, owner.namespace, session_id)
+        meta_item = self._batch_get([meta_key]).get(meta_key)
+        if not self._live(meta_item):
+            return None
+        resolution.session_choices(
+            PadRef(owner=owner, session_id=session_id), self._to_session(meta_item)
+        )
+        return meta_item
+
     def oldest_messages(self, owner: Owner, meta: SessionMeta, count: int) -> list[tuple[str, str]]:
         """(id, order) of the session's `count` oldest messages, oldest first."""
-        pk = keys.session_pk(owner.tenant, owner.namespace, meta.session_id)
-        found: list[tuple[str, str]] = []
         with translated("read session"):
-            results = self._items.base.by_order.query(
-                pk,
-                range_key_condition=self._items.base.order.startswith(keys.ORDER_PREFIX),
-                consistent_read=True,
-                page_size=count,
-            )
-            while len(found) < count:
-                item = next(results, None)
-                if item is None:
-                    break
-                if self._belongs(item, meta):
-                    found.append((item.message_id, item.order))
-        return found
+            log = self._log(owner, meta, ascending=True, page_size=count)
+            return [(item.message_id, item.order) for item in islice(log, count)]
 
     def page_messages(
         self,
@@ -350,46 +356,29 @@ class SessionTable(TableBase):
         cursor: str | None,
         ascending: bool,
         roles: frozenset[str] | None,
-    ) -> tuple[SessionMeta, list[StoredMessage], str | None] | None:
-        """One page of the session's log (archived messages included). None if absent."""
-        tenant, namespace = owner.tenant, owner.namespace
-        meta_key = keys.session_key(tenant, namespace, session_id)
-        start = decode_cursor(cursor, meta_key[0])
+    ) -> tuple[list[StoredMessage], str | None] | None:
+        """One page of the session's log (archived messages included), and the cursor of the
+        next. None if the session is absent."""
+        pk = keys.session_pk(owner.tenant, owner.namespace, session_id)
+        start = decode_cursor(cursor, pk)
         if start is not None and set(start) != {"PK", "SK", "LSI1SK"}:
             raise BadRequest("invalid cursor", [FieldProblem("cursor", "not a messages cursor")])
-        meta_item = self._batch_get([meta_key]).get(meta_key)
-        if not self._live(meta_item):
+        meta_item = self._owned_meta_item(owner, session_id)
+        if meta_item is None:
             return None
         meta = self._to_meta(meta_item)
-        resolution.session_choices(
-            PadRef(owner=owner, session_id=session_id), self._to_session(meta_item)
-        )
-        page: list[StoredMessage] = []
-        last: Any = None
-        more = False
         with translated("read messages"):
-            results = self._items.base.by_order.query(
-                meta_key[0],
-                range_key_condition=self._items.base.order.startswith(keys.ORDER_PREFIX),
-                scan_index_forward=ascending,
-                consistent_read=True,
-                last_evaluated_key=start,
-                page_size=limit + 1,
-            )
-            for item in results:
-                if not self._belongs(item, meta) or (roles and item.role not in roles):
-                    continue
-                if len(page) == limit:
-                    more = True
-                    break
-                page.append(self._to_message(item))
-                last = item
+            log = self._log(owner, meta, ascending, page_size=limit + 1, start=start)
+            wanted = (item for item in log if not roles or item.role in roles)
+            items = list(islice(wanted, limit + 1))
+        page = [self._to_message(item) for item in items[:limit]]
         next_cursor = None
-        if more and last is not None:
+        if len(items) > limit:
+            last = items[limit - 1]
             next_cursor = encode_cursor(
                 {"PK": {"S": last.pk}, "SK": {"S": last.sk}, "LSI1SK": {"S": last.order}}
             )
-        return meta, page, next_cursor
+        return page, next_cursor
 
     def list_sessions(
         self, owner: Owner, user_id: str | None, limit: int, offset: int
@@ -566,17 +555,16 @@ class SessionTable(TableBase):
         """Delete every item of the session's partition, the meta item last. Items deleted."""
         tenant, namespace = owner.tenant, owner.namespace
         meta_key = keys.session_key(tenant, namespace, session_id)
-        meta_item = self._batch_get([meta_key]).get(meta_key)
-        if self._live(meta_item):  # another user's session is refused before anything goes
-            resolution.session_choices(
-                PadRef(owner=owner, session_id=session_id), self._to_session(meta_item)
-            )
+        self._owned_meta_item(owner, session_id)  # another user's session goes nowhere
+        meta_item = None
         count = 0
         with translated("delete session"), BatchWrite(self._items.base) as batch:
             for item in self._session_items(tenant, namespace, session_id):
-                if (item.pk, item.sk) != meta_key:
-                    batch.delete(item)
-                    count += 1
+                if (item.pk, item.sk) == meta_key:
+                    meta_item = item  # expired or not, it goes last
+                    continue
+                batch.delete(item)
+                count += 1
         if meta_item is not None:
             with translated("delete session"):
                 meta_item.delete(add_version_condition=False)

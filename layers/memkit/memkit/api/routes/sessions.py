@@ -42,13 +42,9 @@ WindowMax = Annotated[
 ]
 
 
-def _list(namespace: str | None, user_id: str | None, limit: int, offset: int) -> SessionList:
-    services = services_of(router)
-    owner = services.owner(namespace, user_id)
-    ids, total = services.sessions.list_ids(owner, user_id, limit, offset)
-    return SessionList(sessions=ids, total=total)
-
-
+# API Gateway routes /v1/working-memory to the same route (a route path cannot end with a
+# slash); the resolver matches paths exactly, so the function answers both.
+@router.get("/v1/working-memory", include_in_schema=False)
 @router.get(
     "/v1/working-memory/",
     tags=TAGS,
@@ -61,18 +57,10 @@ def list_sessions(
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
     offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
 ) -> SessionList:
-    return _list(namespace, user_id, limit, offset)
-
-
-# API Gateway routes /v1/working-memory to the same route; so does this resolver.
-@router.get("/v1/working-memory", include_in_schema=False)
-def list_sessions_without_slash(
-    namespace: NamespaceQuery = None,
-    user_id: UserIdQuery = None,
-    limit: Annotated[int, Query(ge=1, le=100)] = 20,
-    offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
-) -> SessionList:
-    return _list(namespace, user_id, limit, offset)
+    services = services_of(router)
+    owner = services.owner(namespace, user_id)
+    ids, total = services.sessions.list_ids(owner, user_id, limit, offset)
+    return SessionList(sessions=ids, total=total)
 
 
 @router.get(

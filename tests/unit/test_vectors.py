@@ -116,6 +116,26 @@ def test_the_index_grows_past_its_first_block() -> None:
     assert _ids(index.search("t", [1, 0], k=1)) == ["d0"]
 
 
-def test_a_vector_of_the_wrong_length_is_refused(index: LocalVectorIndex) -> None:
+def test_a_vector_of_the_wrong_length_fails_alone(index: LocalVectorIndex) -> None:
+    failures = index.upsert([_doc("bad", [1, 0], version=9), _doc("good", [0, 0, 1], version=9)])
+
+    assert set(failures) == {"bad"}
+    assert "3 dimensions" in failures["bad"]
+    assert _ids(index.search("t", [0, 0, 1], k=1)) == ["good"]
     with pytest.raises(ValueError, match="3 dimensions"):
-        index.upsert([_doc("bad", [1, 0], version=9)])
+        index.search("t", [1, 0], k=1)
+
+
+def test_keyword_and_browse_read_the_same_docs(index: LocalVectorIndex) -> None:
+    index.upsert(
+        [
+            VectorDoc("note", "t", [0, 0, 1], 1, "green tea in Oslo", {"created_at": 400}),
+            VectorDoc("gone", "t", [0, 0, 1], 1, "tea", {"created_at": 500}),
+        ]
+    )
+    index.remove([Removal("gone", "t", 2)])
+
+    assert _ids(index.keyword("t", "tea", k=5)) == ["note"]
+    assert _ids(index.browse("t", k=2, offset=0)) == ["note", "oslo"]
+    assert _ids(index.browse("t", k=2, offset=2)) == ["coffee", "tea"]
+    assert index.browse("t", k=5, offset=0)[0].fields == {"created_at": 400}

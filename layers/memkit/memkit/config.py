@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from functools import lru_cache
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -40,7 +40,31 @@ class StoreSettings(BaseModel):
     max_retry_attempts: int = Field(default=3, ge=0, le=10)
 
 
-class ApiSettings(StoreSettings):
+class IndexSettings(BaseModel):
+    """The embedding provider and the vector index (API and indexer share these)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    # local: the shipped static model (no network); titan | cohere: Bedrock InvokeModel.
+    embedder: Literal["local", "titan", "cohere"] = "local"
+    # The Bedrock model id; None = the provider's default (Titan V2, Cohere English v3).
+    embedding_model: str | None = None
+    # Titan V2 only: 256, 512 or 1024.
+    embedding_dimensions: int = Field(default=1024)
+    # An OpenSearch endpoint (https://...); None = the in-process local index (one process).
+    opensearch_endpoint: str | None = None
+    # domain: a managed domain (custom _id, external versioning); serverless: an AOSS
+    # VECTORSEARCH collection (no custom _id, no refresh, no delete-by-query).
+    opensearch_flavour: Literal["domain", "serverless"] = "domain"
+    opensearch_index: str = Field(default="memkit-memories", min_length=1, max_length=255)
+    # sigv4 on AWS (service es or aoss by flavour); none for the local stack's loopback index.
+    opensearch_auth: Literal["sigv4", "none"] = "sigv4"
+    # Index session messages as long-term records of memory_type "message" (a session's own
+    # index_messages setting wins; AMS's INDEX_ALL_MESSAGES_IN_LONG_TERM_MEMORY).
+    index_messages: bool = True
+
+
+class ApiSettings(StoreSettings, IndexSettings):
     """The API function's settings (MEMKIT_* environment variables)."""
 
     # With auth off (the local stack's default) every request belongs to this tenant.
@@ -51,6 +75,20 @@ class ApiSettings(StoreSettings):
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> ApiSettings:
         return cls.model_validate(_from_env(cls, environ))
+
+
+class IndexerSettings(StoreSettings, IndexSettings):
+    """The stream indexer's settings: it writes index states and promoted records back."""
+
+    @classmethod
+    def from_env(cls, environ: dict[str, str] | None = None) -> IndexerSettings:
+        return cls.model_validate(_from_env(cls, environ))
+
+
+@lru_cache(maxsize=1)
+def indexer_settings() -> IndexerSettings:
+    """The indexer's settings, validated once per process (first use, not import)."""
+    return IndexerSettings.from_env()
 
 
 @lru_cache(maxsize=1)

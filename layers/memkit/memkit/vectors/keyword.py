@@ -94,7 +94,7 @@ class KeywordIndex:
                 norm = count + K1 * (1 - B + B * entry.length / average)
                 score += idf * count * (K1 + 1) / norm
             if score > 0:
-                scored.append(Hit(doc_id, score))
+                scored.append(Hit(doc_id, score, dict(entry.fields)))
         scored.sort(key=lambda hit: (-hit.score, hit.id))
         return scored[:k]
 
@@ -108,5 +108,6 @@ def reciprocal_rank_fusion(
         weight = weights[index] if index < len(weights) else 1.0
         for rank, hit in enumerate(ranking, start=1):
             fused[hit.id] = fused.get(hit.id, 0.0) + weight / (constant + rank)
+    fields = {hit.id: hit.fields for ranking in rankings for hit in ranking}
     ordered = sorted(fused.items(), key=lambda item: (-item[1], item[0]))
-    return [Hit(doc_id, score) for doc_id, score in ordered[:k]]
+    return [Hit(doc_id, score, fields[doc_id]) for doc_id, score in ordered[:k]]

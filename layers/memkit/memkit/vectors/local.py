@@ -1,4 +1,4 @@
-"""The local vector index: exact cosine search, for the local stack and the tests.
+"""The local index: exact cosine search and BM25, for the local stack and the tests.
 
 Every doc of the tenant that meets the conditions is scored (a matrix product), so results
 are exact, and filters apply before ranking, as in OpenSearch's efficient k-NN filtering.
@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 
 from memkit.vectors.filters import Condition, meets_all
-from memkit.vectors.protocol import Hit, Removal, VectorDoc
+from memkit.vectors.keyword import KeywordIndex
+from memkit.vectors.protocol import Failures, Hit, Removal, VectorDoc
 
 
 @dataclass
@@ -30,10 +31,12 @@ class _Slot:
 
 
 class LocalVectorIndex:
-    """An in-memory exact index of `dimensions`-long vectors; thread-safe."""
+    """An in-memory exact index of `dimensions`-long vectors, with BM25 over the same docs
+    (memkit.vectors.keyword); thread-safe. Implements VectorIndex."""
 
     def __init__(self, dimensions: int) -> None:
         self._dimensions = dimensions
+        self._keyword = KeywordIndex()
         self._lock = threading.Lock()
         self._matrix = np.zeros((64, dimensions), dtype=np.float32)
         self._slots: list[_Slot] = []
@@ -50,13 +53,23 @@ class LocalVectorIndex:
         norm = float(np.linalg.norm(array))
         return array / norm if norm > 0 else array
 
-    def upsert(self, docs: Sequence[VectorDoc]) -> None:
+    @property
+    def dimensions(self) -> int:
+        return self._dimensions
+
+    def upsert(self, docs: Sequence[VectorDoc]) -> Failures:
+        failures: Failures = {}
+        checked: list[tuple[VectorDoc, np.ndarray]] = []
+        for doc in docs:
+            try:
+                checked.append((doc, self._unit(doc.vector)))
+            except ValueError as exc:
+                failures[doc.id] = str(exc)
         with self._lock:
-            for doc in docs:
+            for doc, vector in checked:
                 key = (doc.tenant, doc.id)
                 if self._versions.get(key, -1) >= doc.version:
                     continue  # a replay, or older than what the index holds
-                vector = self._unit(doc.vector)
                 index = self._where.get(key)
                 if index is None:
                     index = len(self._slots)
@@ -71,8 +84,11 @@ class LocalVectorIndex:
                     slot.fields, slot.live = dict(doc.fields), True
                 self._matrix[index] = vector
                 self._versions[key] = doc.version
+                self._keyword.upsert(doc.tenant, doc.id, doc.text, doc.version, doc.fields)
+        return failures
 
-    def remove(self, removals: Sequence[Removal]) -> None:
+    def remove(self, removals: Sequence[Removal]) -> Failures:
+        self._keyword.remove(removals)
         with self._lock:
             for removal in removals:
                 key = (removal.tenant, removal.id)
@@ -82,6 +98,7 @@ class LocalVectorIndex:
                 index = self._where.get(key)
                 if index is not None:
                     self._slots[index].live = False
+        return {}
 
     def search(
         self, tenant: str, vector: Sequence[float], k: int, conditions: Sequence[Condition] = ()
@@ -99,7 +116,27 @@ class LocalVectorIndex:
                 return []
             scores = self._matrix[rows] @ query
             ids = [self._slots[index].id for index in rows]
+            fields = [self._slots[index].fields for index in rows]
         count = min(k, len(rows))
         best = np.argpartition(-scores, count - 1)[:count]
         ranked = sorted(best, key=lambda i: (-float(scores[i]), ids[i]))
-        return [Hit(ids[i], float(scores[i])) for i in ranked]
+        return [Hit(ids[i], float(scores[i]), dict(fields[i])) for i in ranked]
+
+    def keyword(
+        self, tenant: str, text: str, k: int, conditions: Sequence[Condition] = ()
+    ) -> list[Hit]:
+        return self._keyword.search(tenant, text, k, conditions)
+
+    def browse(
+        self, tenant: str, k: int, offset: int, conditions: Sequence[Condition] = ()
+    ) -> list[Hit]:
+        if k <= 0:
+            return []
+        with self._lock:
+            found = [
+                slot
+                for slot in self._slots
+                if slot.live and slot.tenant == tenant and meets_all(slot.fields, conditions)
+            ]
+        found.sort(key=lambda slot: (-float(slot.fields.get("created_at") or 0), slot.id))
+        return [Hit(slot.id, 0.0, dict(slot.fields)) for slot in found[offset : offset + k]]

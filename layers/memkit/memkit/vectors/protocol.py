@@ -1,5 +1,20 @@
 """What indexing and search need from a vector index (OpenSearch on AWS, exact in the local
-stack). The table stays the source of truth: an index can be rebuilt from it at any time."""
+stack). The table stays the source of truth: an index can be rebuilt from it at any time.
+
+A doc is one indexed item of the table: a long-term record or a session message. Its `id` is
+opaque and unique across tenants (memkit.indexing derives it from the item's table key), so
+one OpenSearch index can hold every tenant. `fields` are what filters read and what a hit
+carries back so the service can find the item in the table again:
+
+    keyword  tenant, namespace, user_id, session_id, memory_type, topics[], entities[],
+             record_id (the id a client sees), pk, sk (the item's table key)
+    dates    created_at, updated_at, last_accessed, event_date (epoch seconds, float)
+    boolean  pinned
+
+Writes are versioned (OpenSearch's external versioning): a write or a removal at a version
+older than the one the index holds changes nothing, so replays and out-of-order deliveries
+leave the index as the newest write made it.
+"""
 
 from __future__ import annotations
 
@@ -9,23 +24,41 @@ from typing import Any, Protocol
 
 from memkit.vectors.filters import Condition
 
+KEYWORD_FIELDS = (
+    "tenant",
+    "namespace",
+    "user_id",
+    "session_id",
+    "memory_type",
+    "topics",
+    "entities",
+    "record_id",
+    "pk",
+    "sk",
+)
+DATE_FIELDS = ("created_at", "updated_at", "last_accessed", "event_date")
+BOOLEAN_FIELDS = ("pinned",)
+FILTERABLE = frozenset(KEYWORD_FIELDS + DATE_FIELDS + BOOLEAN_FIELDS)
+
+# What a failed write says about a doc: its id -> a reason without content (logged, reported).
+Failures = dict[str, str]
+
 
 @dataclass(frozen=True)
 class VectorDoc:
-    """One indexed record. `version` orders writes: an older version never overwrites a
-    newer one (OpenSearch's external versioning). `fields` are what filters read: namespace,
-    user_id, session_id, memory_type, topics, entities, and dates as epoch seconds."""
+    """One indexed item: its vector, its text (for keyword search) and its filter fields."""
 
     id: str
     tenant: str
     vector: Sequence[float]
     version: int
+    text: str = ""
     fields: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class Removal:
-    """A record gone from the table at `version` (a delete, or a TTL expiry)."""
+    """An item gone from the table at `version` (a delete, or a TTL expiry)."""
 
     id: str
     tenant: str
@@ -34,8 +67,11 @@ class Removal:
 
 @dataclass(frozen=True)
 class Hit:
+    """A doc found: its id, its score and its fields (without the vector or the text)."""
+
     id: str
-    score: float  # cosine similarity, 1 = the same direction
+    score: float  # search: cosine similarity (1 = same direction); keyword: BM25; browse: 0
+    fields: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property
     def distance(self) -> float:
@@ -44,16 +80,32 @@ class Hit:
 
 
 class VectorIndex(Protocol):
-    def upsert(self, docs: Sequence[VectorDoc]) -> None:
-        """Write each doc unless the index holds the same id at a newer version."""
+    def upsert(self, docs: Sequence[VectorDoc]) -> Failures:
+        """Write each doc unless the index holds the same id at a newer version (that is a
+        success, not a failure). Returns the docs that could not be written."""
         ...
 
-    def remove(self, removals: Sequence[Removal]) -> None:
-        """Delete each id unless the index holds it at a newer version."""
+    def remove(self, removals: Sequence[Removal]) -> Failures:
+        """Delete each id unless the index holds it at a newer version; an absent id is a
+        success. Returns the removals that could not be applied."""
         ...
 
     def search(
         self, tenant: str, vector: Sequence[float], k: int, conditions: Sequence[Condition] = ()
     ) -> list[Hit]:
         """The k nearest of the tenant's docs that meet every condition, nearest first."""
+        ...
+
+    def keyword(
+        self, tenant: str, text: str, k: int, conditions: Sequence[Condition] = ()
+    ) -> list[Hit]:
+        """The k best BM25 matches of `text` among the tenant's docs that meet every
+        condition, best first (no match: an empty list)."""
+        ...
+
+    def browse(
+        self, tenant: str, k: int, offset: int, conditions: Sequence[Condition] = ()
+    ) -> list[Hit]:
+        """The tenant's docs that meet every condition, newest `created_at` first, from
+        `offset` (a listing by filters alone; scores are 0)."""
         ...

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,6 +47,19 @@ class ApiResponse:
     status: int
     headers: dict[str, str]
     body: Any
+
+
+def call_api(handler: Any, method: str, path: str, **kwargs: Any) -> ApiResponse:
+    """One request through an API lambda_handler, as API Gateway v2 would send it."""
+    from tests.events import http_event
+
+    result = handler(http_event(method, path, **kwargs), LambdaContextStub())
+    body = result.get("body") or ""
+    try:
+        parsed: Any = json.loads(body)
+    except ValueError:
+        parsed = body
+    return ApiResponse(result["statusCode"], result.get("headers") or {}, parsed)
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ from agent_memory_client import (
     MemoryClientConfig,
     MemoryNotFoundError,
 )
+from agent_memory_client.filters import MemoryType, Topics, UserId
 from agent_memory_client.models import (
     ClientMemoryRecord,
     MemoryMessage,
@@ -344,3 +345,85 @@ async def test_append_through_a_trimmed_window_keeps_the_whole_log(
     # and the log still holds every message, in order
     assert [m["id"] for m in log(stack, ns, "long")] == [*[m.id for m in history], "new"]
     assert [m["content"] for m in log(stack, ns, "long")][-1] == "one more"
+
+
+# -- long-term memory --------------------------------------------------------------------------
+
+
+def searchable(stack: LocalStack, memory_id: str, timeout: float = 20.0) -> dict[str, Any]:
+    """The record once the stream pump and the indexer made it searchable (memkit's
+    `indexing` field; the client's model has none)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        body = httpx.get(f"{stack.url}/v1/long-term-memory/{memory_id}", timeout=30.0).json()
+        if body.get("indexing") == "indexed" or time.monotonic() > deadline:
+            assert body.get("indexing") == "indexed", body
+            return dict(body)
+        time.sleep(0.05)
+
+
+async def test_long_term_create_search_get_edit_delete(stack: LocalStack, ns: str) -> None:
+    tea_id, trip_id = f"tea-{ns}", f"trip-{ns}"
+    records = [
+        ClientMemoryRecord(
+            id=tea_id,
+            text="Ada drinks green tea every morning",
+            user_id="u1",
+            topics=["drinks"],
+            memory_type=MemoryTypeEnum.SEMANTIC,
+        ),
+        ClientMemoryRecord(
+            id=trip_id,
+            text="Ada flew to Oslo for a conference in May",
+            user_id="u1",
+            topics=["travel"],
+            memory_type=MemoryTypeEnum.EPISODIC,
+        ),
+    ]
+    async with client(stack, ns) as c:
+        # Given two records created through the client
+        ack = await c.create_long_term_memory(records)
+        searchable(stack, tea_id)
+        searchable(stack, trip_id)
+
+        # When the client searches, reads, edits and deletes them
+        found = await c.search_long_term_memory(
+            "what does Ada like to drink?", user_id=UserId(eq="u1"), limit=1
+        )
+        travel = await c.search_long_term_memory("trips", topics=Topics(any=["travel"]))
+        got = await c.get_long_term_memory(tea_id)
+        edited = await c.edit_long_term_memory(tea_id, {"text": "Ada now drinks black coffee"})
+        searchable(stack, tea_id)
+        coffee = await c.search_long_term_memory(
+            "coffee", memory_type=MemoryType(eq="semantic"), limit=5
+        )
+        deleted = await c.delete_long_term_memories([tea_id, trip_id])
+        with pytest.raises(MemoryNotFoundError):
+            await c.get_long_term_memory(tea_id)
+
+    # Then each answer parses into the client's models with what was stored
+    assert ack.status == "ok"
+    assert [m.id for m in found.memories] == [tea_id]
+    assert 0 <= found.memories[0].dist < 1
+    assert found.memories[0].namespace == ns
+    assert [m.id for m in travel.memories] == [trip_id]
+    assert got.text == "Ada drinks green tea every morning"
+    assert got.memory_type == MemoryTypeEnum.SEMANTIC
+    assert got.topics == ["drinks"]
+    assert edited.text == "Ada now drinks black coffee"
+    assert coffee.memories[0].id == tea_id
+    assert deleted.status == "ok, deleted 2 memories"
+
+
+async def test_search_memory_tool_reads_relevance_from_dist(stack: LocalStack, ns: str) -> None:
+    rid = f"pet-{ns}"
+    async with client(stack, ns) as c:
+        await c.create_long_term_memory(
+            [ClientMemoryRecord(id=rid, text="Bob has a grey cat called Pixel", user_id="u2")]
+        )
+        searchable(stack, rid)
+        result = await c.search_memory_tool("Bob's cat", user_id="u2", min_relevance=0.1)
+
+    assert [m["id"] for m in result["memories"]] == [rid]
+    assert result["has_more"] is False
+    assert 0.1 <= result["memories"][0]["relevance_score"] <= 1

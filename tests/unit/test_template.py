@@ -1,8 +1,11 @@
-"""template.yaml against the code: every route wired, every handler present, the table right."""
+"""template.yaml against the code: every route wired, every handler present, the table right,
+and the long-term memory pipeline (stream -> indexer -> vector store) wired as the code expects."""
 
 from __future__ import annotations
 
 import ast
+import copy
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -10,6 +13,7 @@ from typing import Any
 import pytest
 
 from memkit.local.template import load_template
+from tests.events import load_event
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -92,10 +96,16 @@ def test_the_table_has_ttl_streams_recovery_and_encryption(template: dict[str, A
 def test_iam_names_actions_and_the_table_never_wildcards(template: dict[str, Any]) -> None:
     for name, properties in _functions(template).items():
         for policy in properties.get("Policies", []):
-            for statement in policy.get("Statement", []):
-                actions = statement["Action"]
-                assert all("*" not in action for action in actions), f"{name}: wildcard action"
-                assert statement["Resource"] != "*", f"{name}: wildcard resource"
+            # A conditional policy (Fn::If [condition, policy, AWS::NoValue]) is checked too.
+            branches = policy["Fn::If"][1:] if "Fn::If" in policy else [policy]
+            for branch in branches:
+                for statement in branch.get("Statement", []):
+                    actions = statement["Action"]
+                    assert isinstance(actions, list), f"{name}: Action as a list"
+                    assert all("*" not in action for action in actions), f"{name}: wildcard"
+                    assert "*" not in json.dumps(statement["Resource"]).replace("/*", ""), (
+                        f"{name}: wildcard resource"
+                    )
 
 
 def test_layer_requirements_match_the_package_dependencies() -> None:
@@ -113,3 +123,561 @@ def test_the_template_outputs_the_api_url_and_the_table_name(template: dict[str,
 
     assert re.search(r"execute-api", outputs["ApiUrl"]["Value"]["Fn::Sub"])
     assert outputs["TableName"]["Value"] == {"Ref": "MemoryTable"}
+
+
+# --- The long-term memory pipeline: stream -> indexer -> vector store -------------------------
+
+STREAM_EVENTS = (
+    "stream_insert_record.json",
+    "stream_modify_record.json",
+    "stream_remove_record.json",
+    "stream_ttl_remove_message.json",
+)
+# What Lambda accepts for a DynamoDB event source mapping (AWS::Lambda::EventSourceMapping).
+LAMBDA_RANGES = {
+    "BatchSize": (1, 10_000),
+    "MaximumBatchingWindowInSeconds": (0, 300),
+    "MaximumRetryAttempts": (-1, 10_000),
+    "MaximumRecordAgeInSeconds": (60, 604_800),  # or -1 (no limit), which memkit never uses
+}
+_NO_VALUE: Any = object()
+
+
+def _parameters(template: dict[str, Any], **overrides: str) -> dict[str, str]:
+    """Parameter values as CloudFormation passes them (strings): defaults, then overrides."""
+    values = {name: str(spec.get("Default", "")) for name, spec in template["Parameters"].items()}
+    assert set(overrides) <= set(values), f"unknown parameters {set(overrides) - set(values)}"
+    return {**values, **overrides}
+
+
+def _evaluate(template: dict[str, Any], value: Any, parameters: dict[str, str]) -> Any:
+    """`value` with Ref (parameters), Fn::If, Fn::FindInMap and the condition functions
+    resolved the way CloudFormation would; other intrinsics (GetAtt, Sub) stay as written."""
+
+    def condition(name: str) -> bool:
+        return bool(evaluate(template["Conditions"][name]))
+
+    def evaluate(node: Any) -> Any:
+        if isinstance(node, list):
+            return [item for item in map(evaluate, node) if item is not _NO_VALUE]
+        if not isinstance(node, dict):
+            return node
+        if set(node) == {"Ref"} and node["Ref"] in parameters:
+            return parameters[node["Ref"]]
+        if node == {"Ref": "AWS::NoValue"}:
+            return _NO_VALUE
+        if set(node) == {"Condition"}:
+            return condition(node["Condition"])
+        key, arguments = next(iter(node.items())) if len(node) == 1 else (None, None)
+        if key == "Fn::If":
+            name, when_true, when_false = arguments
+            return evaluate(when_true if condition(name) else when_false)
+        if key == "Fn::FindInMap":
+            table, first, second = (str(evaluate(argument)) for argument in arguments)
+            return template["Mappings"][table][first][second]
+        if key == "Fn::Equals":
+            left, right = (str(evaluate(argument)) for argument in arguments)
+            return left == right
+        if key == "Fn::Not":
+            return not evaluate(arguments[0])
+        if key == "Fn::And":
+            return all(evaluate(argument) for argument in arguments)
+        if key == "Fn::Or":
+            return any(evaluate(argument) for argument in arguments)
+        if key == "Fn::Contains":
+            options, needle = evaluate(arguments[0]), evaluate(arguments[1])
+            return needle in options
+        return {k: v for k, v in ((k, evaluate(v)) for k, v in node.items()) if v is not _NO_VALUE}
+
+    return evaluate(value)
+
+
+def _statements(
+    template: dict[str, Any], function: str, parameters: dict[str, str]
+) -> list[dict[str, Any]]:
+    """The function's IAM statements as a deployment with `parameters` would create them."""
+    policies = _evaluate(template, _functions(template)[function]["Policies"], parameters)
+    return [statement for policy in policies for statement in policy["Statement"]]
+
+
+def _granting(statements: list[dict[str, Any]], action: str) -> list[dict[str, Any]]:
+    return [statement for statement in statements if action in statement["Action"]]
+
+
+def _stream_event(template: dict[str, Any]) -> dict[str, Any]:
+    events = _functions(template)["IndexerFunction"]["Events"]
+    [event] = [event for event in events.values() if event["Type"] == "DynamoDB"]
+    return event
+
+
+def _stream_record(name: str) -> dict[str, Any]:
+    [record] = load_event(name)["Records"]
+    return record
+
+
+def _with_image(record: dict[str, Any], image: str, **attributes: Any) -> dict[str, Any]:
+    """A copy of `record` whose `image` (NewImage/OldImage) has `attributes` set (None drops)."""
+    changed = copy.deepcopy(record)
+    target = changed["dynamodb"][image]
+    for attribute, value in attributes.items():
+        if value is None:
+            target.pop(attribute, None)
+        else:
+            target[attribute] = {"S": value}
+    return changed
+
+
+def _inserted(record: dict[str, Any]) -> dict[str, Any]:
+    """`record` (a REMOVE of an item) as the INSERT that wrote that item."""
+    changed = copy.deepcopy(record)
+    changed["eventName"] = "INSERT"
+    changed.pop("userIdentity", None)
+    changed["dynamodb"]["NewImage"] = changed["dynamodb"].pop("OldImage")
+    return changed
+
+
+def test_the_indexer_reads_the_table_stream_in_small_batches_with_partial_failures(
+    template: dict[str, Any],
+) -> None:
+    event = _stream_event(template)
+    properties = _evaluate(template, event["Properties"], _parameters(template))
+
+    assert properties["Stream"] == {"Fn::GetAtt": ["MemoryTable", "StreamArn"]}
+    assert properties["StartingPosition"] == "TRIM_HORIZON"
+    assert properties["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert properties["BisectBatchOnFunctionError"] is True
+    assert (properties["BatchSize"], properties["MaximumBatchingWindowInSeconds"]) == ("100", "1")
+    assert (properties["MaximumRetryAttempts"], properties["MaximumRecordAgeInSeconds"]) == (
+        "5",
+        "86400",
+    )
+
+
+def test_every_value_the_indexer_parameters_allow_is_one_lambda_accepts(
+    template: dict[str, Any],
+) -> None:
+    properties = _stream_event(template)["Properties"]
+
+    for name, (low, high) in LAMBDA_RANGES.items():
+        parameter = template["Parameters"][properties[name]["Ref"]]
+        assert low <= parameter["MinValue"] <= parameter["Default"] <= parameter["MaxValue"] <= high
+
+
+def test_the_local_stack_reads_the_same_event_source_mapping(template: dict[str, Any]) -> None:
+    from memkit.local.streams import EventSourceMapping
+
+    mapping = EventSourceMapping.from_template(template, "IndexerFunction")
+
+    assert mapping.batch_size == 100
+    assert mapping.bisect_on_error is True
+    assert mapping.report_batch_item_failures is True
+    assert mapping.maximum_retry_attempts == 5
+    assert mapping.maximum_record_age_seconds == 86_400
+    assert len(mapping.filters) == len(
+        _stream_event(template)["Properties"]["FilterCriteria"]["Filters"]
+    )
+
+
+def test_failed_batches_go_to_the_queue_the_alarm_watches(template: dict[str, Any]) -> None:
+    resources = template["Resources"]
+    destination = _stream_event(template)["Properties"]["DestinationConfig"]["OnFailure"]
+    alarm = resources["IndexerDeadLetterAlarm"]["Properties"]
+    queue = resources["IndexerDeadLetterQueue"]["Properties"]
+    send = _granting(
+        _statements(template, "IndexerFunction", _parameters(template)), "sqs:SendMessage"
+    )
+
+    assert destination["Destination"] == {"Fn::GetAtt": ["IndexerDeadLetterQueue", "Arn"]}
+    assert [statement["Resource"] for statement in send] == [destination["Destination"]]
+    assert alarm["Dimensions"] == [
+        {"Name": "QueueName", "Value": {"Fn::GetAtt": ["IndexerDeadLetterQueue", "QueueName"]}}
+    ]
+    assert (alarm["MetricName"], alarm["ComparisonOperator"], alarm["Threshold"]) == (
+        "ApproximateNumberOfMessagesVisible",
+        "GreaterThanThreshold",
+        0,
+    )
+    assert queue["MessageRetentionPeriod"] == 14 * 24 * 3600
+    assert queue["SqsManagedSseEnabled"] is True
+    assert template["Outputs"]["IndexerDeadLetterQueueUrl"]["Value"] == {
+        "Ref": "IndexerDeadLetterQueue"
+    }
+
+
+@pytest.mark.parametrize("topic", ["", "arn:aws:sns:us-east-1:123456789012:ops"])
+def test_the_alarm_notifies_a_topic_only_when_one_is_given(
+    template: dict[str, Any], topic: str
+) -> None:
+    alarm = template["Resources"]["IndexerDeadLetterAlarm"]["Properties"]
+
+    resolved = _evaluate(template, alarm, _parameters(template, AlarmTopicArn=topic))
+
+    assert resolved.get("AlarmActions") == ([topic] if topic else None)
+
+
+def _filters(template: dict[str, Any]) -> list[str]:
+    return [
+        f["Pattern"] for f in _stream_event(template)["Properties"]["FilterCriteria"]["Filters"]
+    ]
+
+
+def test_every_stream_filter_is_a_json_pattern(template: dict[str, Any]) -> None:
+    from memkit.local.event_filter import parse_pattern
+
+    for text in _filters(template):
+        assert isinstance(json.loads(text), dict)
+        parse_pattern(text)  # the local stack refuses syntax Lambda does not have
+
+
+_INDEXED = [
+    ("a new long-term record", lambda: _stream_record("stream_insert_record.json")),
+    ("an edited long-term record", lambda: _stream_record("stream_modify_record.json")),
+    ("a deleted long-term record", lambda: _stream_record("stream_remove_record.json")),
+    ("an indexed message expired by TTL", lambda: _stream_record("stream_ttl_remove_message.json")),
+    (
+        "an indexed message written",
+        lambda: _inserted(_stream_record("stream_ttl_remove_message.json")),
+    ),
+    (
+        "a pending memory to promote",
+        lambda: _with_image(_stream_record("stream_insert_record.json"), "NewImage", kind="memory"),
+    ),
+]
+_IGNORED = [
+    (
+        "a message not stamped for indexing",
+        lambda: _with_image(
+            _inserted(_stream_record("stream_ttl_remove_message.json")), "NewImage", idx=None
+        ),
+    ),
+    (
+        "an expired message never indexed",
+        lambda: _with_image(_stream_record("stream_ttl_remove_message.json"), "OldImage", idx=None),
+    ),
+    (
+        "a pending memory removed (promoted or its session deleted)",
+        lambda: _with_image(_stream_record("stream_remove_record.json"), "OldImage", kind="memory"),
+    ),
+    (
+        "a session write",
+        lambda: _with_image(
+            _with_image(_stream_record("stream_modify_record.json"), "NewImage", kind="session"),
+            "OldImage",
+            kind="session",
+        ),
+    ),
+    (
+        "a scratchpad write",
+        lambda: _with_image(
+            _stream_record("stream_insert_record.json"), "NewImage", kind="scratchpad"
+        ),
+    ),
+    (
+        "the indexer's own index state",
+        lambda: _with_image(
+            _stream_record("stream_insert_record.json"), "NewImage", kind="index_state"
+        ),
+    ),
+]
+
+
+@pytest.mark.parametrize(("what", "record"), _INDEXED, ids=[what for what, _ in _INDEXED])
+def test_the_stream_filters_pass_what_the_index_holds(
+    template: dict[str, Any], what: str, record: Any
+) -> None:
+    from memkit.local.event_filter import passes
+
+    assert passes(_filters(template), record()), f"{what} must reach the indexer"
+
+
+@pytest.mark.parametrize(("what", "record"), _IGNORED, ids=[what for what, _ in _IGNORED])
+def test_the_stream_filters_keep_everything_else_from_the_indexer(
+    template: dict[str, Any], what: str, record: Any
+) -> None:
+    from memkit.local.event_filter import passes
+
+    assert not passes(_filters(template), record()), f"{what} must not invoke the indexer"
+
+
+@pytest.mark.parametrize("name", STREAM_EVENTS)
+def test_the_canonical_stream_events_are_what_lambda_delivers(name: str) -> None:
+    [record] = load_event(name)["Records"]
+    stream = record["dynamodb"]
+    images = {"INSERT": {"NewImage"}, "MODIFY": {"NewImage", "OldImage"}, "REMOVE": {"OldImage"}}
+
+    assert (record["eventSource"], record["eventVersion"]) == ("aws:dynamodb", "1.1")
+    assert stream["StreamViewType"] == "NEW_AND_OLD_IMAGES"
+    assert images[record["eventName"]] <= set(stream)
+    assert not (images["MODIFY"] - images[record["eventName"]]) & set(stream)
+    for image in images[record["eventName"]]:
+        assert {k: stream[image][k] for k in ("PK", "SK")} == stream["Keys"]
+    assert re.fullmatch(
+        r"arn:aws:dynamodb:[a-z0-9-]+:\d{12}:table/.+/stream/.+", record["eventSourceARN"]
+    )
+
+
+def test_the_ttl_event_is_marked_as_a_dynamodb_service_delete() -> None:
+    record = _stream_record("stream_ttl_remove_message.json")
+    old = record["dynamodb"]["OldImage"]
+
+    assert record["userIdentity"] == {"type": "Service", "principalId": "dynamodb.amazonaws.com"}
+    assert int(old["expires_at"]["N"]) < record["dynamodb"]["ApproximateCreationDateTime"]
+
+
+@pytest.mark.parametrize(
+    ("provider", "dimensions", "expected"),
+    [
+        ("local", "1024", 256),
+        ("local", "512", 256),
+        ("titan", "1024", 1024),
+        ("titan", "512", 512),
+        ("titan", "256", 256),
+        ("cohere", "256", 1024),
+        ("cohere", "1024", 1024),
+    ],
+)
+def test_the_index_dimension_is_the_embedders(
+    template: dict[str, Any], provider: str, dimensions: str, expected: int
+) -> None:
+    parameters = _parameters(
+        template,
+        EmbeddingProvider=provider,
+        EmbeddingDimensions=dimensions,
+        DeployerPrincipalArn="arn:aws:iam::123456789012:role/deployer",
+    )
+    index = template["Resources"]["VectorIndex"]["Properties"]
+    variables = template["Globals"]["Function"]["Environment"]["Variables"]
+
+    vector = _evaluate(template, index["Mappings"]["Properties"]["vector"], parameters)
+    environment = _evaluate(template, variables, parameters)
+
+    assert vector["Dimension"] == expected
+    assert int(environment["MEMKIT_EMBEDDING_DIMENSIONS"]) == expected
+    assert environment["MEMKIT_EMBEDDER"] == provider
+
+
+def test_the_dimension_table_agrees_with_the_embedders(template: dict[str, Any]) -> None:
+    from memkit.embeddings.bedrock import COHERE_DIMENSIONS, TITAN_DIMENSIONS
+    from memkit.embeddings.local import LocalEmbedder
+
+    table = template["Mappings"]["VectorDimensions"]
+    asked = template["Parameters"]["EmbeddingDimensions"]["AllowedValues"]
+
+    assert sorted(asked) == sorted(TITAN_DIMENSIONS)
+    assert table["titan"] == {str(size): size for size in TITAN_DIMENSIONS}
+    assert set(table["local"].values()) == {LocalEmbedder().dimensions}
+    assert set(table["cohere"].values()) == {COHERE_DIMENSIONS}
+    assert all(set(sizes) == {str(size) for size in asked} for sizes in table.values())
+
+
+def test_the_default_deployment_embeds_locally_without_a_model_id(
+    template: dict[str, Any],
+) -> None:
+    variables = template["Globals"]["Function"]["Environment"]["Variables"]
+
+    environment = _evaluate(template, variables, _parameters(template))
+
+    assert environment["MEMKIT_EMBEDDER"] == "local"
+    assert "MEMKIT_EMBEDDING_MODEL" not in environment
+    assert environment["MEMKIT_OPENSEARCH_FLAVOUR"] == "serverless"
+    assert environment["MEMKIT_OPENSEARCH_ENDPOINT"] == {
+        "Fn::GetAtt": ["VectorCollection", "CollectionEndpoint"]
+    }
+
+
+def test_the_serverless_index_maps_vectors_for_hnsw_inner_product_and_filters_as_keywords(
+    template: dict[str, Any],
+) -> None:
+    from memkit.vectors.protocol import KEYWORD_FIELDS
+
+    index = template["Resources"]["VectorIndex"]
+    fields = index["Properties"]["Mappings"]["Properties"]
+
+    assert index["Properties"]["Settings"] == {"Index": {"Knn": True}}
+    assert fields["vector"]["Type"] == "knn_vector"
+    assert fields["vector"]["Method"] == {
+        "Name": "hnsw",
+        "Engine": "faiss",
+        "SpaceType": "innerproduct",
+    }
+    assert fields["text"] == {"Type": "text"}
+    for name in (*KEYWORD_FIELDS, "doc_id"):
+        assert fields[name] == {"Type": "keyword"}, name
+    assert index["Properties"]["IndexName"] == {"Ref": "OpenSearchIndexName"}
+
+
+# What AWS::OpenSearchServerless::Index can type a field as (its resource schema's enum).
+CLOUDFORMATION_FIELD_TYPES = {"text", "keyword", "integer", "knn_vector"}
+
+
+def _opensearch_mapping(field: dict[str, Any]) -> dict[str, Any]:
+    """A CloudFormation PropertyMapping (Type, Dimension, Method) as OpenSearch writes it."""
+    names = {"Name": "name", "Engine": "engine", "SpaceType": "space_type"}
+    mapping: dict[str, Any] = {"type": field["Type"]}
+    if "Dimension" in field:
+        mapping["dimension"] = field["Dimension"]
+    if "Method" in field:
+        mapping["method"] = {names[k]: v for k, v in field["Method"].items()}
+    return mapping
+
+
+def test_the_serverless_index_agrees_with_the_adapters_mapping(template: dict[str, Any]) -> None:
+    from memkit.vectors.opensearch import index_body
+
+    parameters = _parameters(template, EmbeddingProvider="titan", EmbeddingDimensions="512")
+    index = _evaluate(template, template["Resources"]["VectorIndex"]["Properties"], parameters)
+    adapter = index_body(512, "serverless")
+    fields = {
+        name: _opensearch_mapping(field) for name, field in index["Mappings"]["Properties"].items()
+    }
+    expected = adapter["mappings"]["properties"]
+    left_to_the_functions = {
+        name for name, field in expected.items() if field["type"] not in CLOUDFORMATION_FIELD_TYPES
+    }
+
+    assert index["Settings"]["Index"]["Knn"] is adapter["settings"]["index"]["knn"]
+    assert fields == {name: expected[name] for name in fields}
+    # The functions add these with PUT _mapping (ensure_index) before their first write.
+    assert set(expected) - set(fields) == left_to_the_functions
+
+
+@pytest.mark.parametrize(
+    ("provider", "model"),
+    [("titan", "amazon.titan-embed-text-v2:0"), ("cohere", "cohere.embed-english-v3")],
+)
+def test_bedrock_access_is_the_configured_model_alone(
+    template: dict[str, Any], provider: str, model: str
+) -> None:
+    parameters = _parameters(template, EmbeddingProvider=provider, EmbeddingModelId=model)
+
+    for function in ("ApiFunction", "IndexerFunction"):
+        [invoke] = _granting(_statements(template, function, parameters), "bedrock:InvokeModel")
+        assert invoke["Action"] == ["bedrock:InvokeModel"]
+        assert invoke["Resource"] == {
+            "Fn::Sub": "arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/"
+            "${EmbeddingModelId}"
+        }
+
+
+def test_a_local_embedder_gets_no_bedrock_access(template: dict[str, Any]) -> None:
+    parameters = _parameters(template, EmbeddingProvider="local")
+
+    for function in ("ApiFunction", "IndexerFunction"):
+        assert _granting(_statements(template, function, parameters), "bedrock:InvokeModel") == []
+
+
+@pytest.mark.parametrize(
+    ("provider", "model", "accepted"),
+    [
+        ("local", "amazon.titan-embed-text-v2:0", True),
+        ("titan", "amazon.titan-embed-text-v2:0", True),
+        ("cohere", "cohere.embed-multilingual-v3", True),
+        ("cohere", "amazon.titan-embed-text-v2:0", False),
+        ("titan", "amazon.titan-embed-text-v1", False),
+    ],
+)
+def test_the_stack_refuses_a_model_whose_size_the_index_would_not_match(
+    template: dict[str, Any], provider: str, model: str, accepted: bool
+) -> None:
+    parameters = _parameters(template, EmbeddingProvider=provider, EmbeddingModelId=model)
+
+    outcomes = [
+        _evaluate(template, assertion["Assert"], parameters)
+        for rule in template["Rules"].values()
+        if _evaluate(template, rule.get("RuleCondition", True), parameters)
+        for assertion in rule["Assertions"]
+    ]
+
+    assert all(outcomes) is accepted
+
+
+def _policy(resource: dict[str, Any]) -> Any:
+    """An OpenSearch Serverless policy document as stage `dev` deploys it."""
+    return json.loads(resource["Properties"]["Policy"]["Fn::Sub"].replace("${Stage}", "dev"))
+
+
+def test_a_serverless_store_is_reached_through_the_collection_and_its_data_policy(
+    template: dict[str, Any],
+) -> None:
+    resources = template["Resources"]
+    parameters = _parameters(template, VectorStore="serverless")
+    [grant] = _policy(resources["VectorDataAccessPolicy"])
+    rules = {rule["ResourceType"]: rule for rule in grant["Rules"]}
+
+    for function in ("ApiFunction", "IndexerFunction"):
+        statements = _statements(template, function, parameters)
+        [access] = _granting(statements, "aoss:APIAccessAll")
+        assert access["Resource"] == {"Fn::GetAtt": ["VectorCollection", "Arn"]}
+        assert _granting(statements, "es:ESHttpPost") == []
+        assert f"${{{function}Role.Arn}}" in grant["Principal"]
+    assert rules["collection"]["Resource"] == ["collection/memkit-dev"]
+    assert rules["index"]["Resource"] == ["index/memkit-dev/*"]
+    assert {"aoss:ReadDocument", "aoss:WriteDocument", "aoss:CreateIndex"} <= set(
+        rules["index"]["Permission"]
+    )
+    assert _policy(resources["VectorEncryptionPolicy"])["AWSOwnedKey"] is True
+    [network] = _policy(resources["VectorNetworkPolicy"])
+    assert network["AllowFromPublic"] is True
+    assert network["Rules"] == [
+        {"ResourceType": "collection", "Resource": ["collection/memkit-dev"]}
+    ]
+    assert resources["VectorCollection"]["Properties"]["Type"] == "VECTORSEARCH"
+    assert {"VectorEncryptionPolicy", "VectorNetworkPolicy"} <= set(
+        resources["VectorCollection"]["DependsOn"]
+    )
+
+
+def test_a_domain_store_is_reached_through_its_paths_alone(template: dict[str, Any]) -> None:
+    parameters = _parameters(
+        template,
+        VectorStore="domain",
+        OpenSearchDomainEndpoint="https://search-memkit.us-east-1.es.amazonaws.com",
+        OpenSearchDomainArn="arn:aws:es:us-east-1:123456789012:domain/memkit",
+    )
+    environment = _evaluate(
+        template, template["Globals"]["Function"]["Environment"]["Variables"], parameters
+    )
+
+    for function in ("ApiFunction", "IndexerFunction"):
+        statements = _statements(template, function, parameters)
+        [access] = _granting(statements, "es:ESHttpPost")
+        assert access["Resource"] == {"Fn::Sub": "${OpenSearchDomainArn}/*"}
+        assert all(action.startswith("es:ESHttp") for action in access["Action"])
+        assert _granting(statements, "aoss:APIAccessAll") == []
+    assert environment["MEMKIT_OPENSEARCH_FLAVOUR"] == "domain"
+    assert environment["MEMKIT_OPENSEARCH_ENDPOINT"] == parameters["OpenSearchDomainEndpoint"]
+
+
+@pytest.mark.parametrize(
+    ("deployer", "created"), [("", False), ("arn:aws:iam::123456789012:role/ci", True)]
+)
+def test_the_stack_creates_the_serverless_index_only_for_a_named_deployer(
+    template: dict[str, Any], deployer: str, created: bool
+) -> None:
+    index = template["Resources"]["VectorIndex"]
+    parameters = _parameters(template, VectorStore="serverless", DeployerPrincipalArn=deployer)
+
+    assert _evaluate(template, {"Condition": index["Condition"]}, parameters) is created
+
+
+@pytest.mark.parametrize(("reserved", "expected"), [("0", None), ("5", "5")])
+def test_indexer_concurrency_is_reserved_only_when_asked(
+    template: dict[str, Any], reserved: str, expected: str | None
+) -> None:
+    indexer = {k: v for k, v in _functions(template)["IndexerFunction"].items() if k != "Events"}
+
+    resolved = _evaluate(template, indexer, _parameters(template, IndexerConcurrency=reserved))
+
+    assert resolved.get("ReservedConcurrentExecutions") == expected
+
+
+def test_every_parameter_says_what_it_is_for(template: dict[str, Any]) -> None:
+    grouped = {
+        name
+        for group in template["Metadata"]["AWS::CloudFormation::Interface"]["ParameterGroups"]
+        for name in group["Parameters"]
+    }
+
+    for name, parameter in template["Parameters"].items():
+        assert parameter.get("Description"), f"{name} has no Description"
+    assert grouped == set(template["Parameters"])

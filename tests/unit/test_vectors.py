@@ -139,3 +139,14 @@ def test_keyword_and_browse_read_the_same_docs(index: LocalVectorIndex) -> None:
     assert _ids(index.browse("t", k=2, offset=0)) == ["note", "oslo"]
     assert _ids(index.browse("t", k=2, offset=2)) == ["coffee", "tea"]
     assert index.browse("t", k=5, offset=0)[0].fields == {"created_at": 400}
+
+
+def test_a_rewritten_doc_is_found_by_its_new_fields_only(index: LocalVectorIndex) -> None:
+    index.upsert([_doc("tea", [1, 0, 0], version=2, user_id="bob", topics=["drinks"])])
+
+    assert "tea" not in _ids(
+        index.search("t", [1, 0, 0], k=10, conditions=[Condition("user_id", "eq", "ada")])
+    )
+    assert _ids(
+        index.search("t", [1, 0, 0], k=1, conditions=[Condition("user_id", "any", ["bob"])])
+    ) == ["tea"]

@@ -11,12 +11,19 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 
 from memkit import __version__
 from memkit.api.responses import error_response
-from memkit.api.routes import health, profiles, scratchpad, sessions, tools
+from memkit.api.routes import health, long_term, profiles, scratchpad, sessions, tools
 from memkit.errors import FieldProblem, MemkitError
 from memkit.observability import logger
 
 TITLE = "memkit"
-ROUTERS = (health.router, sessions.router, profiles.router, scratchpad.router, tools.router)
+ROUTERS = (
+    health.router,
+    sessions.router,
+    long_term.router,
+    profiles.router,
+    scratchpad.router,
+    tools.router,
+)
 
 
 def _field(loc: tuple[Any, ...]) -> str:

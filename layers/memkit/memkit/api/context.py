@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Protocol
@@ -9,16 +10,19 @@ from typing import Any, Protocol
 from pydantic import ValidationError
 
 from memkit.config import ENV_PREFIX, ApiSettings, api_settings
+from memkit.embeddings.protocol import Embedder
 from memkit.errors import FieldProblem, Misconfigured, ValidationFailed
 from memkit.models.domain import DEFAULT_NAMESPACE, Owner
+from memkit.service.long_term import LongTermService, RecordStore
 from memkit.service.profiles import ProfileService
 from memkit.service.scratchpad import ScratchpadService
 from memkit.service.sessions import SessionService
 from memkit.store.protocol import SessionStore, Store
+from memkit.vectors.protocol import VectorIndex
 
 
-class SessionsAndScratchpads(Store, SessionStore, Protocol):
-    """A store that keeps both (DynamoStore)."""
+class SessionsAndScratchpads(Store, SessionStore, RecordStore, Protocol):
+    """A store that keeps all of them (DynamoStore)."""
 
 
 @dataclass(frozen=True)
@@ -29,16 +33,43 @@ class Services:
     profiles: ProfileService
     scratchpads: ScratchpadService
     sessions: SessionService
+    long_term: LongTermService
 
     @classmethod
-    def over(cls, store: SessionsAndScratchpads, settings: ApiSettings) -> Services:
+    def over(
+        cls,
+        store: SessionsAndScratchpads,
+        settings: ApiSettings,
+        index: Callable[[], VectorIndex] | None = None,
+        embedder: Callable[[], Embedder] | None = None,
+    ) -> Services:
+        """The services over `store`; the index and embedder default to the configured
+        ones, built on first use (a session route never loads a model)."""
         scratchpads = ScratchpadService(store, max_attempts=settings.merge_max_attempts)
+
+        def configured_embedder() -> Embedder:
+            from memkit.embeddings.factory import embedder_for
+
+            return embedder_for(settings, settings.region)
+
+        chosen_embedder = embedder or configured_embedder
+
+        def configured_index() -> VectorIndex:
+            from memkit.vectors.factory import vector_index_for
+
+            return vector_index_for(settings, settings.region, chosen_embedder().dimensions)
+
         return cls(
             settings=settings,
             profiles=ProfileService(store),
             scratchpads=scratchpads,
             sessions=SessionService(store, scratchpads),
+            long_term=LongTermService(store, index or configured_index, chosen_embedder),
         )
+
+    def tenant(self) -> str:
+        """The caller's tenant. With auth off (the local stack's default) the configured one."""
+        return self.settings.default_tenant
 
     def owner(
         self,
@@ -76,7 +107,7 @@ def production_services() -> Services:
             {f"{ENV_PREFIX}{str(e['loc'][0]).upper()}" for e in exc.errors() if e["loc"]}
         )
         raise Misconfigured(f"invalid or missing settings: {', '.join(names)}") from exc
-    return Services.over(DynamoStore(settings), settings)
+    return Services.over(DynamoStore(settings, index_messages=settings.index_messages), settings)
 
 
 def services_of(router: Any) -> Services:

@@ -1,7 +1,10 @@
-"""The local stack: DynamoDB (moto or an endpoint), the API function, the HTTP API in front.
+"""The local stack: DynamoDB (moto or an endpoint), the API function, the HTTP API in front,
+and long-term memory: a loopback OpenSearch (memkit.local.opensearch) that the production
+adapter talks to, and a stream pump that reads the table's stream as Lambda's poller does and
+invokes the indexer function with the real records (memkit.local.streams).
 
-Background parts (the stream pump feeding the indexer, the cleanup timer) join through
-`LocalStack.background`: anything with start() and stop(), started after the table exists.
+Other background parts (the cleanup timer) join through `LocalStack.background`: anything
+with start() and stop(), started after the table exists.
 """
 
 from __future__ import annotations
@@ -14,12 +17,16 @@ from typing import Any, Protocol
 
 from werkzeug.serving import BaseWSGIServer, make_server
 
+from memkit.embeddings.local import DIMENSIONS as LOCAL_DIMENSIONS
 from memkit.local.dynamodb import MotoDynamoDB, dynamodb_client
 from memkit.local.functions import FunctionSpec, LocalFunction
 from memkit.local.gateway import HttpApiGateway, http_api_routes
+from memkit.local.opensearch import LoopbackOpenSearch
+from memkit.local.streams import StreamPump, pump_for
 from memkit.local.template import create_table, find_template, load_template
 
 API_FUNCTION = "ApiFunction"
+INDEXER_FUNCTION = "IndexerFunction"
 FAKE_CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "testing",
     "AWS_SECRET_ACCESS_KEY": "testing",
@@ -46,6 +53,8 @@ class LocalStackConfig:
     template: Path | None = None
     log_level: str = "WARNING"
     metrics: bool = False
+    # Index session messages as long-term records (MEMKIT_INDEX_MESSAGES).
+    index_messages: bool = True
 
 
 def _plain_variables(variables: dict[str, Any] | None) -> dict[str, str]:
@@ -61,6 +70,11 @@ class LocalStack:
     def __post_init__(self) -> None:
         self._moto: MotoDynamoDB | None = None
         self._api: LocalFunction | None = None
+        self._indexer: LocalFunction | None = None
+        self.opensearch: LoopbackOpenSearch | None = None
+        self.pump: StreamPump | None = None
+        # What the indexer could not index after its retries (the on-failure queue).
+        self.dead_letters: list[dict[str, Any]] = []
         self._server: BaseWSGIServer | None = None
         self._thread: threading.Thread | None = None
         self.dynamodb_endpoint: str | None = None
@@ -71,9 +85,9 @@ class LocalStack:
         host, port = self._server.socket.getsockname()[:2]
         return f"http://{host}:{port}"
 
-    def _environment(self, template: dict[str, Any]) -> dict[str, str]:
+    def _environment(self, template: dict[str, Any], resource: str) -> dict[str, str]:
         config = self.config
-        function = template["Resources"][API_FUNCTION]["Properties"]
+        function = template["Resources"][resource]["Properties"]
         environment = {
             **_plain_variables(
                 template.get("Globals", {})
@@ -89,7 +103,17 @@ class LocalStack:
             "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled",
             "POWERTOOLS_LOG_LEVEL": config.log_level,
             "POWERTOOLS_METRICS_DISABLED": "false" if config.metrics else "true",
+            "MEMKIT_EMBEDDER": "local",
+            "MEMKIT_INDEX_MESSAGES": "true" if config.index_messages else "false",
         }
+        if self.opensearch is not None:
+            environment.update(
+                {
+                    "MEMKIT_OPENSEARCH_ENDPOINT": self.opensearch.url,
+                    "MEMKIT_OPENSEARCH_FLAVOUR": "domain",
+                    "MEMKIT_OPENSEARCH_AUTH": "none",
+                }
+            )
         if self.dynamodb_endpoint:
             environment["MEMKIT_DYNAMODB_ENDPOINT"] = self.dynamodb_endpoint
         if self._moto is not None:
@@ -112,9 +136,30 @@ class LocalStack:
             dynamodb_client(self.dynamodb_endpoint, config.region), template, config.table_name
         )
 
-        spec = FunctionSpec.from_template(template, template_path.parent, API_FUNCTION)
-        self._api = LocalFunction(spec, self._environment(template), config.concurrency)
+        self.opensearch = LoopbackOpenSearch(LOCAL_DIMENSIONS)
+        self.opensearch.start()
+        root = template_path.parent
+        spec = FunctionSpec.from_template(template, root, API_FUNCTION)
+        self._api = LocalFunction(
+            spec, self._environment(template, API_FUNCTION), config.concurrency
+        )
         self._api.warm()
+        # One environment: the event source mapping runs a shard's batches one at a time.
+        indexer_spec = FunctionSpec.from_template(template, root, INDEXER_FUNCTION)
+        self._indexer = LocalFunction(
+            indexer_spec, self._environment(template, INDEXER_FUNCTION), 1
+        )
+        self._indexer.warm()
+        self.pump = pump_for(
+            template,
+            INDEXER_FUNCTION,
+            self.dynamodb_endpoint,
+            config.region,
+            config.table_name,
+            self._indexer.invoke,
+            on_failure=self.dead_letters.append,
+        )
+        self.pump.start()
         gateway = HttpApiGateway(self._api, http_api_routes(template, API_FUNCTION))
         self._server = make_server(config.host, config.port, gateway, threaded=True)
         self._thread = threading.Thread(
@@ -128,11 +173,17 @@ class LocalStack:
     def stop(self) -> None:
         for part in reversed(self.background):
             part.stop()
+        if self.pump is not None:
+            self.pump.stop()
+        if self._indexer is not None:
+            self._indexer.stop()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
         if self._api is not None:
             self._api.stop()
+        if self.opensearch is not None:
+            self.opensearch.stop()
         if self._moto is not None:
             self._moto.stop()
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, model_validator
 
@@ -217,3 +218,39 @@ class StoredMessage:
         text = json.dumps(self.content, ensure_ascii=False)
         extras = json.dumps([self.tool_calls, self.metadata], ensure_ascii=False)
         return len(text.encode()) + len(extras.encode()) + 300
+
+
+IndexState = Literal["pending", "indexed", "failed"]
+
+
+@dataclass(frozen=True)
+class StoredRecord:
+    """A long-term record as stored. `written_us` (microseconds of the last write) versions
+    its vector in the index; `version` is the item's, for conditional edits (0 = new)."""
+
+    id: str
+    namespace: str
+    text: str
+    memory_type: str
+    created_at: str
+    updated_at: str
+    last_accessed: str
+    memory_hash: str
+    written_us: int
+    topics: tuple[str, ...] = ()
+    entities: tuple[str, ...] = ()
+    session_id: str | None = None
+    user_id: str | None = None
+    event_date: str | None = None
+    pinned: bool = False
+    persisted_at: str | None = None
+    extracted_from: tuple[str, ...] = ()
+    metadata: JsonObject = field(default_factory=dict)
+    discrete_memory_extracted: str = "f"
+    version: int = 0
+    indexing: IndexState = "pending"
+
+    @property
+    def created_us(self) -> int:
+        stamp = datetime.fromisoformat(self.created_at.replace("Z", "+00:00"))
+        return int(stamp.timestamp() * 1_000_000)

@@ -52,6 +52,17 @@ def iso(value: datetime) -> str:
     return as_utc(value).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
+def creation_time(value: datetime) -> datetime:
+    """A client's created_at as UTC: at most 300 s ahead of the server's clock (API.md), and
+    not before 1970 (items are ordered by microseconds since the epoch)."""
+    aware = as_utc(value)
+    if aware.timestamp() > time.time() + MAX_FUTURE_SECONDS:
+        raise ValueError(f"is more than {MAX_FUTURE_SECONDS} s in the future")
+    if aware.year < 1970:
+        raise ValueError("is before 1970")
+    return aware
+
+
 def epoch_us(value: datetime) -> int:
     delta = as_utc(value) - datetime(1970, 1, 1, tzinfo=UTC)
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
@@ -87,12 +98,7 @@ class Message(Model):
     @field_validator("created_at")
     @classmethod
     def _not_in_the_future(cls, value: datetime) -> datetime:
-        aware = as_utc(value)
-        if aware.timestamp() > time.time() + MAX_FUTURE_SECONDS:
-            raise ValueError(f"is more than {MAX_FUTURE_SECONDS} s in the future")
-        if aware.year < 1970:  # messages are ordered by microseconds since the epoch
-            raise ValueError("is before 1970")
-        return aware
+        return creation_time(value)
 
     @field_validator("persisted_at")
     @classmethod

@@ -172,7 +172,8 @@ def _check_memories(memories: Sequence[PendingMemory]) -> list[JsonObject]:
                 "memory ids repeat", [FieldProblem(f"memories.{index}.id", "repeated")]
             )
         seen.add(memory.id)
-        record = memory.model_dump(mode="json", exclude_none=True)
+        # persisted_at is the server's (set when promoted), so an echo of it changes nothing.
+        record = memory.model_dump(mode="json", exclude_none=True, exclude={"persisted_at"})
         size = _json_bytes(record)
         if size > MAX_ITEM_BYTES:
             raise TooLarge(

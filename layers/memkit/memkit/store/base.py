@@ -70,7 +70,12 @@ def translated(operation: str) -> Iterator[None]:
 class TableBase:
     """memkit's single table. Reads are consistent and hide expired items."""
 
-    def __init__(self, settings: StoreSettings, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        settings: StoreSettings,
+        clock: Callable[[], float] = time.time,
+        index_messages: bool = False,
+    ) -> None:
         self._items: ItemClasses = bind_items(
             settings.table_name,
             settings.region,
@@ -80,6 +85,8 @@ class TableBase:
             settings.max_retry_attempts,
         )
         self._clock = clock
+        # Stamp session messages for the indexer (the stream filter passes only those).
+        self._index_messages = index_messages
 
     # -- reads -------------------------------------------------------------------------------
 

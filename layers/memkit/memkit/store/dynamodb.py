@@ -22,12 +22,13 @@ from memkit.store import keys
 from memkit.store.base import translated
 from memkit.store.cursor import decode_cursor, encode_cursor
 from memkit.store.protocol import PadState, ProfilePage
-from memkit.store.sessions import SessionTable
+from memkit.store.records import RecordTable
 from memkit.times import now_iso
 
 
-class DynamoStore(SessionTable):
-    """memkit's single table: scratchpads and profiles here, sessions in SessionTable."""
+class DynamoStore(RecordTable):
+    """memkit's single table: scratchpads and profiles here, sessions in SessionTable and
+    long-term records in RecordTable."""
 
     # -- reads -------------------------------------------------------------------------------
 

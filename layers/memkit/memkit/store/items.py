@@ -13,6 +13,7 @@ from functools import lru_cache
 from typing import Any, cast
 
 from pynamodb.attributes import (
+    BooleanAttribute,
     DiscriminatorAttribute,
     ListAttribute,
     NumberAttribute,
@@ -42,6 +43,8 @@ class ItemClasses:
     scratchpad: Any
     message: Any
     memory: Any
+    record: Any
+    index_state: Any
     # For TransactWrite: the same botocore client, timeouts and retries as the items.
     connection: Connection
 
@@ -159,14 +162,71 @@ def bind_items(
         metadata = UnicodeAttribute(null=True)
         persisted_at = UnicodeAttribute(null=True)
         extracted = UnicodeAttribute(default="f")
+        # Set on messages the indexer embeds ("1"; the stream filter passes only those),
+        # with what the index filters on and the write time that versions the vector.
+        idx = UnicodeAttribute(null=True)
+        session_id = UnicodeAttribute(null=True)
+        user_id = UnicodeAttribute(null=True)
+        written_us = NumberAttribute(null=True)
 
     class MemoryItem(TableItem, discriminator="memory"):
         memory_id = UnicodeAttribute()
         record = UnicodeAttribute()
+        # Who the session belongs to, for the long-term record the indexer promotes it to.
+        session_id = UnicodeAttribute(null=True)
+        user_id = UnicodeAttribute(null=True)
+        persisted_at = UnicodeAttribute(null=True)
+
+    class ByHash(GlobalSecondaryIndex[Any]):  # type: ignore[no-untyped-call]
+        """GSI1, overloaded: a user's records in a namespace by content hash (deduplication)."""
+
+        Meta = index_meta("GSI1", IncludeProjection(LISTING_ATTRIBUTES))
+        gsi1pk = UnicodeAttribute(hash_key=True, attr_name="GSI1PK")
+        gsi1sk = UnicodeAttribute(range_key=True, attr_name="GSI1SK")
+
+    class RecordItem(TableItem, discriminator="record"):
+        """A long-term record: its own partition, keyed by the tenant and its id."""
+
+        record_id = UnicodeAttribute()
+        text = UnicodeAttribute()
+        memory_type = UnicodeAttribute()
+        topics = ListAttribute(of=UnicodeAttribute, null=True)
+        entities = ListAttribute(of=UnicodeAttribute, null=True)
+        session_id = UnicodeAttribute(null=True)
+        user_id = UnicodeAttribute(null=True)
+        event_date = UnicodeAttribute(null=True)
+        pinned = BooleanAttribute(default=False)
+        last_accessed = UnicodeAttribute(null=True)
+        persisted_at = UnicodeAttribute(null=True)
+        memory_hash = UnicodeAttribute()
+        extracted_from = ListAttribute(of=UnicodeAttribute, null=True)
+        metadata = UnicodeAttribute(null=True)
+        extracted = UnicodeAttribute(default="f")
+        # Microseconds of the write: the version of its vector (grows across re-creation).
+        written_us = NumberAttribute()
+        gsi1pk = UnicodeAttribute(null=True, attr_name="GSI1PK")
+        gsi1sk = UnicodeAttribute(null=True, attr_name="GSI1SK")
+        by_hash = ByHash()
+
+    class IndexStateItem(TableItem, discriminator="index_state"):
+        """Beside a record: the newest version of it the indexer wrote (or failed to). Its
+        own item, so the indexer's write is no change to the record (and no stream loop)."""
+
+        indexed_us = NumberAttribute(default=0)
+        failed_us = NumberAttribute(null=True)
+        reason = UnicodeAttribute(null=True)
 
     # Connect the base class first: PynamoDB gives each subclass that connects before its base
     # a connection of its own, and each connection builds a botocore client (~60 ms).
     connection = TableItem._get_connection().connection
     return ItemClasses(
-        TableItem, ProfileItem, SessionItem, ScratchpadItem, MessageItem, MemoryItem, connection
+        TableItem,
+        ProfileItem,
+        SessionItem,
+        ScratchpadItem,
+        MessageItem,
+        MemoryItem,
+        RecordItem,
+        IndexStateItem,
+        connection,
     )

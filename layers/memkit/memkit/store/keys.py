@@ -6,6 +6,12 @@
     pending memory      PK T#<tenant>#S#<namespace>#<session_id>  SK MEM#<id>
     session scratchpad  PK T#<tenant>#S#<namespace>#<session_id>  SK PAD#<profile>
     user scratchpad     PK T#<tenant>#U#<namespace>#<user_id>     SK PAD#<profile>
+    long-term record    PK T#<tenant>#R#<id>                      SK RECORD
+    its index state     PK T#<tenant>#R#<id>                      SK INDEX
+    record by hash      GSI1PK T#<tenant>#HASH#<namespace>#<hash> GSI1SK <created µs>#<id>
+
+A long-term record is found by its id alone (AMS's GET /v1/long-term-memory/{id} names no
+namespace), so ids are unique per tenant.
 
 A session and everything of it share one partition (one Query deletes or pages it). A message
 is keyed by its id, so writing it again is idempotent whatever its `created_at`; the local
@@ -126,3 +132,25 @@ def sessions_by_user(tenant: str, namespace: str, user_id: str) -> str:
 
 def session_list_sk(created_at_us: int, session_id: str) -> str:
     return f"{created_at_us:0{TIME_DIGITS}d}#{part(session_id)}"
+
+
+RECORD_SK = "RECORD"
+INDEX_STATE_SK = "INDEX"
+
+
+def record_pk(tenant: str, record_id: str) -> str:
+    return f"T#{part(tenant)}#R#{part(record_id)}"
+
+
+def record_key(tenant: str, record_id: str) -> Key:
+    return record_pk(tenant, record_id), RECORD_SK
+
+
+def index_state_key(tenant: str, record_id: str) -> Key:
+    return record_pk(tenant, record_id), INDEX_STATE_SK
+
+
+def records_by_hash(tenant: str, namespace: str, memory_hash: str) -> str:
+    """GSI1 partition of a namespace's records with one content hash (the hash covers the
+    user, so two users' equal texts never collide)."""
+    return f"T#{part(tenant)}#HASH#{part(namespace)}#{part(memory_hash)}"

@@ -173,6 +173,10 @@ class SessionTable(TableBase):
             metadata=_dumps(message.metadata),
             persisted_at=message.persisted_at,
             extracted=message.discrete_memory_extracted,
+            idx="1" if self._index_messages else None,
+            session_id=meta.session_id,
+            user_id=meta.user_id,
+            written_us=int(self._clock() * 1_000_000),
         )
 
     @staticmethod
@@ -191,6 +195,15 @@ class SessionTable(TableBase):
             persisted_at=item.persisted_at,
             discrete_memory_extracted=item.extracted or "f",
         )
+
+    @staticmethod
+    def _pending_memory(item: Any) -> JsonObject:
+        """A pending memory as the document shows it: `persisted_at` once the indexer
+        promoted it to long-term memory."""
+        record: JsonObject = json.loads(item.record)
+        if item.persisted_at:
+            record["persisted_at"] = item.persisted_at
+        return record
 
     def _belongs(self, item: Any, meta: SessionMeta) -> bool:
         """An item of this life of the session, not past its own expiry."""
@@ -250,7 +263,7 @@ class SessionTable(TableBase):
             # session is still readable, it just has no scratchpad to show.
             pad = None
         memories = [
-            json.loads(found[key].record)
+            self._pending_memory(found[key])
             for key in memory_keys
             if key in found and self._belongs(found[key], meta)
         ]
@@ -484,6 +497,8 @@ class SessionTable(TableBase):
             gen=meta.gen,
             memory_id=record["id"],
             record=_dumps(record),
+            session_id=meta.session_id,
+            user_id=meta.user_id,
         )
 
     def _refresh_children(self, owner: Owner, meta: SessionMeta, change: SessionChange) -> None:

@@ -21,6 +21,14 @@ from memkit.vectors.filters import Condition, meets_all
 from memkit.vectors.keyword import KeywordIndex
 from memkit.vectors.protocol import Failures, Hit, Removal, VectorDoc
 
+POSTED_FIELDS = ("namespace", "user_id", "session_id", "memory_type", "topics", "entities")
+
+
+def _values(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return list(value) if isinstance(value, list | tuple) else [value]
+
 
 @dataclass
 class _Slot:
@@ -42,6 +50,12 @@ class LocalVectorIndex:
         self._slots: list[_Slot] = []
         self._where: dict[tuple[str, str], int] = {}
         self._versions: dict[tuple[str, str], int] = {}
+        # Per row: live or removed, and the tenant as a small code (vectorised masks).
+        self._live = np.zeros(64, dtype=bool)
+        self._tenants = np.zeros(64, dtype=np.int32)
+        self._tenant_codes: dict[str, int] = {}
+        # Rows by value of the fields filters most often narrow on (scope and type).
+        self._postings: dict[str, dict[str, set[int]]] = {}
 
     def __len__(self) -> int:
         return sum(1 for slot in self._slots if slot.live)
@@ -52,6 +66,41 @@ class LocalVectorIndex:
             raise ValueError(f"expected {self._dimensions} dimensions, got {array.shape}")
         norm = float(np.linalg.norm(array))
         return array / norm if norm > 0 else array
+
+    def _post(self, row: int, fields: dict[str, Any]) -> None:
+        for name in POSTED_FIELDS:
+            for value in _values(fields.get(name)):
+                self._postings.setdefault(name, {}).setdefault(value, set()).add(row)
+
+    def _unpost(self, row: int, fields: dict[str, Any]) -> None:
+        for name in POSTED_FIELDS:
+            for value in _values(fields.get(name)):
+                self._postings.get(name, {}).get(value, set()).discard(row)
+
+    def _posted_rows(self, conditions: Sequence[Condition]) -> set[int] | None:
+        """The rows an eq or any on a keyword field allows (a superset of the matches;
+        every condition is still checked on each row), or None when no such condition."""
+        rows: set[int] | None = None
+        for condition in conditions:
+            if condition.field not in POSTED_FIELDS or condition.op not in ("eq", "any"):
+                continue
+            postings = self._postings.get(condition.field, {})
+            allowed: set[int] = set()
+            for value in _values(condition.value):
+                if isinstance(value, str):
+                    allowed |= postings.get(value, set())
+            rows = allowed if rows is None else rows & allowed
+        return rows
+
+    def _grow(self) -> None:
+        size = 2 * len(self._matrix)
+        matrix = np.zeros((size, self._dimensions), np.float32)
+        matrix[: len(self._matrix)] = self._matrix
+        live = np.zeros(size, dtype=bool)
+        live[: len(self._live)] = self._live
+        tenants = np.zeros(size, dtype=np.int32)
+        tenants[: len(self._tenants)] = self._tenants
+        self._matrix, self._live, self._tenants = matrix, live, tenants
 
     @property
     def dimensions(self) -> int:
@@ -74,15 +123,19 @@ class LocalVectorIndex:
                 if index is None:
                     index = len(self._slots)
                     if index == len(self._matrix):
-                        grown = np.zeros((2 * len(self._matrix), self._dimensions), np.float32)
-                        grown[:index] = self._matrix
-                        self._matrix = grown
+                        self._grow()
                     self._slots.append(_Slot(doc.tenant, doc.id, dict(doc.fields)))
+                    self._post(index, doc.fields)
                     self._where[key] = index
+                    code = self._tenant_codes.setdefault(doc.tenant, len(self._tenant_codes))
+                    self._tenants[index] = code
                 else:
                     slot = self._slots[index]
+                    self._unpost(index, slot.fields)
                     slot.fields, slot.live = dict(doc.fields), True
+                    self._post(index, slot.fields)
                 self._matrix[index] = vector
+                self._live[index] = True
                 self._versions[key] = doc.version
                 self._keyword.upsert(doc.tenant, doc.id, doc.text, doc.version, doc.fields)
         return failures
@@ -98,29 +151,54 @@ class LocalVectorIndex:
                 index = self._where.get(key)
                 if index is not None:
                     self._slots[index].live = False
+                    self._live[index] = False
         return {}
 
     def search(
         self, tenant: str, vector: Sequence[float], k: int, conditions: Sequence[Condition] = ()
     ) -> list[Hit]:
+        """Exact: every live doc of the tenant is scored (one matrix product), then docs are
+        taken in score order until k meet the conditions, so a filter still applies before
+        the cut, as OpenSearch's efficient filtering does."""
         if k <= 0:
             return []
         query = self._unit(vector)
         with self._lock:
-            rows = [
-                index
-                for index, slot in enumerate(self._slots)
-                if slot.live and slot.tenant == tenant and meets_all(slot.fields, conditions)
-            ]
-            if not rows:
+            count = len(self._slots)
+            code = self._tenant_codes.get(tenant)
+            if code is None or count == 0:
                 return []
-            scores = self._matrix[rows] @ query
-            ids = [self._slots[index].id for index in rows]
-            fields = [self._slots[index].fields for index in rows]
-        count = min(k, len(rows))
-        best = np.argpartition(-scores, count - 1)[:count]
-        ranked = sorted(best, key=lambda i: (-float(scores[i]), ids[i]))
-        return [Hit(ids[i], float(scores[i]), dict(fields[i])) for i in ranked]
+            mask = self._live[:count] & (self._tenants[:count] == code)
+            narrowed = self._posted_rows(conditions)
+            if narrowed is not None:  # an eq/any on a keyword field: only its rows
+                keep = np.zeros(count, dtype=bool)
+                keep[list(narrowed)] = True
+                mask &= keep
+            live = int(mask.sum())
+            if live == 0:
+                return []
+            scores = self._matrix[:count] @ query
+            scores[~mask] = -np.inf
+            hits: list[Hit] = []
+            # The best few first (a partial sort); the whole order only when filters
+            # reject most of them.
+            wanted = min(live, max(4 * k, 64))
+            while True:
+                best = np.argpartition(-scores, wanted - 1)[:wanted]
+                order = best[np.argsort(-scores[best], kind="stable")]
+                hits = []
+                for row in order:
+                    slot = self._slots[int(row)]
+                    if conditions and not meets_all(slot.fields, conditions):
+                        continue
+                    hits.append(Hit(slot.id, float(scores[row]), dict(slot.fields)))
+                    if len(hits) == k:
+                        break
+                if len(hits) == k or wanted == live:
+                    break
+                wanted = min(live, wanted * 8)
+        hits.sort(key=lambda hit: (-hit.score, hit.id))
+        return hits
 
     def keyword(
         self, tenant: str, text: str, k: int, conditions: Sequence[Condition] = ()

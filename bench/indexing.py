@@ -1,0 +1,249 @@
+"""Long-term memory: the indexer's throughput and requests, and search latency.
+
+1. Indexer throughput: long-term records written through the real API handler on moto,
+   their real stream records handed to the real indexer handler in batches of 100
+   (local embedder, local index). Records per second for the whole handler (it also
+   writes each record's index state back to DynamoDB, here moto) and for the embedding
+   alone.
+2. Requests per batch to the embedder: Cohere Embed v3 (96 texts a call) and Titan V2
+   (one a call) for batches of 100 and 250 texts, counted on a real botocore client
+   whose HTTP sends are answered in process with Bedrock's response shapes.
+3. Search latency on the local index at 100,000 vectors (256 dimensions), semantic with
+   and without a user filter (medians).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import random
+import time
+from typing import Any
+
+from bench import environment
+from bench.figures import median, report
+
+RECORDS = 2_000
+BATCH = 100
+INDEX_SIZE = 100_000
+WORDS = [
+    "tea",
+    "coffee",
+    "oslo",
+    "lisbon",
+    "meeting",
+    "budget",
+    "report",
+    "garden",
+    "cat",
+    "dog",
+    "flight",
+    "hotel",
+    "train",
+    "dinner",
+    "birthday",
+    "doctor",
+    "dentist",
+    "gym",
+    "running",
+    "piano",
+    "guitar",
+    "python",
+    "rust",
+    "invoice",
+    "contract",
+    "lawyer",
+    "bank",
+    "loan",
+    "mortgage",
+    "school",
+    "exam",
+    "holiday",
+    "beach",
+    "mountain",
+    "ski",
+    "museum",
+    "concert",
+    "recipe",
+    "pasta",
+]
+
+
+def _text(rng: random.Random) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 18)))
+
+
+def indexer_throughput() -> None:
+    import boto3
+    from moto import mock_aws
+
+    from bench.dynamodb_requests import ROOT
+    from memkit.api.context import Services
+    from memkit.api.handler import make_lambda_handler
+    from memkit.config import ApiSettings
+    from memkit.embeddings.local import LocalEmbedder
+    from memkit.indexer.handler import make_lambda_handler as make_indexer
+    from memkit.indexing import Indexer
+    from memkit.local.template import create_table, load_template
+    from memkit.store.dynamodb import DynamoStore
+    from memkit.vectors.local import LocalVectorIndex
+    from tests.events import http_event
+    from tests.integration.memory_world import StreamReader
+
+    rng = random.Random(7)
+    with mock_aws():
+        create_table(
+            boto3.client("dynamodb", region_name="us-east-1"),
+            load_template(ROOT / "template.yaml"),
+            "memkit-bench",
+        )
+        settings = ApiSettings(table_name="memkit-bench", region="us-east-1")
+        store = DynamoStore(settings)
+        embedder = LocalEmbedder()
+        index = LocalVectorIndex(embedder.dimensions)
+        services = Services.over(store, settings, index=lambda: index, embedder=lambda: embedder)
+        api = make_lambda_handler(lambda: services)
+        for start in range(0, RECORDS, 100):
+            memories = [
+                {"id": f"r{i}", "text": _text(rng), "user_id": f"u{i % 20}"}
+                for i in range(start, start + 100)
+            ]
+            body = {"memories": memories, "deduplicate": False}
+            api(http_event("POST", "/v1/long-term-memory/", body=body), environment.LambdaContext())
+        records = StreamReader("memkit-bench").read()
+        indexer = make_indexer(lambda: Indexer(store, index, embedder))
+        embedder.embed(["warm up"], "document")
+        batches = [records[i : i + BATCH] for i in range(0, len(records), BATCH)]
+        handler_times, embed_times = [], []
+        for batch in batches:
+            texts = [r["dynamodb"]["NewImage"]["text"]["S"] for r in batch]
+            started = time.perf_counter()
+            embedder.embed(texts, "document")
+            embed_times.append(time.perf_counter() - started)
+            started = time.perf_counter()
+            response = indexer({"Records": batch}, environment.LambdaContext())
+            handler_times.append(time.perf_counter() - started)
+            assert response == {"batchItemFailures": []}, response
+        assert len(index) == RECORDS
+    report(
+        "indexer: records/s through the handler, batches of 100, local embedder and index "
+        f"(median of {len(batches)} batches; index states written to moto)",
+        BATCH / median(handler_times),
+        "records/s",
+    )
+    report(
+        "indexer: records/s of the local embedder alone (same batches)",
+        BATCH / median(embed_times),
+        "records/s",
+    )
+
+
+class _LoopbackBedrock:
+    """Answers InvokeModel in process, with Bedrock's response shapes, counting calls."""
+
+    def __init__(self, dimensions: int) -> None:
+        self.calls = 0
+        self.dimensions = dimensions
+
+    def __call__(self, request: Any, **_: Any) -> Any:
+        from botocore.awsrequest import AWSResponse
+
+        self.calls += 1
+        body = json.loads(request.body)
+        vector = [1.0 / math.sqrt(self.dimensions)] * self.dimensions
+        if "texts" in body:  # Cohere
+            payload = {
+                "id": "bench",
+                "texts": body["texts"],
+                "embeddings": {"float": [vector for _ in body["texts"]]},
+                "response_type": "embeddings_by_type",
+            }
+        else:  # Titan
+            payload = {"embedding": vector, "inputTextTokenCount": 4}
+        raw = json.dumps(payload).encode()
+
+        class _Raw(io.BytesIO):
+            def stream(self, **_: Any) -> Any:
+                yield self.read()
+
+        return AWSResponse(request.url, 200, {"content-type": "application/json"}, _Raw(raw))
+
+
+def embedder_requests() -> None:
+    import boto3
+
+    from memkit.embeddings.bedrock import CohereEmbedder, TitanEmbedder
+
+    for name, dimensions in (("cohere", 1024), ("titan", 256)):
+        for size in (100, 250):
+            client = boto3.client("bedrock-runtime", region_name="us-east-1")
+            bedrock = _LoopbackBedrock(dimensions)
+            client.meta.events.register("before-send.bedrock-runtime.InvokeModel", bedrock)
+            embedder: Any = (
+                CohereEmbedder(client) if name == "cohere" else TitanEmbedder(client, dimensions)
+            )
+            vectors = embedder.embed([f"text {i}" for i in range(size)], "document")
+            assert len(vectors) == size
+            expected = math.ceil(size / 96) if name == "cohere" else size
+            report(
+                f"embedder requests for a batch of {size}: {name}",
+                bedrock.calls,
+                "InvokeModel calls",
+                f"{'ceil(n/96)' if name == 'cohere' else 'n, run 8 at a time'} = {expected}",
+            )
+
+
+def search_latency() -> None:
+    import numpy as np
+
+    from memkit.vectors.filters import Condition
+    from memkit.vectors.local import LocalVectorIndex
+    from memkit.vectors.protocol import VectorDoc
+
+    rng = np.random.default_rng(11)
+    dimensions = 256
+    index = LocalVectorIndex(dimensions)
+    vectors = rng.standard_normal((INDEX_SIZE, dimensions)).astype(np.float32)
+    for start in range(0, INDEX_SIZE, 10_000):
+        index.upsert(
+            [
+                VectorDoc(
+                    f"d{i}",
+                    "t",
+                    vectors[i],
+                    1,
+                    "",
+                    {"user_id": f"u{i % 1000}", "namespace": "default", "created_at": float(i)},
+                )
+                for i in range(start, start + 10_000)
+            ]
+        )
+    queries = rng.standard_normal((50, dimensions)).astype(np.float32)
+    for label, conditions in (
+        ("no filter", []),
+        ("filtered to one user of 1,000", [Condition("user_id", "eq", "u7")]),
+    ):
+        times = []
+        for query in queries:
+            started = time.perf_counter()
+            hits = index.search("t", query, 10, conditions)
+            times.append(time.perf_counter() - started)
+            assert len(hits) == 10
+        report(
+            f"search latency, local index of {INDEX_SIZE:,} vectors, top 10, {label} "
+            "(median of 50)",
+            median(times) * 1000,
+            "ms",
+        )
+
+
+def main() -> None:
+    environment.apply()
+    indexer_throughput()
+    embedder_requests()
+    search_latency()
+
+
+if __name__ == "__main__":
+    main()

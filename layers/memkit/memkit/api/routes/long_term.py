@@ -1,0 +1,95 @@
+"""Long-term memory (AMS): create, read, edit, delete and search records. Paths are
+agent-memory-client's, slashes included (docs/ams-client.md §4.11-4.15)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+
+from memkit.api.context import services_of
+from memkit.api.responses import documented_errors
+from memkit.models.domain import ID_PATTERN
+from memkit.models.memory import (
+    Ack,
+    CreatedAck,
+    CreateMemories,
+    MemoryEdit,
+    MemoryRecordView,
+    MemoryResults,
+    SearchRequest,
+)
+
+router = APIGatewayHttpRouter()
+TAGS = ["long-term memory"]
+MemoryId = Annotated[str, Path(min_length=1, max_length=256, pattern=ID_PATTERN)]
+OptimizeQuery = Annotated[
+    bool,
+    Query(description="agent-memory-client always sends it; memkit does not rewrite queries"),
+]
+
+
+# API Gateway routes /v1/long-term-memory/ to the route /v1/long-term-memory (a route path
+# cannot end with a slash); the resolver matches paths exactly, so the function answers both.
+@router.post("/v1/long-term-memory", include_in_schema=False)
+@router.post(
+    "/v1/long-term-memory/",
+    tags=TAGS,
+    summary="Create long-term memories; indexed a moment later (AMS)",
+    responses=documented_errors(413),
+)
+def create_memories(body: Annotated[CreateMemories, Body()]) -> CreatedAck:
+    services = services_of(router)
+    return services.long_term.create(services.tenant(), body)
+
+
+@router.post(
+    "/v1/long-term-memory/search",
+    tags=TAGS,
+    summary="Search long-term memory by meaning, keywords or filters (AMS)",
+    responses=documented_errors(429, 503),
+)
+def search_memories(
+    body: Annotated[SearchRequest, Body()], optimize_query: OptimizeQuery = False
+) -> MemoryResults:
+    services = services_of(router)
+    return services.long_term.search(services.tenant(), body)
+
+
+@router.get(
+    "/v1/long-term-memory/<memory_id>",
+    tags=TAGS,
+    summary="Read a long-term memory, with whether it is searchable yet (AMS)",
+    responses=documented_errors(404),
+)
+def get_memory(memory_id: MemoryId) -> MemoryRecordView:
+    services = services_of(router)
+    return services.long_term.get(services.tenant(), memory_id)
+
+
+@router.patch(
+    "/v1/long-term-memory/<memory_id>",
+    tags=TAGS,
+    summary="Edit a long-term memory; a new text is embedded again (AMS)",
+    responses=documented_errors(404, 409),
+)
+def edit_memory(memory_id: MemoryId, body: Annotated[MemoryEdit, Body()]) -> MemoryRecordView:
+    services = services_of(router)
+    return services.long_term.edit(services.tenant(), memory_id, body)
+
+
+@router.delete(
+    "/v1/long-term-memory",
+    tags=TAGS,
+    summary="Delete long-term memories by id; their vectors follow (AMS)",
+    responses=documented_errors(),
+)
+def delete_memories(
+    memory_ids: Annotated[
+        list[Annotated[str, Query(min_length=1, max_length=256, pattern=ID_PATTERN)]] | None,
+        Query(max_length=100, description="repeat the key for each id"),
+    ] = None,
+) -> Ack:
+    services = services_of(router)
+    return services.long_term.delete(services.tenant(), memory_ids or [])

@@ -1,0 +1,1 @@
+"""The stream indexer function (template.yaml IndexerFunction)."""

@@ -1,0 +1,957 @@
+"""A strict OpenSearch on loopback: the subset memkit.vectors.opensearch sends, nothing more.
+
+The tests run the real adapter, opensearch-py and SigV4 signing against it, and the local
+stack uses it as its vector index (flavour domain, no auth), so the production adapter runs
+end to end on one machine. It answers like OpenSearch for what it implements:
+
+- HEAD/PUT /{index}, PUT /{index}/_mapping, PUT /{index}/_settings (domain): the body must be
+  memkit's mapping (k-NN on, a faiss HNSW innerproduct vector of the server's dimension, every
+  field of memkit.vectors.protocol with its type; gc_deletes on a domain, none on serverless).
+- POST /_bulk and /{index}/_bulk: index and delete actions. A domain takes custom ids with
+  external versions (409 for a version that is not newer, tombstones kept for the index's
+  gc_deletes, 404 not_found for a delete of an absent doc); a serverless collection takes no
+  custom id and no version in an index action and generates ids. Item errors (a vector of the
+  wrong dimension, a value a field's type refuses) come back per item, the others are written.
+- POST /{index}/_search: a knn query with its filter inside, a match on `text` with a bool
+  filter, a bool filter with sort and from/size, a terms lookup. Filters are evaluated here,
+  with OpenSearch's rules, on the values each doc indexed; vectors are ranked exactly and
+  scored as faiss's innerproduct space scores them; BM25 comes from the local keyword index
+  (its tokenizer, not OpenSearch's standard analyzer).
+
+Anything else (another path, method or query parameter, post_filter, a script, an unknown
+clause or operator, _refresh, _delete_by_query, a custom _id on serverless) is answered 400
+with an OpenSearch error body and recorded in `rejected`, so a test can assert the adapter
+sent nothing outside the subset. With `require_sigv4`, a request whose AWS4-HMAC-SHA256
+signature does not verify for the service, region and credentials given is answered 403.
+Every search sees every write at once (no refresh interval).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import re
+import secrets
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
+from werkzeug.wrappers import Request, Response
+
+from memkit.vectors.local import LocalVectorIndex
+from memkit.vectors.protocol import BOOLEAN_FIELDS, DATE_FIELDS, KEYWORD_FIELDS, Removal, VectorDoc
+
+Flavour = Literal["domain", "serverless"]
+Predicate = Callable[["_Doc"], bool]
+
+MAX_WINDOW = 10_000
+# The fake credentials the tests and the local stack sign with (as moto's).
+FAKE_ACCESS_KEY = "testing"
+FAKE_SECRET_KEY = "testing"  # noqa: S105
+# The fields memkit's mapping must give, with their types (besides the vector).
+EXPECTED_FIELDS: dict[str, str] = {
+    "text": "text",
+    "doc_id": "keyword",
+    "version": "long",
+    "deleted": "boolean",
+    **dict.fromkeys(KEYWORD_FIELDS, "keyword"),
+    **dict.fromkeys(DATE_FIELDS, "double"),
+    **dict.fromkeys(BOOLEAN_FIELDS, "boolean"),
+}
+SCALAR_TYPES = frozenset({"text", "keyword", "double", "long", "boolean"})
+VECTOR_METHOD = {"name": "hnsw", "engine": "faiss", "space_type": "innerproduct"}
+_TIME_VALUE = re.compile(r"(\d+)(ms|s|m|h|d)")
+_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+_INDEX_NAME = re.compile(r"[a-z0-9][a-z0-9_.+-]{0,254}")
+_AUTH = re.compile(r"AWS4-HMAC-SHA256 Credential=([^,]+), ?SignedHeaders=([^,]+), ?Signature=(\w+)")
+_SEARCH_KEYS = frozenset({"size", "from", "query", "_source", "sort"})
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """A request the server refused: outside the subset, or malformed."""
+
+    method: str
+    path: str
+    type: str
+    reason: str
+
+
+class _Problem(Exception):
+    def __init__(self, status: int, type_: str, reason: str, *, rejected: bool = True) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.type = type_
+        self.reason = reason
+        self.rejected = rejected
+
+
+def _unsupported(reason: str) -> _Problem:
+    return _Problem(400, "illegal_argument_exception", reason)
+
+
+def _parsing(reason: str) -> _Problem:
+    return _Problem(400, "parsing_exception", reason)
+
+
+def _json(payload: Any, status: int = 200) -> Response:
+    return Response(json.dumps(payload), status=status, mimetype="application/json")
+
+
+def _error_body(status: int, type_: str, reason: str) -> dict[str, Any]:
+    return {"error": {"type": type_, "reason": reason}, "status": status}
+
+
+def _seconds(value: Any) -> float:
+    match = _TIME_VALUE.fullmatch(str(value))
+    if match is None:
+        raise _unsupported(f"failed to parse time value [{value}]")
+    return int(match.group(1)) * _UNITS[match.group(2)]
+
+
+def _single(spec: Any, what: str) -> tuple[str, Any]:
+    if not isinstance(spec, dict) or len(spec) != 1:
+        raise _parsing(f"[{what}] takes exactly one field")
+    return next(iter(spec.items()))
+
+
+# --- values as a field's type indexes them ---------------------------------------------------
+
+
+def _typed(kind: str, value: Any) -> Any:
+    """One value as a field of type `kind` indexes (or a query compares) it; ValueError if
+    the type refuses it."""
+    if kind == "keyword":
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, str | int | float):
+            return str(value)
+    elif kind == "double":
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, str):
+            return float(value)  # OpenSearch coerces numeric strings
+    elif kind == "long":
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+    elif kind == "boolean":
+        if isinstance(value, bool):
+            return value
+        if value in ("true", "false"):
+            return value == "true"
+    elif kind == "text" and isinstance(value, str):
+        return value
+    raise ValueError(f"failed to parse a value of type [{kind}]")
+
+
+@dataclass
+class _Doc:
+    os_id: str
+    source: dict[str, Any]
+    version: int
+    indexed: dict[str, list[Any]]
+    norm: float
+    has_vector: bool
+
+
+@dataclass
+class _Index:
+    name: str
+    dimensions: int
+    fields: dict[str, str]
+    gc_deletes: float
+    local: LocalVectorIndex = field(init=False)
+    docs: dict[str, _Doc] = field(default_factory=dict)
+    tombstones: dict[str, tuple[int, float]] = field(default_factory=dict)
+    sequence: int = 0
+
+    def __post_init__(self) -> None:
+        self.local = LocalVectorIndex(self.dimensions)
+
+    def version_of(self, os_id: str) -> int | None:
+        """The version a versioned write meets: the doc's, or a delete's for gc_deletes."""
+        doc = self.docs.get(os_id)
+        if doc is not None:
+            return doc.version
+        tombstone = self.tombstones.get(os_id)
+        if tombstone is None:
+            return None
+        if time.monotonic() - tombstone[1] > self.gc_deletes:
+            del self.tombstones[os_id]
+            return None
+        return tombstone[0]
+
+    def parse(self, source: Any) -> tuple[dict[str, list[Any]], list[float] | None]:
+        """The values a doc indexes, by field (ValueError: a mapper_parsing_exception)."""
+        if not isinstance(source, dict):
+            raise ValueError("the document must be an object")
+        indexed: dict[str, list[Any]] = {}
+        vector: list[float] | None = None
+        for name, value in source.items():
+            kind = self.fields.get(name)
+            if kind is None or value is None:
+                continue  # dynamic false: kept in _source, not indexed
+            if kind == "knn_vector":
+                if not isinstance(value, list) or not all(
+                    isinstance(x, int | float) and not isinstance(x, bool) for x in value
+                ):
+                    raise ValueError(f"field [{name}] must be an array of numbers")
+                if len(value) != self.dimensions:
+                    raise ValueError(
+                        f"Vector dimension mismatch. Expected: {self.dimensions}, "
+                        f"Given: {len(value)}"
+                    )
+                vector = [float(x) for x in value]
+                continue
+            values = value if isinstance(value, list) else [value]
+            indexed[name] = [_typed(kind, item) for item in values if item is not None]
+        return indexed, vector
+
+    def write(self, os_id: str, source: dict[str, Any], version: int) -> bool:
+        """Store a doc; True if it replaced a live one."""
+        indexed, vector = self.parse(source)
+        replaced = os_id in self.docs
+        norm = sum(x * x for x in vector) ** 0.5 if vector else 0.0
+        self.sequence += 1
+        text = source.get("text") if isinstance(source.get("text"), str) else ""
+        self.local.upsert(
+            [
+                VectorDoc(
+                    id=os_id,
+                    tenant="",
+                    vector=vector or [0.0] * self.dimensions,
+                    version=self.sequence,
+                    text=text or "",
+                )
+            ]
+        )
+        self.docs[os_id] = _Doc(os_id, source, version, indexed, norm, vector is not None)
+        self.tombstones.pop(os_id, None)
+        return replaced
+
+    def delete(self, os_id: str, version: int) -> bool:
+        """Delete a doc (its version stays for gc_deletes); True if it was there."""
+        found = self.docs.pop(os_id, None) is not None
+        self.sequence += 1
+        self.local.remove([Removal(id=os_id, tenant="", version=self.sequence)])
+        self.tombstones[os_id] = (version, time.monotonic())
+        return found
+
+
+# --- queries -------------------------------------------------------------------------------
+
+
+def _value(spec: Any) -> Any:
+    return spec.get("value") if isinstance(spec, dict) and set(spec) == {"value"} else spec
+
+
+class _Query:
+    """A search body's query, compiled against an index's mapping."""
+
+    def __init__(self, index: _Index) -> None:
+        self._index = index
+
+    def _kind(self, name: Any) -> str | None:
+        if not isinstance(name, str):
+            raise _parsing("a field name must be a string")
+        kind = self._index.fields.get(name)
+        if kind in ("text", "knn_vector"):
+            raise _unsupported(f"this server does not filter on [{kind}] field [{name}]")
+        return kind
+
+    def _compare(self, kind: str, value: Any) -> Any:
+        try:
+            return _typed(kind, value)
+        except ValueError as exc:
+            raise _Problem(400, "query_shard_exception", str(exc)) from exc
+
+    def clause(self, clause: Any) -> Predicate:
+        """A filter clause as a predicate on a doc's indexed values."""
+        kind, spec = _single(clause, "query")
+        if kind == "bool":
+            return self._bool(spec)
+        if kind in ("match_all", "match_none"):
+            if spec != {}:
+                raise _parsing(f"[{kind}] takes no parameters")
+            return (lambda doc: True) if kind == "match_all" else (lambda doc: False)
+        if kind == "exists":
+            if not isinstance(spec, dict) or set(spec) != {"field"}:
+                raise _parsing("[exists] takes one field")
+            name = spec["field"]
+            self._kind(name)
+            return lambda doc: bool(doc.indexed.get(name))
+        leaves: dict[str, Callable[[str, Any], Predicate]] = {
+            "term": self._term,
+            "terms": self._terms,
+            "prefix": self._prefix,
+            "range": self._range,
+        }
+        if kind in leaves:
+            name, argument = _single(spec, kind)
+            return leaves[kind](name, argument)
+        raise _parsing(f"unknown query [{kind}]")
+
+    def _bool(self, spec: Any) -> Predicate:
+        if not isinstance(spec, dict) or not set(spec) <= {"filter", "must", "must_not"}:
+            raise _parsing("[bool] takes filter, must and must_not here")
+        parts: dict[str, list[Predicate]] = {}
+        for occur, clauses in spec.items():
+            listed = clauses if isinstance(clauses, list) else [clauses]
+            parts[occur] = [self.clause(clause) for clause in listed]
+        required = parts.get("filter", []) + parts.get("must", [])
+        excluded = parts.get("must_not", [])
+        return lambda doc: all(p(doc) for p in required) and not any(p(doc) for p in excluded)
+
+    def _term(self, name: str, argument: Any) -> Predicate:
+        kind = self._kind(name)
+        if kind is None:
+            return lambda doc: False  # an unmapped field matches nothing
+        wanted = self._compare(kind, _value(argument))
+        return lambda doc: wanted in doc.indexed.get(name, ())
+
+    def _terms(self, name: str, argument: Any) -> Predicate:
+        kind = self._kind(name)
+        if not isinstance(argument, list):
+            raise _parsing("[terms] takes an array of values")
+        if kind is None:
+            return lambda doc: False
+        wanted = {self._compare(kind, value) for value in argument}
+        return lambda doc: not wanted.isdisjoint(doc.indexed.get(name, ()))
+
+    def _prefix(self, name: str, argument: Any) -> Predicate:
+        kind = self._kind(name)
+        prefix = _value(argument)
+        if kind not in (None, "keyword") or not isinstance(prefix, str):
+            raise _Problem(400, "query_shard_exception", f"[prefix] on [{name}] needs a keyword")
+        return lambda doc: any(value.startswith(prefix) for value in doc.indexed.get(name, ()))
+
+    def _range(self, name: str, argument: Any) -> Predicate:
+        kind = self._kind(name)
+        if kind not in (None, "double", "long"):
+            raise _unsupported(f"this server ranges over numeric fields only, not [{name}]")
+        if (
+            not isinstance(argument, dict)
+            or not argument
+            or not set(argument)
+            <= {
+                "gt",
+                "gte",
+                "lt",
+                "lte",
+            }
+        ):
+            raise _parsing("[range] takes gt, gte, lt and lte")
+        bounds = {op: self._compare("double", bound) for op, bound in argument.items()}
+        tests = {
+            "gt": lambda have, bound: have > bound,
+            "gte": lambda have, bound: have >= bound,
+            "lt": lambda have, bound: have < bound,
+            "lte": lambda have, bound: have <= bound,
+        }
+
+        def within(have: float) -> bool:
+            return all(tests[op](have, bound) for op, bound in bounds.items())
+
+        return lambda doc: any(within(have) for have in doc.indexed.get(name, ()))
+
+
+def _source_filter(spec: Any) -> Callable[[dict[str, Any]], dict[str, Any] | None]:
+    if spec is None or spec is True:
+        return lambda source: source
+    if spec is False:
+        return lambda source: None
+    if isinstance(spec, list) and all(isinstance(name, str) for name in spec):
+        return lambda source: {k: v for k, v in source.items() if k in spec}
+    if isinstance(spec, dict) and set(spec) <= {"includes", "excludes"}:
+        includes, excludes = spec.get("includes"), spec.get("excludes", [])
+        return lambda source: {
+            k: v
+            for k, v in source.items()
+            if (includes is None or k in includes) and k not in excludes
+        }
+    raise _parsing("[_source] takes a boolean, a list of fields, or includes/excludes")
+
+
+# --- SigV4 ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Signer:
+    service: str
+    region: str
+    access_key: str
+    secret_key: str
+    session_token: str | None
+
+    def problem(self, request: Request, body: bytes) -> str | None:
+        """Why the request's signature does not verify (None: it does)."""
+        from botocore.auth import SigV4Auth
+        from botocore.awsrequest import AWSRequest
+        from botocore.credentials import Credentials
+
+        match = _AUTH.fullmatch(request.headers.get("Authorization", ""))
+        if match is None:
+            return "missing or malformed AWS4-HMAC-SHA256 Authorization header"
+        credential, signed, signature = match.groups()
+        parts = credential.split("/")
+        amz_date = request.headers.get("X-Amz-Date", "")
+        if len(parts) != 5 or parts[4] != "aws4_request" or parts[1] != amz_date[:8]:
+            return "malformed credential scope"
+        if parts[0] != self.access_key:
+            return "unknown access key"
+        if (parts[2], parts[3]) != (self.region, self.service):
+            return f"credential scope is not {self.region}/{self.service}"
+        try:
+            stamp = datetime.strptime(amz_date, "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
+        except ValueError:
+            return "missing or malformed X-Amz-Date"
+        if abs((datetime.now(UTC) - stamp).total_seconds()) > 300:
+            return "X-Amz-Date is too far from now"
+        names = signed.split(";")
+        if "host" not in names or "x-amz-date" not in names:
+            return "host and x-amz-date must be signed"
+        if self.session_token is not None and (
+            "x-amz-security-token" not in names
+            or request.headers.get("X-Amz-Security-Token") != self.session_token
+        ):
+            return "missing or wrong security token"
+        content_sha = request.headers.get("X-Amz-Content-SHA256")
+        if content_sha is None and self.service == "aoss":
+            return "aoss needs x-amz-content-sha256"
+        if content_sha is not None and content_sha != hashlib.sha256(body).hexdigest():
+            return "x-amz-content-sha256 does not match the body"
+        if any(name not in request.headers for name in names):
+            return "a signed header is missing"
+        target = request.environ.get("REQUEST_URI") or request.full_path.rstrip("?")
+        url = f"{request.scheme}://{request.headers['Host']}{target}"
+        aws_request = AWSRequest(
+            method=request.method,
+            url=url,
+            data=body,
+            headers={name: request.headers[name] for name in names},
+        )
+        aws_request.context["timestamp"] = amz_date
+        signer = SigV4Auth(
+            Credentials(self.access_key, self.secret_key, self.session_token),
+            self.service,
+            self.region,
+        )
+        if signer.signed_headers(signer.headers_to_sign(aws_request)) != signed:
+            return "signed headers do not match"
+        canonical = signer.canonical_request(aws_request)
+        expected = signer.signature(signer.string_to_sign(aws_request, canonical), aws_request)
+        if not hmac.compare_digest(expected, signature):
+            return "the signature does not match"
+        return None
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_request(self, *args: Any, **kwargs: Any) -> None:
+        """A line per request would drown the local stack's own output."""
+
+
+# --- the server ----------------------------------------------------------------------------
+
+
+class LoopbackOpenSearch:
+    """An OpenSearch-subset server on 127.0.0.1 (port 0: any free port), in a thread of
+    this process, for a managed domain or a serverless collection; thread-safe."""
+
+    def __init__(
+        self,
+        dimensions: int,
+        *,
+        flavour: Flavour = "domain",
+        require_sigv4: bool = False,
+        service: str | None = None,
+        region: str = "us-east-1",
+        access_key: str = FAKE_ACCESS_KEY,
+        secret_key: str = FAKE_SECRET_KEY,
+        session_token: str | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
+        self.dimensions = dimensions
+        self.flavour: Flavour = flavour
+        self._signer = (
+            _Signer(
+                service or ("aoss" if flavour == "serverless" else "es"),
+                region,
+                access_key,
+                secret_key,
+                session_token,
+            )
+            if require_sigv4
+            else None
+        )
+        self._lock = threading.RLock()
+        self._indices: dict[str, _Index] = {}
+        self.rejected: list[Rejection] = []
+        self.denied: list[Rejection] = []
+        self.requests: list[tuple[str, str]] = []
+        self.created: list[str] = []
+        self._server: BaseWSGIServer = make_server(
+            host, port, self, threaded=True, request_handler=_QuietHandler
+        )
+        # A short poll interval: stop() waits for it (0.5 s by default, per test).
+        self._thread = threading.Thread(
+            target=lambda: self._server.serve_forever(poll_interval=0.05),
+            name="loopback-opensearch",
+            daemon=True,
+        )
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.socket.getsockname()[:2]
+        return f"http://{host}:{port}"
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> LoopbackOpenSearch:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def documents(self, index: str) -> list[tuple[str, dict[str, Any]]]:
+        """The stored docs of `index` as (_id, _source), for tests."""
+        with self._lock:
+            found = self._indices.get(index)
+            return [(doc.os_id, dict(doc.source)) for doc in (found.docs.values() if found else ())]
+
+    # --- WSGI ----------------------------------------------------------------------------
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        request = Request(environ)
+        body = request.get_data(cache=True)
+        if self._signer is not None:
+            reason = self._signer.problem(request, body)
+            if reason is not None:
+                with self._lock:
+                    self.denied.append(
+                        Rejection(request.method, request.path, "security_exception", reason)
+                    )
+                response = _json(_error_body(403, "security_exception", reason), 403)
+                return response(environ, start_response)
+        try:
+            with self._lock:
+                self.requests.append((request.method, request.path))
+                response = self._route(request, body)
+        except _Problem as problem:
+            if problem.rejected:
+                with self._lock:
+                    self.rejected.append(
+                        Rejection(request.method, request.path, problem.type, problem.reason)
+                    )
+            payload = _error_body(problem.status, problem.type, problem.reason)
+            response = _json(payload, problem.status)
+        except Exception as exc:  # a bug here: answer like OpenSearch, and make tests see it
+            reason = f"{type(exc).__name__} in the loopback server"
+            with self._lock:
+                self.rejected.append(Rejection(request.method, request.path, "exception", reason))
+            response = _json(_error_body(500, "exception", reason), 500)
+        return response(environ, start_response)
+
+    def _route(self, request: Request, body: bytes) -> Response:
+        if request.args:
+            raise _unsupported(f"unsupported query parameters {sorted(request.args)}")
+        segments = request.path.strip("/").split("/")
+        method = request.method
+        if segments == ["_bulk"] and method == "POST":
+            return self._bulk(None, body)
+        target = segments[0]
+        if target.startswith("_") or not _INDEX_NAME.fullmatch(target):
+            raise _unsupported(f"no handler for [{method} {request.path}]")
+        action = segments[1] if len(segments) == 2 else None
+        if len(segments) == 1 and method in ("HEAD", "PUT"):
+            if method == "HEAD":
+                return Response(status=200 if target in self._indices else 404)
+            return self._create(target, self._object(body))
+        if len(segments) != 2:
+            raise _unsupported(f"no handler for [{method} {request.path}]")
+        if (method, action) == ("POST", "_bulk"):
+            return self._bulk(target, body)
+        if (method, action) == ("POST", "_search"):
+            return self._search(self._existing(target), self._object(body))
+        if (method, action) == ("PUT", "_mapping"):
+            return self._put_mapping(self._existing(target), self._object(body))
+        if (method, action) == ("PUT", "_settings") and self.flavour == "domain":
+            return self._put_settings(self._existing(target), self._object(body))
+        if action == "_refresh" and self.flavour == "serverless":
+            raise _unsupported("serverless vector collections do not support _refresh")
+        raise _unsupported(f"no handler for [{method} {request.path}] in this server")
+
+    def _object(self, body: bytes) -> dict[str, Any]:
+        try:
+            parsed = json.loads(body)
+        except ValueError as exc:
+            raise _parsing("the body is not JSON") from exc
+        if not isinstance(parsed, dict):
+            raise _parsing("the body must be a JSON object")
+        return parsed
+
+    def _existing(self, name: str) -> _Index:
+        index = self._indices.get(name)
+        if index is None:
+            raise _Problem(404, "index_not_found_exception", f"no such index [{name}]")
+        return index
+
+    # --- index management ------------------------------------------------------------------
+
+    def _settings(self, spec: Any, *, creating: bool) -> dict[str, Any]:
+        if not isinstance(spec, dict):
+            raise _parsing("[settings] must be an object")
+        flat: dict[str, Any] = {}
+        for key, value in spec.items():
+            if key == "index" and isinstance(value, dict):
+                flat.update({f"index.{k}": v for k, v in value.items()})
+            else:
+                flat[key] = value
+        allowed = {"index.gc_deletes"} if self.flavour == "domain" else set()
+        if creating:
+            allowed.add("index.knn")
+            if flat.get("index.knn") not in (True, "true"):
+                raise _unsupported("memkit's index needs index.knn true")
+            if self.flavour == "domain" and "index.gc_deletes" not in flat:
+                raise _unsupported("a domain index must keep deletes' versions (gc_deletes)")
+        unknown = set(flat) - allowed
+        if unknown:
+            raise _unsupported(f"unsupported settings {sorted(unknown)} ({self.flavour})")
+        return flat
+
+    def _properties(self, spec: Any, *, vector_allowed: bool) -> dict[str, str]:
+        if not isinstance(spec, dict) or not set(spec) <= {"dynamic", "properties"}:
+            raise _parsing("[mappings] takes dynamic and properties")
+        if spec.get("dynamic", False) not in (False, "false"):
+            raise _unsupported("memkit's mapping sets dynamic false")
+        properties = spec.get("properties")
+        if not isinstance(properties, dict):
+            raise _parsing("[mappings] needs properties")
+        fields: dict[str, str] = {}
+        for name, mapping in properties.items():
+            kind = mapping.get("type") if isinstance(mapping, dict) else None
+            if kind == "knn_vector" and vector_allowed:
+                expected = {"type": kind, "dimension": self.dimensions, "method": VECTOR_METHOD}
+                if mapping != expected:
+                    raise _unsupported(
+                        f"[{name}] must be a faiss hnsw innerproduct knn_vector of "
+                        f"dimension {self.dimensions}"
+                    )
+            elif kind not in SCALAR_TYPES or set(mapping) != {"type"}:
+                raise _unsupported(f"unsupported mapping for [{name}]: {mapping}")
+            fields[name] = str(kind)
+        wrong = {
+            name: kind for name, kind in EXPECTED_FIELDS.items() if fields.get(name, kind) != kind
+        }
+        if wrong:
+            raise _unsupported(f"fields with the wrong type: {sorted(wrong)}")
+        return fields
+
+    def _create(self, name: str, body: dict[str, Any]) -> Response:
+        if not set(body) <= {"settings", "mappings"}:
+            raise _parsing("an index body takes settings and mappings")
+        settings = self._settings(body.get("settings"), creating=True)
+        fields = self._properties(body.get("mappings"), vector_allowed=True)
+        missing = set(EXPECTED_FIELDS) - set(fields)
+        if missing or fields.get("vector") != "knn_vector":
+            raise _unsupported(f"the mapping lacks {sorted(missing | {'vector'} - set(fields))}")
+        if name in self._indices:
+            raise _Problem(
+                400,
+                "resource_already_exists_exception",
+                f"index [{name}] already exists",
+                rejected=False,
+            )
+        gc_deletes = _seconds(settings.get("index.gc_deletes", "60s"))
+        self._indices[name] = _Index(name, self.dimensions, fields, gc_deletes)
+        self.created.append(name)
+        return _json({"acknowledged": True, "shards_acknowledged": True, "index": name})
+
+    def _put_mapping(self, index: _Index, body: dict[str, Any]) -> Response:
+        fields = self._properties(body, vector_allowed=False)
+        for name, kind in fields.items():
+            if index.fields.get(name, kind) != kind:
+                raise _unsupported(
+                    f"mapper [{name}] cannot be changed from type [{index.fields[name]}] "
+                    f"to [{kind}]"
+                )
+        index.fields.update(fields)
+        return _json({"acknowledged": True})
+
+    def _put_settings(self, index: _Index, body: dict[str, Any]) -> Response:
+        settings = self._settings(body, creating=False)
+        if "index.gc_deletes" in settings:
+            index.gc_deletes = _seconds(settings["index.gc_deletes"])
+        return _json({"acknowledged": True})
+
+    # --- _bulk -----------------------------------------------------------------------------
+
+    def _actions(
+        self, path_index: str | None, body: bytes
+    ) -> list[tuple[str, str, dict[str, Any], Any]]:
+        if not body.endswith(b"\n"):
+            raise _unsupported("the bulk request must be terminated by a newline [\\n]")
+        lines = [line for line in body.split(b"\n") if line.strip()]
+        actions: list[tuple[str, str, dict[str, Any], Any]] = []
+        position = 0
+        while position < len(lines):
+            try:
+                kind, meta = _single(json.loads(lines[position]), "bulk action")
+            except ValueError as exc:
+                raise _parsing("a bulk action line is not JSON") from exc
+            if kind not in ("index", "delete") or not isinstance(meta, dict):
+                raise _unsupported(f"this server takes index and delete actions, not [{kind}]")
+            if not set(meta) <= {"_index", "_id", "version", "version_type"}:
+                raise _unsupported(f"unsupported bulk metadata {sorted(meta)}")
+            index = meta.get("_index", path_index)
+            if index is None or (path_index is not None and index != path_index):
+                raise _unsupported("each action needs the index of the path")
+            self._check_meta(kind, meta)
+            source: Any = None
+            if kind == "index":
+                position += 1
+                if position >= len(lines):
+                    raise _unsupported("an index action needs a source line")
+                try:
+                    source = json.loads(lines[position])
+                except ValueError as exc:
+                    raise _parsing("a bulk source line is not JSON") from exc
+            actions.append((kind, str(index), meta, source))
+            position += 1
+        return actions
+
+    def _check_meta(self, kind: str, meta: dict[str, Any]) -> None:
+        if self.flavour == "serverless":
+            if kind == "index" and "_id" in meta:
+                raise _unsupported("Document ID is not supported in create/index operation request")
+            if "version" in meta or "version_type" in meta:
+                raise _unsupported("serverless vector collections take no external versions")
+            if kind == "delete" and not isinstance(meta.get("_id"), str):
+                raise _unsupported("a delete needs an _id")
+            return
+        version = meta.get("version")
+        if not isinstance(meta.get("_id"), str) or not meta["_id"]:
+            raise _unsupported("memkit's domain writes name each doc's _id")
+        if not isinstance(version, int) or isinstance(version, bool) or version < 0:
+            raise _unsupported("memkit's domain writes carry an external version")
+        if meta.get("version_type") not in ("external", "external_gte"):
+            raise _unsupported("memkit's domain writes use external versioning")
+
+    def _bulk(self, path_index: str | None, body: bytes) -> Response:
+        actions = self._actions(path_index, body)
+        for _, name, _, _ in actions:
+            if name not in self._indices:
+                # OpenSearch would create it with dynamic mappings: never what memkit wants.
+                raise _Problem(404, "index_not_found_exception", f"no such index [{name}]")
+        items = [
+            self._apply(kind, self._indices[name], meta, source)
+            for kind, name, meta, source in actions
+        ]
+        errors = any("error" in next(iter(item.values())) for item in items)
+        return _json({"took": 1, "errors": errors, "items": items})
+
+    def _apply(self, kind: str, index: _Index, meta: dict[str, Any], source: Any) -> dict[str, Any]:
+        os_id = str(meta.get("_id") or f"1%3A0%3A{secrets.token_urlsafe(15)}")
+        version = int(meta.get("version", 1))
+        base: dict[str, Any] = {"_index": index.name, "_id": os_id}
+        if self.flavour == "domain":
+            held = index.version_of(os_id)
+            too_old = held is not None and (
+                version < held if meta["version_type"] == "external_gte" else version <= held
+            )
+            if too_old:
+                reason = (
+                    f"[{os_id}]: version conflict, current version [{held}] is higher or "
+                    f"equal to the one provided [{version}]"
+                )
+                error = {"type": "version_conflict_engine_exception", "reason": reason}
+                return {kind: {**base, "status": 409, "error": error}}
+        if kind == "delete":
+            found = index.delete(os_id, version)
+            result, status = ("deleted", 200) if found else ("not_found", 404)
+            return {kind: {**base, "_version": version, "result": result, "status": status}}
+        try:
+            replaced = index.write(os_id, source, version)
+        except ValueError as exc:
+            error = {"type": "mapper_parsing_exception", "reason": str(exc)}
+            return {kind: {**base, "status": 400, "error": error}}
+        result, status = ("updated", 200) if replaced else ("created", 201)
+        return {kind: {**base, "_version": version, "result": result, "status": status}}
+
+    # --- _search ---------------------------------------------------------------------------
+
+    def _search(self, index: _Index, body: dict[str, Any]) -> Response:
+        unknown = set(body) - _SEARCH_KEYS
+        if unknown:
+            raise _parsing(f"this server does not take {sorted(unknown)} in a search")
+        size, start = body.get("size", 10), body.get("from", 0)
+        for name, number in (("size", size), ("from", start)):
+            if not isinstance(number, int) or isinstance(number, bool) or number < 0:
+                raise _parsing(f"[{name}] must be a non-negative integer")
+        if start + size > MAX_WINDOW:
+            raise _unsupported(f"Result window is too large, from + size must be <= {MAX_WINDOW}")
+        shown = _source_filter(body.get("_source"))
+        query = body.get("query")
+        kind, spec = _single(query, "query")
+        compiler = _Query(index)
+        sort_values: Callable[[_Doc], list[Any]] | None = None
+        if kind == "knn":
+            if "sort" in body:
+                raise _unsupported("this server does not sort k-NN results")
+            ranked = self._knn(index, compiler, spec)[:size]
+            total = len(ranked)
+        else:
+            match_text, predicate = self._scored_bool(index, compiler, query)
+            docs = [doc for doc in index.docs.values() if predicate(doc)]
+            if match_text is not None:
+                scores = {
+                    hit.id: hit.score
+                    for hit in index.local.keyword("", match_text, len(index.docs) or 1)
+                }
+                docs = [doc for doc in docs if doc.os_id in scores]
+                pairs = [(doc, scores[doc.os_id]) for doc in docs]
+                pairs.sort(key=lambda pair: -pair[1])
+            else:
+                pairs = [(doc, 0.0) for doc in docs]
+            if "sort" in body:
+                pairs, sort_values = self._sorted(index, pairs, body["sort"])
+            total = len(pairs)
+            ranked = pairs[start : start + size]
+        hits = []
+        for doc, score in ranked:
+            hit: dict[str, Any] = {"_index": index.name, "_id": doc.os_id, "_score": score}
+            source = shown(doc.source)
+            if source is not None:
+                hit["_source"] = source
+            if sort_values is not None:
+                hit["_score"] = None
+                hit["sort"] = sort_values(doc)
+            hits.append(hit)
+        top = max((hit["_score"] for hit in hits if hit["_score"] is not None), default=None)
+        return _json(
+            {
+                "took": 1,
+                "timed_out": False,
+                "_shards": {"total": 1, "successful": 1, "skipped": 0, "failed": 0},
+                "hits": {
+                    "total": {"value": total, "relation": "eq"},
+                    "max_score": top,
+                    "hits": hits,
+                },
+            }
+        )
+
+    def _knn(self, index: _Index, compiler: _Query, spec: Any) -> list[tuple[_Doc, float]]:
+        name, knn = _single(spec, "knn")
+        if index.fields.get(name) != "knn_vector":
+            raise _unsupported(f"[{name}] is not a knn_vector field")
+        if not isinstance(knn, dict) or not {"vector", "k"} <= set(knn) <= {
+            "vector",
+            "k",
+            "filter",
+        }:
+            raise _parsing("[knn] takes vector, k and filter here")
+        vector, k = knn["vector"], knn["k"]
+        if not isinstance(vector, list) or not all(
+            isinstance(x, int | float) and not isinstance(x, bool) for x in vector
+        ):
+            raise _parsing("[vector] must be an array of numbers")
+        if len(vector) != index.dimensions:
+            raise _unsupported(f"Query vector has invalid dimension: expected {index.dimensions}")
+        if not isinstance(k, int) or isinstance(k, bool) or not 0 < k <= MAX_WINDOW:
+            raise _unsupported("[k] must be between 1 and 10000")
+        predicate = compiler.clause(knn["filter"]) if "filter" in knn else (lambda doc: True)
+        query = [float(x) for x in vector]
+        query_norm = sum(x * x for x in query) ** 0.5
+        live = len(index.local)
+        ranked: list[tuple[_Doc, float]] = []
+        for hit in index.local.search("", query, live) if live else []:
+            doc = index.docs.get(hit.id)
+            if doc is None or not doc.has_vector or not predicate(doc):
+                continue
+            # The local index ranks by cosine; faiss's innerproduct space scores the raw
+            # inner product: 1 + ip when it is positive, else 1 / (1 - ip).
+            product = hit.score * query_norm * doc.norm
+            ranked.append((doc, 1.0 + product if product > 0 else 1.0 / (1.0 - product)))
+        ranked.sort(key=lambda pair: (-pair[1], pair[0].os_id))
+        return ranked[:k]
+
+    def _scored_bool(
+        self, index: _Index, compiler: _Query, query: Any
+    ) -> tuple[str | None, Predicate]:
+        """A top-level bool: its filter, and the text of a `match` on `text` in its must."""
+        kind, spec = _single(query, "query")
+        if kind != "bool":
+            raise _parsing(f"this server takes knn or bool at the top of a search, not [{kind}]")
+        if not isinstance(spec, dict):
+            raise _parsing("[bool] must be an object")
+        must = spec.get("must", [])
+        must = must if isinstance(must, list) else [must]
+        text: str | None = None
+        rest: list[Any] = []
+        for clause in must:
+            clause_kind, clause_spec = _single(clause, "must")
+            if clause_kind != "match":
+                rest.append(clause)
+                continue
+            name, argument = _single(clause_spec, "match")
+            argument = (
+                argument.get("query")
+                if isinstance(argument, dict) and set(argument) == {"query"}
+                else argument
+            )
+            if index.fields.get(name) != "text" or not isinstance(argument, str):
+                raise _unsupported("this server matches a string on the text field only")
+            if text is not None:
+                raise _unsupported("this server takes one match per search")
+            text = argument
+        remaining = {key: value for key, value in spec.items() if key != "must"}
+        if rest:
+            remaining["must"] = rest
+        return text, compiler.clause({"bool": remaining})
+
+    def _sorted(
+        self, index: _Index, pairs: list[tuple[_Doc, float]], spec: Any
+    ) -> tuple[list[tuple[_Doc, float]], Callable[[_Doc], list[Any]]]:
+        if not isinstance(spec, list) or not spec:
+            raise _parsing("[sort] takes a list")
+        keys: list[tuple[str, bool]] = []
+        for entry in spec:
+            name, order = _single(entry, "sort")
+            order = (
+                order.get("order") if isinstance(order, dict) and set(order) == {"order"} else order
+            )
+            if order not in ("asc", "desc"):
+                raise _parsing("a sort order is asc or desc")
+            if index.fields.get(name) not in ("keyword", "double", "long", "boolean"):
+                raise _unsupported(f"this server cannot sort on [{name}]")
+            keys.append((name, order == "desc"))
+
+        def value(doc: _Doc, name: str, descending: bool) -> Any:
+            values = doc.indexed.get(name)
+            if not values:
+                return None
+            return max(values) if descending else min(values)
+
+        ordered = list(pairs)
+        # Stable sorts from the last key to the first; docs without a value go last.
+        for name, descending in reversed(keys):
+            present = [p for p in ordered if value(p[0], name, descending) is not None]
+            absent = [p for p in ordered if value(p[0], name, descending) is None]
+            present.sort(key=lambda p: value(p[0], name, descending), reverse=descending)
+            ordered = present + absent
+        return ordered, lambda doc: [value(doc, name, descending) for name, descending in keys]

@@ -1,0 +1,240 @@
+"""Long-term memory as clients send and read it (API.md "Long-term memory"; the Agent Memory
+Server's MemoryRecord, docs/ams-client.md §2 and §4.11-4.15).
+
+agent-memory-client always sends `created_at`, `updated_at`, `last_accessed`,
+`discrete_memory_extracted` and `memory_type` on each record it creates; memkit keeps the
+client's `created_at` (an import keeps its history) and sets the other times itself.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import ConfigDict, Field, StrictBool, StrictStr, field_validator, model_validator
+
+from memkit.models.domain import ID_PATTERN, Model
+from memkit.models.session import MemoryType, as_utc, creation_time
+
+# One create request: agent-memory-client's bulk create sends 100 records a request.
+MAX_CREATE = 100
+MAX_TEXT = 100_000
+MAX_TAGS = 100
+MAX_QUERY = 10_000
+MAX_OFFSET = 10_000
+MAX_MESSAGE_RANGE = 10
+
+Tag = StrictStr
+ScopeId = Field(default=None, min_length=1, max_length=256, pattern=ID_PATTERN)
+
+
+def _tags(values: list[str] | None) -> list[str] | None:
+    if values is None:
+        return None
+    for value in values:
+        if not value or len(value) > 256:
+            raise ValueError("each must be 1 to 256 characters")
+    return list(dict.fromkeys(values))
+
+
+class RecordFields(Model):
+    """What a record holds besides its id and text (shared by create and edit)."""
+
+    model_config = ConfigDict(extra="ignore", defer_build=True)
+
+    memory_type: MemoryType | None = None
+    topics: list[Tag] | None = Field(default=None, max_length=MAX_TAGS)
+    entities: list[Tag] | None = Field(default=None, max_length=MAX_TAGS)
+    session_id: str | None = ScopeId
+    user_id: str | None = ScopeId
+    namespace: str | None = ScopeId
+    event_date: datetime | None = None
+    pinned: StrictBool | None = None
+    extracted_from: list[StrictStr] | None = Field(default=None, max_length=MAX_TAGS)
+    metadata: dict[str, Any] | None = None
+
+    @field_validator("topics", "entities")
+    @classmethod
+    def _clean_tags(cls, values: list[str] | None) -> list[str] | None:
+        return _tags(values)
+
+    @field_validator("event_date")
+    @classmethod
+    def _utc(cls, value: datetime | None) -> datetime | None:
+        return None if value is None else as_utc(value)
+
+
+class MemoryRecordIn(RecordFields):
+    """A record to create. `id` is required (AMS); the client's `created_at` is kept."""
+
+    id: str = Field(min_length=1, max_length=256, pattern=ID_PATTERN)
+    text: StrictStr = Field(min_length=1, max_length=MAX_TEXT)
+    created_at: datetime | None = None
+    discrete_memory_extracted: Literal["t", "f"] = "f"
+
+    @field_validator("text")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be empty or only whitespace")
+        return value
+
+    @field_validator("created_at")
+    @classmethod
+    def _not_in_the_future(cls, value: datetime | None) -> datetime | None:
+        return None if value is None else creation_time(value)
+
+
+class CreateMemories(Model):
+    """POST /v1/long-term-memory/ body."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    memories: list[MemoryRecordIn] = Field(max_length=MAX_CREATE)
+    deduplicate: bool = Field(
+        default=True,
+        description="skip a record whose text the user already has in the namespace "
+        "(by content hash); a record with the id of a stored one always replaces it",
+    )
+
+
+class MemoryEdit(RecordFields):
+    """PATCH /v1/long-term-memory/{id} body: the fields to change (a new text is re-embedded)."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    text: StrictStr | None = Field(default=None, min_length=1, max_length=MAX_TEXT)
+
+    @field_validator("text")
+    @classmethod
+    def _not_blank(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("must not be empty or only whitespace")
+        return value
+
+
+# -- search ----------------------------------------------------------------------------------
+
+TextOp = Literal["eq", "ne", "any", "all", "none", "startswith", "in_", "not_eq", "not_in"]
+TypeOp = Literal["eq", "ne", "any", "in_", "not_eq", "not_in", "none"]
+DateOp = Literal["eq", "ne", "gt", "gte", "lt", "lte", "between"]
+
+
+class SearchMode(StrEnum):
+    SEMANTIC = "semantic"
+    KEYWORD = "keyword"
+    HYBRID = "hybrid"
+
+
+class SearchRequest(Model):
+    """POST /v1/long-term-memory/search body (AMS's SearchRequest, plus memkit's
+    `search_mode` default and `message_range`). Filter objects map an operator to a value;
+    `{}` is no constraint, and an unknown operator is a 422 (filters never widen)."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    text: StrictStr = Field(default="", max_length=MAX_QUERY)
+    session_id: dict[TextOp, Any] | StrictStr | None = None
+    namespace: dict[TextOp, Any] | StrictStr | None = None
+    user_id: dict[TextOp, Any] | StrictStr | None = None
+    topics: dict[TextOp, Any] | None = None
+    entities: dict[TextOp, Any] | None = None
+    memory_type: dict[TypeOp, Any] | None = None
+    created_at: dict[DateOp, Any] | None = None
+    updated_at: dict[DateOp, Any] | None = None
+    last_accessed: dict[DateOp, Any] | None = None
+    event_date: dict[DateOp, Any] | None = None
+    pinned: StrictBool | None = None
+    search_mode: SearchMode = SearchMode.HYBRID
+    hybrid_alpha: float | None = Field(default=None, ge=0, le=1)
+    distance_threshold: float | None = Field(default=None, ge=0, le=2)
+    limit: int = Field(default=10, ge=1, le=100)
+    offset: int = Field(default=0, ge=0, le=MAX_OFFSET)
+    recency_boost: bool | None = None
+    recency_semantic_weight: float | None = Field(default=None, ge=0, le=1)
+    recency_recency_weight: float | None = Field(default=None, ge=0, le=1)
+    recency_freshness_weight: float | None = Field(default=None, ge=0, le=1)
+    recency_novelty_weight: float | None = Field(default=None, ge=0, le=1)
+    recency_half_life_last_access_days: float | None = Field(default=None, gt=0, le=36_500)
+    recency_half_life_created_days: float | None = Field(default=None, gt=0, le=36_500)
+    server_side_recency: bool | None = None
+    message_range: int = Field(default=0, ge=0, le=MAX_MESSAGE_RANGE)
+
+    @model_validator(mode="after")
+    def _finite(self) -> SearchRequest:
+        for name in ("hybrid_alpha", "distance_threshold"):
+            value = getattr(self, name)
+            if value is not None and not math.isfinite(value):
+                raise ValueError(f"{name} must be a finite number")
+        return self
+
+
+# -- responses -------------------------------------------------------------------------------
+
+
+class MemoryRecordView(Model):
+    """A long-term record as every route shows it. `indexing` says whether its current
+    version is searchable yet (pending, indexed, failed)."""
+
+    id: str
+    text: str
+    memory_type: MemoryType
+    topics: list[str]
+    entities: list[str]
+    session_id: str | None
+    user_id: str | None
+    namespace: str
+    event_date: str | None
+    pinned: bool
+    created_at: str
+    updated_at: str
+    last_accessed: str
+    persisted_at: str | None
+    memory_hash: str
+    extracted_from: list[str]
+    metadata: dict[str, Any]
+    discrete_memory_extracted: Literal["t", "f"]
+    indexing: Literal["pending", "indexed", "failed"]
+
+
+class SurroundingMessage(Model):
+    id: str
+    role: str
+    content: str
+    created_at: str
+
+
+class MemoryHit(MemoryRecordView):
+    """A search result: a record (or a message of a session, memory_type "message") with
+    `dist` (what AMS clients read; 1 - score) and memkit's `score` and `score_type`."""
+
+    memory_hash: str | None  # type: ignore[assignment]  # a message has none
+    role: str | None = Field(default=None, description="message hits: the message's role")
+    dist: float
+    score: float
+    score_type: Literal["semantic", "keyword", "hybrid", "recency", "none"]
+    surrounding_messages: list[SurroundingMessage] | None = Field(
+        default=None,
+        description="message hits with message_range: the n messages before and after, in order",
+    )
+
+
+class MemoryResults(Model):
+    memories: list[MemoryHit]
+    total: int
+    next_offset: int | None
+
+
+class Ack(Model):
+    status: str
+
+
+class CreatedAck(Ack):
+    """POST /v1/long-term-memory/ answer (AMS reads `status`; the lists are memkit's)."""
+
+    created: list[str] = Field(description="ids written (indexed a moment later)")
+    duplicates: list[str] = Field(
+        description="ids skipped: the user already has that text in the namespace"
+    )

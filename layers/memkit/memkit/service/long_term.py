@@ -1,0 +1,514 @@
+"""Long-term memory: records created, read, edited and deleted in the table, and searched
+through the vector index (API.md "Long-term memory").
+
+The table is the source of truth; the index is how records are found. A search asks the
+index for ids, then reads the records (and message hits) from the table: a hit whose item is
+gone, or no longer meets the filters (the index lags a write by a moment), is dropped, so a
+filter never widens. Writes reach the index through the stream (memkit.indexing); each record
+shows `indexing` (pending, then indexed) so a client can tell when it became searchable.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any, Protocol
+
+from memkit.embeddings.protocol import Embedder
+from memkit.errors import BadRequest, FieldProblem, ValidationFailed
+from memkit.models.domain import DEFAULT_NAMESPACE, StoredMessage, StoredRecord
+from memkit.models.memory import (
+    Ack,
+    CreatedAck,
+    CreateMemories,
+    MemoryEdit,
+    MemoryHit,
+    MemoryRecordIn,
+    MemoryRecordView,
+    MemoryResults,
+    SearchMode,
+    SearchRequest,
+    SurroundingMessage,
+)
+from memkit.models.session import MemoryType, as_utc, iso
+from memkit.observability import metrics
+from memkit.store import keys
+from memkit.times import now_iso
+from memkit.vectors.filters import Condition, meets_all
+from memkit.vectors.hybrid import hybrid_search
+from memkit.vectors.protocol import Hit, VectorIndex
+
+# Candidates a recency re-rank looks at (it can lift an older page's hit onto this page).
+RECENCY_CANDIDATES = 100
+# AMS's recency defaults (RecencyConfig).
+RECENCY_DEFAULTS = {
+    "semantic": 0.8,
+    "recency": 0.2,
+    "freshness": 0.6,
+    "novelty": 0.4,
+    "half_life_access_days": 7.0,
+    "half_life_created_days": 30.0,
+}
+SCOPE_FIELDS = ("session_id", "namespace", "user_id")
+TAG_FIELDS = ("topics", "entities")
+DATE_FIELDS = ("created_at", "updated_at", "last_accessed", "event_date")
+
+
+class RecordStore(Protocol):
+    """What long-term memory needs of the table (DynamoStore's RecordTable)."""
+
+    def get_records(self, tenant: str, record_ids: Sequence[str]) -> dict[str, StoredRecord]: ...
+
+    def get_record(self, tenant: str, record_id: str) -> StoredRecord: ...
+
+    def duplicates(
+        self, tenant: str, wanted: Sequence[tuple[str, str, str]]
+    ) -> dict[str, set[str]]: ...
+
+    def put_records(self, tenant: str, records: Sequence[StoredRecord]) -> None: ...
+
+    def replace_record(self, tenant: str, record: StoredRecord) -> StoredRecord: ...
+
+    def delete_records(self, tenant: str, record_ids: Sequence[str]) -> int: ...
+
+    def messages_by_key(self, wanted: Sequence[keys.Key]) -> dict[keys.Key, StoredMessage]: ...
+
+    def messages_around(self, pk: str, order: str, count: int) -> list[StoredMessage]: ...
+
+
+def memory_hash(text: str, user_id: str | None) -> str:
+    """The content hash deduplication compares: the text (trimmed) and whose it is."""
+    canonical = json.dumps([user_id or "", text.strip()], ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def epoch_seconds(value: str | None) -> float | None:
+    """An ISO 8601 time as epoch seconds (what the index filters dates on)."""
+    if value is None:
+        return None
+    return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+
+
+def record_fields(tenant: str, record: StoredRecord) -> dict[str, Any]:
+    """What the index stores of a record (and what a stored record is re-checked against)."""
+    pk, sk = keys.record_key(tenant, record.id)
+    return {
+        "tenant": tenant,
+        "namespace": record.namespace,
+        "user_id": record.user_id,
+        "session_id": record.session_id,
+        "memory_type": record.memory_type,
+        "topics": list(record.topics),
+        "entities": list(record.entities),
+        "record_id": record.id,
+        "pk": pk,
+        "sk": sk,
+        "created_at": epoch_seconds(record.created_at),
+        "updated_at": epoch_seconds(record.updated_at),
+        "last_accessed": epoch_seconds(record.last_accessed),
+        "event_date": epoch_seconds(record.event_date),
+        "pinned": record.pinned,
+    }
+
+
+def record_view(record: StoredRecord) -> MemoryRecordView:
+    return MemoryRecordView(
+        id=record.id,
+        text=record.text,
+        memory_type=MemoryType(record.memory_type),
+        topics=list(record.topics),
+        entities=list(record.entities),
+        session_id=record.session_id,
+        user_id=record.user_id,
+        namespace=record.namespace,
+        event_date=record.event_date,
+        pinned=record.pinned,
+        created_at=record.created_at,
+        updated_at=record.updated_at,
+        last_accessed=record.last_accessed,
+        persisted_at=record.persisted_at,
+        memory_hash=record.memory_hash,
+        extracted_from=list(record.extracted_from),
+        metadata=record.metadata,
+        discrete_memory_extracted="t" if record.discrete_memory_extracted == "t" else "f",
+        indexing=record.indexing,
+    )
+
+
+def new_record(
+    memory: MemoryRecordIn, now: float, stored: StoredRecord | None = None
+) -> StoredRecord:
+    """The record a create writes: the client's fields, the server's times. A record that
+    replaces a stored one (same id) keeps its creation time unless the client gives one."""
+    stamp = now_iso(now)
+    namespace = memory.namespace or DEFAULT_NAMESPACE
+    if memory.created_at is not None:
+        created_at = iso(memory.created_at)
+    else:
+        created_at = stored.created_at if stored is not None else stamp
+    return StoredRecord(
+        id=memory.id,
+        namespace=namespace,
+        text=memory.text,
+        memory_type=(memory.memory_type or MemoryType.SEMANTIC).value,
+        topics=tuple(memory.topics or ()),
+        entities=tuple(memory.entities or ()),
+        session_id=memory.session_id,
+        user_id=memory.user_id,
+        event_date=iso(memory.event_date) if memory.event_date else None,
+        pinned=bool(memory.pinned),
+        created_at=created_at,
+        updated_at=stamp,
+        last_accessed=stamp,
+        persisted_at=stamp,
+        memory_hash=memory_hash(memory.text, memory.user_id),
+        extracted_from=tuple(memory.extracted_from or ()),
+        metadata=dict(memory.metadata or {}),
+        discrete_memory_extracted=memory.discrete_memory_extracted,
+        written_us=int(now * 1_000_000),
+        version=stored.version if stored is not None else 0,
+    )
+
+
+# -- filters ---------------------------------------------------------------------------------
+
+
+def _date_value(field: str, op: str, value: Any) -> Any:
+    def one(raw: Any) -> float:
+        if isinstance(raw, bool):
+            raise ValueError
+        if isinstance(raw, int | float):
+            if not math.isfinite(raw):
+                raise ValueError
+            return float(raw)
+        if isinstance(raw, str):
+            return as_utc(datetime.fromisoformat(raw.replace("Z", "+00:00"))).timestamp()
+        raise ValueError
+
+    try:
+        if op == "between":
+            if not isinstance(value, list) or len(value) != 2:
+                raise ValueError
+            return [one(value[0]), one(value[1])]
+        return one(value)
+    except (ValueError, OverflowError) as exc:
+        reason = (
+            "takes [from, to]" if op == "between" else "takes an ISO 8601 time or epoch seconds"
+        )
+        raise ValidationFailed(
+            "a date filter is not valid", [FieldProblem(f"{field}.{op}", reason)]
+        ) from exc
+
+
+def _text_value(field: str, op: str, value: Any) -> Any:
+    listed = op in ("any", "all", "none", "in_", "not_in")
+    if listed:
+        ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
+    else:
+        ok = isinstance(value, str)
+    if not ok:
+        reason = "takes a list of strings" if listed else "takes a string"
+        raise ValidationFailed("a filter is not valid", [FieldProblem(f"{field}.{op}", reason)])
+    return value
+
+
+def conditions_of(request: SearchRequest) -> list[Condition]:
+    """The request's filters as index conditions (the tenant is added by the caller)."""
+    conditions: list[Condition] = []
+    for name in (*SCOPE_FIELDS, *TAG_FIELDS, "memory_type"):
+        value = getattr(request, name)
+        if value is None:
+            continue
+        operators = {"eq": value} if isinstance(value, str) else value
+        for op, operand in operators.items():
+            conditions.append(Condition(name, op, _text_value(name, op, operand)))
+    for name in DATE_FIELDS:
+        for op, operand in (getattr(request, name) or {}).items():
+            conditions.append(Condition(name, op, _date_value(name, op, operand)))
+    if request.pinned is not None:
+        conditions.append(Condition("pinned", "eq", request.pinned))
+    return conditions
+
+
+# -- search ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Found:
+    hit: Hit
+    score: float
+    record: StoredRecord | None = None
+    message: StoredMessage | None = None
+
+
+def _keyword_relevance(score: float) -> float:
+    """BM25 is unbounded: squash it into [0, 1) so `dist` stays a distance."""
+    return score / (score + 1.0) if score > 0 else 0.0
+
+
+def _half_life(age_seconds: float, half_life_days: float) -> float:
+    return float(0.5 ** (max(0.0, age_seconds) / (half_life_days * 86_400)))
+
+
+class LongTermService:
+    """Long-term records over a RecordStore, searched through a VectorIndex."""
+
+    def __init__(
+        self,
+        store: RecordStore,
+        index: Callable[[], VectorIndex],
+        embedder: Callable[[], Embedder],
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._store = store
+        # Built on first use: a GET of one record needs neither.
+        self._index = index
+        self._embedder = embedder
+        self._clock = clock
+
+    # -- records -----------------------------------------------------------------------------
+
+    def create(self, tenant: str, body: CreateMemories) -> CreatedAck:
+        now = self._clock()
+        stored = self._store.get_records(tenant, [m.id for m in body.memories])
+        seen: dict[str, int] = {}
+        for index, memory in enumerate(body.memories):
+            if memory.id in seen:
+                raise ValidationFailed(
+                    "memory ids repeat", [FieldProblem(f"memories.{index}.id", "repeated")]
+                )
+            seen[memory.id] = index
+        records = [new_record(m, now, stored.get(m.id)) for m in body.memories]
+        skipped: list[str] = []
+        if body.deduplicate:
+            records, skipped = self._without_duplicates(tenant, records, stored)
+        if records:
+            self._store.put_records(tenant, records)
+        metrics.add_metric(name="LongTermRecordsWritten", unit="Count", value=len(records))
+        return CreatedAck(status="ok", created=[r.id for r in records], duplicates=skipped)
+
+    def _without_duplicates(
+        self, tenant: str, records: list[StoredRecord], stored: dict[str, StoredRecord]
+    ) -> tuple[list[StoredRecord], list[str]]:
+        """Records whose text the user already has (another id, same hash) are skipped;
+        a record replacing its own id is never a duplicate of itself."""
+        fresh = [r for r in records if r.id not in stored]
+        others = self._store.duplicates(tenant, [(r.id, r.namespace, r.memory_hash) for r in fresh])
+        kept: list[StoredRecord] = []
+        skipped: list[str] = []
+        hashes: set[tuple[str, str]] = set()
+        for record in records:
+            scope = (record.namespace, record.memory_hash)
+            if others.get(record.id) or (record.id not in stored and scope in hashes):
+                skipped.append(record.id)
+                continue
+            hashes.add(scope)
+            kept.append(record)
+        return kept, skipped
+
+    def get(self, tenant: str, record_id: str) -> MemoryRecordView:
+        return record_view(self._store.get_record(tenant, record_id))
+
+    def edit(self, tenant: str, record_id: str, edit: MemoryEdit) -> MemoryRecordView:
+        changes = {name: getattr(edit, name) for name in edit.model_fields_set}
+        if not changes:
+            raise BadRequest("nothing to change: name at least one field")
+        record = self._store.get_record(tenant, record_id)
+        now = self._clock()
+        values: dict[str, Any] = {}
+        for name, value in changes.items():
+            if name in ("topics", "entities", "extracted_from"):
+                values[name] = tuple(value or ())
+            elif name == "memory_type":
+                values[name] = (value or MemoryType.SEMANTIC).value
+            elif name == "event_date":
+                values[name] = iso(value) if value is not None else None
+            elif name == "namespace":
+                values[name] = value or DEFAULT_NAMESPACE
+            elif name == "pinned":
+                values[name] = bool(value)
+            elif name == "metadata":
+                values[name] = dict(value or {})
+            else:
+                values[name] = value
+        edited = replace(record, **values)
+        edited = replace(
+            edited,
+            memory_hash=memory_hash(edited.text, edited.user_id),
+            updated_at=now_iso(now),
+            written_us=max(int(now * 1_000_000), record.written_us + 1),
+            indexing="pending",
+        )
+        saved = self._store.replace_record(tenant, edited)
+        return record_view(replace(saved, indexing="pending"))
+
+    def delete(self, tenant: str, record_ids: Sequence[str]) -> Ack:
+        if not record_ids:
+            return Ack(status="ok, deleted 0 memories")
+        deleted = self._store.delete_records(tenant, record_ids)
+        return Ack(status=f"ok, deleted {deleted} memories")
+
+    # -- search ------------------------------------------------------------------------------
+
+    def search(self, tenant: str, request: SearchRequest) -> MemoryResults:
+        conditions = conditions_of(request)
+        index = self._index()
+        text = request.text.strip()
+        recency = self._recency(request)
+        window = request.offset + request.limit + 1
+        depth = max(window, RECENCY_CANDIDATES) if recency else window
+        score_type: Any
+        if not text:
+            hits = index.browse(tenant, depth, 0, conditions)
+            score_type, scores = "none", [0.0 for _ in hits]
+        elif request.search_mode is SearchMode.KEYWORD:
+            hits = index.keyword(tenant, text, depth, conditions)
+            score_type, scores = "keyword", [_keyword_relevance(h.score) for h in hits]
+        else:
+            vector = self._embedder().embed([text], "query")[0]
+            if request.search_mode is SearchMode.SEMANTIC:
+                hits = index.search(tenant, vector, depth, conditions)
+                score_type = "semantic"
+            else:
+                hits = hybrid_search(
+                    index, tenant, text, vector, depth, conditions, request.hybrid_alpha
+                )
+                score_type = "hybrid"
+            scores = [max(0.0, min(1.0, h.score)) for h in hits]
+        found = [
+            _Found(hit, score)
+            for hit, score in zip(hits, scores, strict=True)
+            if request.distance_threshold is None or 1.0 - score <= request.distance_threshold
+        ]
+        found = self._load(tenant, found, conditions)
+        if recency:
+            found = self._by_recency(found, recency)
+            score_type = "recency" if text else score_type
+        page = found[request.offset : request.offset + request.limit]
+        more = len(found) > request.offset + request.limit
+        memories = [self._hit_view(f, score_type, request.message_range) for f in page]
+        metrics.add_metric(name="LongTermSearches", unit="Count", value=1)
+        return MemoryResults(
+            memories=memories,
+            total=len(found),
+            next_offset=request.offset + request.limit if more else None,
+        )
+
+    def _load(
+        self, tenant: str, found: list[_Found], conditions: Sequence[Condition]
+    ) -> list[_Found]:
+        """The hits whose items still exist and still meet the filters, as stored now."""
+        record_ids = [f.hit.fields.get("record_id") for f in found if self._is_record(f.hit)]
+        records = self._store.get_records(tenant, [r for r in record_ids if r])
+        message_keys = [
+            (str(f.hit.fields.get("pk")), str(f.hit.fields.get("sk")))
+            for f in found
+            if not self._is_record(f.hit)
+        ]
+        messages = self._store.messages_by_key(message_keys) if message_keys else {}
+        loaded: list[_Found] = []
+        for item in found:
+            fields = item.hit.fields
+            if self._is_record(item.hit):
+                record = records.get(str(fields.get("record_id")))
+                if record is not None and meets_all(record_fields(tenant, record), conditions):
+                    loaded.append(replace(item, record=record))
+                continue
+            message = messages.get((str(fields.get("pk")), str(fields.get("sk"))))
+            if message is not None and meets_all(fields, conditions):
+                loaded.append(replace(item, message=message))
+        return loaded
+
+    @staticmethod
+    def _is_record(hit: Hit) -> bool:
+        return hit.fields.get("sk") == keys.RECORD_SK
+
+    def _recency(self, request: SearchRequest) -> dict[str, float] | None:
+        if not request.recency_boost:
+            return None
+        given = {
+            "semantic": request.recency_semantic_weight,
+            "recency": request.recency_recency_weight,
+            "freshness": request.recency_freshness_weight,
+            "novelty": request.recency_novelty_weight,
+            "half_life_access_days": request.recency_half_life_last_access_days,
+            "half_life_created_days": request.recency_half_life_created_days,
+        }
+        return {k: v if v is not None else RECENCY_DEFAULTS[k] for k, v in given.items()}
+
+    def _by_recency(self, found: list[_Found], weights: dict[str, float]) -> list[_Found]:
+        """AMS's recency re-rank: relevance blended with freshness (created) and novelty
+        (last accessed), each halving over its half-life."""
+        now = self._clock()
+
+        def boosted(item: _Found) -> float:
+            created = epoch_seconds(self._created(item)) or now
+            accessed = epoch_seconds(self._accessed(item)) or created
+            freshness = _half_life(now - created, weights["half_life_created_days"])
+            novelty = _half_life(now - accessed, weights["half_life_access_days"])
+            recency = weights["freshness"] * freshness + weights["novelty"] * novelty
+            return weights["semantic"] * item.score + weights["recency"] * recency
+
+        rescored = [replace(item, score=boosted(item)) for item in found]
+        return sorted(rescored, key=lambda item: -item.score)
+
+    @staticmethod
+    def _created(item: _Found) -> str:
+        if item.record is not None:
+            return item.record.created_at
+        assert item.message is not None
+        return item.message.created_at
+
+    @staticmethod
+    def _accessed(item: _Found) -> str:
+        if item.record is not None:
+            return item.record.last_accessed
+        assert item.message is not None
+        return item.message.created_at
+
+    def _hit_view(self, item: _Found, score_type: Any, message_range: int) -> MemoryHit:
+        score = round(item.score, 6)
+        if item.record is not None:
+            view = record_view(item.record).model_dump()
+            return MemoryHit(**view, dist=round(1.0 - score, 6), score=score, score_type=score_type)
+        message = item.message
+        assert message is not None
+        fields = item.hit.fields
+        surrounding = None
+        if message_range:
+            around = self._store.messages_around(str(fields["pk"]), message.order, message_range)
+            surrounding = [
+                SurroundingMessage(id=m.id, role=m.role, content=m.content, created_at=m.created_at)
+                for m in around
+            ]
+        return MemoryHit(
+            id=message.id,
+            text=message.content,
+            memory_type=MemoryType.MESSAGE,
+            topics=[],
+            entities=[],
+            session_id=fields.get("session_id"),
+            user_id=fields.get("user_id"),
+            namespace=str(fields.get("namespace") or DEFAULT_NAMESPACE),
+            event_date=None,
+            pinned=False,
+            created_at=message.created_at,
+            updated_at=message.created_at,
+            last_accessed=message.created_at,
+            persisted_at=message.persisted_at,
+            memory_hash=None,
+            extracted_from=[],
+            metadata={},
+            discrete_memory_extracted="t" if message.discrete_memory_extracted == "t" else "f",
+            indexing="indexed",
+            role=message.role,
+            dist=round(1.0 - score, 6),
+            score=score,
+            score_type=score_type,
+            surrounding_messages=surrounding,
+        )

@@ -1,0 +1,270 @@
+"""Long-term records on DynamoDB (keys.py): one partition per record, holding the record and
+its index state. A GET is one BatchGetItem of both; the stream carries the record to the
+indexer, which writes the index state beside it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from pynamodb.models import BatchWrite
+
+from memkit.errors import NotFound, VersionConflict
+from memkit.models.domain import IndexState, StoredMessage, StoredRecord
+from memkit.store import keys
+from memkit.store.base import translated
+from memkit.store.sessions import SessionTable
+
+# Concurrent requests when a batch needs one each (hash lookups, index-state updates).
+WORKERS = 8
+
+
+def _dumps(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _index_state(item: Any | None, written_us: int) -> IndexState:
+    if item is None:
+        return "pending"
+    if int(item.indexed_us or 0) >= written_us:
+        return "indexed"
+    if item.failed_us is not None and int(item.failed_us) >= written_us:
+        return "failed"
+    return "pending"
+
+
+class RecordTable(SessionTable):
+    """Long-term record reads and writes; items never leave this class."""
+
+    # -- conversions -------------------------------------------------------------------------
+
+    def _record_item(self, tenant: str, record: StoredRecord) -> Any:
+        pk, sk = keys.record_key(tenant, record.id)
+        item = self._items.record(
+            pk,
+            sk,
+            tenant=tenant,
+            namespace=record.namespace,
+            created_at=record.created_at,
+            updated_at=record.updated_at,
+            record_id=record.id,
+            text=record.text,
+            memory_type=record.memory_type,
+            topics=list(record.topics) or None,
+            entities=list(record.entities) or None,
+            session_id=record.session_id,
+            user_id=record.user_id,
+            event_date=record.event_date,
+            pinned=record.pinned,
+            last_accessed=record.last_accessed,
+            persisted_at=record.persisted_at,
+            memory_hash=record.memory_hash,
+            extracted_from=list(record.extracted_from) or None,
+            metadata=_dumps(record.metadata) if record.metadata else None,
+            extracted=record.discrete_memory_extracted,
+            written_us=record.written_us,
+            gsi1pk=keys.records_by_hash(tenant, record.namespace, record.memory_hash),
+            gsi1sk=f"{record.created_us:0{keys.TIME_DIGITS}d}#{keys.part(record.id)}",
+        )
+        if record.version:
+            item.version = record.version
+        return item
+
+    @staticmethod
+    def _to_record(item: Any, state: Any | None) -> StoredRecord:
+        written_us = int(item.written_us)
+        return StoredRecord(
+            id=item.record_id,
+            namespace=item.namespace,
+            text=item.text,
+            memory_type=item.memory_type,
+            topics=tuple(item.topics or ()),
+            entities=tuple(item.entities or ()),
+            session_id=item.session_id,
+            user_id=item.user_id,
+            event_date=item.event_date,
+            pinned=bool(item.pinned),
+            created_at=item.created_at,
+            updated_at=item.updated_at,
+            last_accessed=item.last_accessed or item.updated_at,
+            persisted_at=item.persisted_at,
+            memory_hash=item.memory_hash,
+            extracted_from=tuple(item.extracted_from or ()),
+            metadata=json.loads(item.metadata) if item.metadata else {},
+            discrete_memory_extracted=item.extracted or "f",
+            written_us=written_us,
+            version=item.version,
+            indexing=_index_state(state, written_us),
+        )
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def get_records(self, tenant: str, record_ids: Iterable[str]) -> dict[str, StoredRecord]:
+        """The records found among `record_ids`, with their index state (one BatchGetItem
+        per 50 ids)."""
+        ids = list(dict.fromkeys(record_ids))
+        wanted = [
+            k for i in ids for k in (keys.record_key(tenant, i), keys.index_state_key(tenant, i))
+        ]
+        found = self._batch_get(wanted)
+        records: dict[str, StoredRecord] = {}
+        for record_id in ids:
+            item = found.get(keys.record_key(tenant, record_id))
+            if item is not None and self._live(item):
+                state = found.get(keys.index_state_key(tenant, record_id))
+                records[record_id] = self._to_record(item, state)
+        return records
+
+    def get_record(self, tenant: str, record_id: str) -> StoredRecord:
+        record = self.get_records(tenant, [record_id]).get(record_id)
+        if record is None:
+            raise NotFound(f"no long-term memory {record_id!r}")
+        return record
+
+    def records_with_hash(self, tenant: str, namespace: str, memory_hash: str) -> set[str]:
+        """The partition keys of the records holding `memory_hash` (GSI1: eventually
+        consistent, so two simultaneous creates of one text may both pass)."""
+        with translated("find duplicates"):
+            found = self._items.record.by_hash.query(
+                keys.records_by_hash(tenant, namespace, memory_hash), limit=10
+            )
+            return {item.pk for item in found if self._live(item)}
+
+    def duplicates(
+        self, tenant: str, wanted: Sequence[tuple[str, str, str]]
+    ) -> dict[str, set[str]]:
+        """For each (record id, namespace, hash): the other records with that hash."""
+
+        def one(entry: tuple[str, str, str]) -> tuple[str, set[str]]:
+            record_id, namespace, memory_hash = entry
+            own = keys.record_pk(tenant, record_id)
+            return record_id, self.records_with_hash(tenant, namespace, memory_hash) - {own}
+
+        if len(wanted) <= 1:
+            return dict(one(entry) for entry in wanted)
+        with ThreadPoolExecutor(max_workers=min(WORKERS, len(wanted))) as pool:
+            return dict(pool.map(one, wanted))
+
+    def messages_by_key(self, wanted: Iterable[keys.Key]) -> dict[keys.Key, StoredMessage]:
+        """Session messages by table key (search hits), live ones only."""
+        found = self._batch_get(wanted)
+        return {
+            key: self._to_message(item)
+            for key, item in found.items()
+            if isinstance(item, self._items.message) and self._live(item)
+        }
+
+    def messages_around(self, pk: str, order: str, count: int) -> list[StoredMessage]:
+        """Up to `count` live messages before and after the one at LSI1 key `order` in the
+        session partition `pk`, oldest first (two Queries)."""
+        index = self._items.base.by_order
+        item_cls = self._items.base
+        with translated("read messages"):
+            before = index.query(
+                pk,
+                item_cls.order.between(keys.ORDER_PREFIX, order),
+                scan_index_forward=False,
+                limit=count + 1,
+            )
+            after = index.query(
+                pk,
+                item_cls.order.between(order, keys.ORDER_PREFIX + "\uffff"),
+                limit=count + 1,
+            )
+            earlier = [
+                i for i in before if i.order != order and isinstance(i, self._items.message)
+            ][:count]
+            later = [i for i in after if i.order != order and isinstance(i, self._items.message)][
+                :count
+            ]
+        return [self._to_message(i) for i in [*reversed(earlier), *later] if self._live(i)]
+
+    # -- writes ------------------------------------------------------------------------------
+
+    def put_records(self, tenant: str, records: Sequence[StoredRecord]) -> None:
+        """Write `records` whole (BatchWriteItem; a record with a stored id replaces it)."""
+        with translated("write long-term memories"), BatchWrite(self._items.record) as batch:
+            for record in records:
+                batch.save(self._record_item(tenant, record))
+
+    def replace_record(self, tenant: str, record: StoredRecord) -> StoredRecord:
+        """Write `record` if the stored one is still at `record.version`, else VersionConflict."""
+        item = self._record_item(tenant, record)
+        with translated("edit long-term memory"):
+            item.save()
+        return self._to_record(item, None)
+
+    def delete_records(self, tenant: str, record_ids: Sequence[str]) -> int:
+        """Delete the records and their index states; how many records existed."""
+        ids = list(dict.fromkeys(record_ids))
+        existing = self.get_records(tenant, ids)
+        with translated("delete long-term memories"), BatchWrite(self._items.base) as batch:
+            for record_id in ids:
+                batch.delete(self._items.base(*keys.record_key(tenant, record_id)))
+                batch.delete(self._items.base(*keys.index_state_key(tenant, record_id)))
+        return len(existing)
+
+    def mark_indexed(
+        self, tenant: str, versions: dict[str, int], failures: dict[str, tuple[int, str]]
+    ) -> None:
+        """Record that these record versions are searchable (`versions`) or could not be
+        indexed (`failures`: version, reason without content). A state never goes back to
+        an older version (each UpdateItem is conditional on it)."""
+        client = self._items.connection.client
+        table = self._items.base.Meta.table_name
+
+        def update(record_id: str, field: str, version: int, reason: str | None) -> None:
+            pk, sk = keys.index_state_key(tenant, record_id)
+            values: dict[str, Any] = {
+                ":v": {"N": str(version)},
+                ":kind": {"S": "index_state"},
+                ":tenant": {"S": tenant},
+            }
+            expression = f"SET {field} = :v, kind = :kind, tenant = :tenant"
+            if reason is not None:
+                values[":reason"] = {"S": reason[:200]}
+                expression += ", reason = :reason"
+            try:
+                with translated("write index state"):
+                    client.update_item(
+                        TableName=table,
+                        Key={"PK": {"S": pk}, "SK": {"S": sk}},
+                        UpdateExpression=expression,
+                        ConditionExpression=f"attribute_not_exists({field}) OR {field} < :v",
+                        ExpressionAttributeValues=values,
+                    )
+            except VersionConflict:
+                pass  # a newer version is already recorded
+
+        jobs: list[tuple[str, str, int, str | None]] = [
+            (rid, "indexed_us", v, None) for rid, v in versions.items()
+        ]
+        jobs += [(rid, "failed_us", v, why) for rid, (v, why) in failures.items()]
+        if not jobs:
+            return
+        with ThreadPoolExecutor(max_workers=min(WORKERS, len(jobs))) as pool:
+            list(pool.map(lambda job: update(*job), jobs))
+
+    def mark_promoted(self, key: keys.Key, record_json: str, persisted_at: str) -> bool:
+        """Set `persisted_at` on a session's pending memory, if it still holds `record_json`
+        (a rewrite since then will be promoted on its own). False when it changed or went."""
+        client = self._items.connection.client
+        try:
+            with translated("mark memory promoted"):
+                client.update_item(
+                    TableName=self._items.base.Meta.table_name,
+                    Key={"PK": {"S": key[0]}, "SK": {"S": key[1]}},
+                    UpdateExpression="SET persisted_at = :at",
+                    ConditionExpression="attribute_exists(PK) AND #record = :record",
+                    ExpressionAttributeNames={"#record": "record"},
+                    ExpressionAttributeValues={
+                        ":at": {"S": persisted_at},
+                        ":record": {"S": record_json},
+                    },
+                )
+        except VersionConflict:
+            return False
+        return True

@@ -1,0 +1,127 @@
+"""Long-term memory on moto, in one process: the real API handler, the real indexer handler,
+one local index both share, and the table's stream read as Lambda's poller reads it.
+
+`settle()` reads every stream record written since the last read, keeps those the
+template's FilterCriteria pass (as the event source mapping does) and hands them to the
+indexer handler in batches of the mapping's size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import boto3
+
+from memkit.embeddings.local import LocalEmbedder
+from memkit.embeddings.protocol import Purpose
+from memkit.local.event_filter import passes
+from memkit.local.streams import lambda_record
+from memkit.local.template import load_template
+from memkit.vectors.local import LocalVectorIndex
+from tests.conftest import ApiResponse, LambdaContextStub, call_api
+
+ROOT = Path(__file__).resolve().parents[2]
+INDEXER = "IndexerFunction"
+
+
+def stream_mapping() -> dict[str, Any]:
+    """The indexer's DynamoDB event source properties, as template.yaml declares them."""
+    template = load_template(ROOT / "template.yaml")
+    events = template["Resources"][INDEXER]["Properties"]["Events"]
+    properties = next(e["Properties"] for e in events.values() if e["Type"] == "DynamoDB")
+    return dict(properties)
+
+
+class CountingEmbedder:
+    """The local embedder, counting what it was asked to embed."""
+
+    def __init__(self) -> None:
+        self._inner = LocalEmbedder()
+        self.texts = 0
+
+    @property
+    def model_id(self) -> str:
+        return self._inner.model_id
+
+    @property
+    def dimensions(self) -> int:
+        return self._inner.dimensions
+
+    def embed(self, texts: Sequence[str], purpose: Purpose = "document") -> list[list[float]]:
+        if purpose == "document":
+            self.texts += len(texts)
+        return self._inner.embed(texts, purpose)
+
+
+class StreamReader:
+    """Every shard of the table's stream, read from where the last read stopped, in the
+    shape Lambda delivers (memkit.local.streams.lambda_record). In process, on mock_aws;
+    the local stack's StreamPump does the same over loopback, in a thread."""
+
+    def __init__(self, table: str, region: str = "us-east-1") -> None:
+        self._region = region
+        self._streams = boto3.client("dynamodbstreams", region_name=region)
+        description = boto3.client("dynamodb", region_name=region).describe_table(TableName=table)
+        self.arn = description["Table"]["LatestStreamArn"]
+        self._iterators: dict[str, str | None] = {}
+
+    def read(self) -> list[dict[str, Any]]:
+        shards = self._streams.describe_stream(StreamArn=self.arn)["StreamDescription"]["Shards"]
+        records: list[dict[str, Any]] = []
+        for shard in shards:
+            shard_id = shard["ShardId"]
+            if shard_id not in self._iterators:
+                self._iterators[shard_id] = self._streams.get_shard_iterator(
+                    StreamArn=self.arn, ShardId=shard_id, ShardIteratorType="TRIM_HORIZON"
+                )["ShardIterator"]
+            while self._iterators[shard_id]:
+                page = self._streams.get_records(ShardIterator=self._iterators[shard_id])
+                self._iterators[shard_id] = page.get("NextShardIterator")
+                records.extend(lambda_record(r, self.arn, self._region) for r in page["Records"])
+                if not page["Records"]:
+                    break
+        return records
+
+
+@dataclass
+class MemoryWorld:
+    api_handler: Any
+    indexer_handler: Any
+    vector_index: LocalVectorIndex
+    embedder: CountingEmbedder
+    reader: StreamReader
+    mapping: dict[str, Any]
+    last_batch: list[dict[str, Any]] = field(default_factory=list)
+
+    def api(self, method: str, path: str, **kwargs: Any) -> ApiResponse:
+        return call_api(self.api_handler, method, path, **kwargs)
+
+    def read_stream(self) -> list[dict[str, Any]]:
+        """New stream records that the event source mapping's filters let through."""
+        filters = [f["Pattern"] for f in self.mapping["FilterCriteria"]["Filters"]]
+        return [r for r in self.reader.read() if passes(filters, r)]
+
+    def index(self, records: list[dict[str, Any]]) -> dict[str, Any]:
+        """One invocation of the indexer handler with `records`."""
+        response = self.indexer_handler({"Records": records}, LambdaContextStub())
+        return dict(response)
+
+    def settle(self) -> list[dict[str, Any]]:
+        """Deliver everything written so far, a batch at a time; the responses."""
+        self.last_batch = self.read_stream()
+        size = 100
+        return [
+            self.index(self.last_batch[start : start + size])
+            for start in range(0, len(self.last_batch), size)
+        ]
+
+    def index_ids(self) -> set[str]:
+        """The ids (record ids and message ids) of every doc the index holds."""
+        return {hit.fields["record_id"] for hit in self.vector_index.browse("default", 10_000, 0)}
+
+    @property
+    def embedded_texts(self) -> int:
+        return self.embedder.texts

@@ -1,0 +1,628 @@
+"""The OpenSearch adapter, for real: opensearch-py with SigV4 signing against the strict
+loopback OpenSearch, as a managed domain and as a serverless collection. The local exact
+index is the reference for what a search must find."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from memkit.config import IndexSettings
+from memkit.errors import StoreUnavailable, Throttled
+from memkit.local.opensearch import LoopbackOpenSearch
+from memkit.vectors.filters import Condition, conditions_from
+from memkit.vectors.local import LocalVectorIndex
+from memkit.vectors.opensearch import OpenSearchIndex, cosine_from_score, opensearch_index
+from memkit.vectors.protocol import Hit, Removal, VectorDoc
+
+pytestmark = pytest.mark.integration
+
+DIMENSIONS = 3
+INDEX = "memkit-memories"
+REGION = "us-east-1"
+
+
+def _doc(
+    doc_id: str,
+    vector: list[float],
+    version: int = 1,
+    tenant: str = "t",
+    text: str = "",
+    **fields: Any,
+) -> VectorDoc:
+    return VectorDoc(
+        id=doc_id, tenant=tenant, vector=vector, version=version, text=text, fields=fields
+    )
+
+
+DOCS = [
+    _doc(
+        "tea",
+        [1, 0, 0],
+        text="green tea in the morning",
+        user_id="ada",
+        topics=["drinks"],
+        created_at=100.0,
+        pinned=True,
+        namespace="work",
+    ),
+    _doc(
+        "coffee",
+        [0.9, 0.1, 0],
+        text="black coffee at the office, and some tea",
+        user_id="ada",
+        topics=["drinks", "work"],
+        created_at=200.0,
+        pinned=False,
+        session_id="s1",
+    ),
+    _doc(
+        "oslo",
+        [0, 1, 0],
+        text="a trip to oslo",
+        user_id="bob",
+        topics=["travel"],
+        created_at=300.5,
+        event_date=1000.0,
+    ),
+    _doc("bare", [0.1, 0.2, 1], text="nothing here"),
+    _doc("south", [-1, 0.1, 0], text="tea", user_id="cy", created_at=50.0),
+    _doc("other", [1, 0, 0], tenant="u", text="tea for another tenant", user_id="ada"),
+]
+
+
+def _ids(hits: list[Hit]) -> list[str]:
+    return [hit.id for hit in hits]
+
+
+def _start(flavour: str) -> LoopbackOpenSearch:
+    server = LoopbackOpenSearch(
+        DIMENSIONS, flavour=flavour, require_sigv4=True, region=REGION, session_token="testing"
+    )
+    server.start()
+    return server
+
+
+@pytest.fixture(params=["domain", "serverless"])
+def server(request: pytest.FixtureRequest) -> Iterator[LoopbackOpenSearch]:
+    """The loopback OpenSearch of one flavour; it must have refused nothing by the end."""
+    server = _start(request.param)
+    yield server
+    server.stop()
+    assert server.rejected == []
+
+
+@pytest.fixture(params=["domain", "serverless"])
+def lenient_server(request: pytest.FixtureRequest) -> Iterator[LoopbackOpenSearch]:
+    """The same, for tests that send it requests outside the subset on purpose."""
+    server = _start(request.param)
+    yield server
+    server.stop()
+
+
+def _adapter(server: LoopbackOpenSearch) -> OpenSearchIndex:
+    settings = IndexSettings(
+        opensearch_endpoint=server.url, opensearch_flavour=server.flavour, opensearch_index=INDEX
+    )
+    return opensearch_index(settings, REGION, DIMENSIONS)
+
+
+@pytest.fixture
+def index(server: LoopbackOpenSearch) -> OpenSearchIndex:
+    return _adapter(server)
+
+
+@pytest.fixture
+def stocked(index: OpenSearchIndex) -> OpenSearchIndex:
+    assert index.upsert(DOCS) == {}
+    return index
+
+
+@pytest.fixture
+def reference() -> LocalVectorIndex:
+    local = LocalVectorIndex(DIMENSIONS)
+    local.upsert(DOCS)
+    return local
+
+
+def _raw_client(server: LoopbackOpenSearch) -> Any:
+    """A signed client of our own, for requests the adapter would never send."""
+    import boto3
+    from opensearchpy import AWSV4SignerAuth, OpenSearch, RequestsHttpConnection
+
+    service = "aoss" if server.flavour == "serverless" else "es"
+    auth = AWSV4SignerAuth(boto3.Session().get_credentials(), REGION, service)
+    return OpenSearch(
+        hosts=[server.url], http_auth=auth, connection_class=RequestsHttpConnection, max_retries=0
+    )
+
+
+# --- the index -----------------------------------------------------------------------------
+
+
+def test_ensure_index_creates_the_index_once(
+    index: OpenSearchIndex, server: LoopbackOpenSearch
+) -> None:
+    # Given an endpoint without the index
+    # When the index is ensured twice and then written to
+    index.ensure_index()
+    index.ensure_index()
+    index.upsert(DOCS[:1])
+
+    # Then it was created once
+    assert server.created == [INDEX]
+
+
+def test_ensure_index_tolerates_a_concurrent_creator(
+    server: LoopbackOpenSearch, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given another process that created the index after this one saw it absent
+    _adapter(server).ensure_index()
+    client = _raw_client(server)
+    monkeypatch.setattr(client.indices, "exists", lambda **_: False)
+    late = OpenSearchIndex(client, INDEX, DIMENSIONS, server.flavour)
+
+    # When this one ensures it, its create meets resource_already_exists
+    late.ensure_index()
+
+    # Then that is a success, and the index was created once
+    assert server.created == [INDEX]
+
+
+# --- search --------------------------------------------------------------------------------
+
+
+def test_search_ranks_by_cosine_and_returns_the_fields(stocked: OpenSearchIndex) -> None:
+    # Given the docs indexed
+    # When the tenant searches near [1, 0, 0]
+    hits = stocked.search("t", [1, 0, 0], k=10)
+
+    # Then the hits are its docs, nearest first, scored by cosine, with fields only
+    assert _ids(hits) == ["tea", "coffee", "bare", "oslo", "south"]
+    coffee = 0.9 / (0.9**2 + 0.1**2) ** 0.5
+    assert [hit.score for hit in hits[:2]] == pytest.approx([1.0, coffee])
+    assert hits[-1].score < 0  # an opposite direction: a negative cosine survives the score
+    assert hits[0].distance == pytest.approx(0.0)
+    assert hits[1].fields == {**DOCS[1].fields, "tenant": "t"}
+
+
+def test_search_returns_at_most_k_hits(stocked: OpenSearchIndex) -> None:
+    assert _ids(stocked.search("t", [0, 1, 0], k=2)) == ["oslo", "bare"]
+
+
+def test_a_score_converts_back_to_the_cosine() -> None:
+    # faiss innerproduct scores: 1 + ip above zero, 1 / (1 - ip) at or below it
+    assert cosine_from_score(1.75) == pytest.approx(0.75)
+    assert cosine_from_score(1 / (1 + 0.5)) == pytest.approx(-0.5)
+    assert cosine_from_score(1.0) == pytest.approx(0.0)
+
+
+FILTERS: list[dict[str, dict[str, Any]]] = [
+    {"user_id": {"eq": "ada"}},
+    {"user_id": {"ne": "ada"}},  # docs without a user_id meet it
+    {"user_id": {"any": ["bob", "cy"]}},
+    {"user_id": {"none": ["ada", "bob"]}},
+    {"user_id": {"startswith": "b"}},
+    {"user_id": {"eq": 5}},  # a number never equals a keyword
+    {"user_id": {"gt": "a"}},  # nor does a range hold strings
+    {"topics": {"all": ["drinks", "work"]}},
+    {"topics": {"all": []}},  # all of nothing: the field is there
+    {"topics": {"any": []}},
+    {"topics": {"none": ["work"]}},
+    {"created_at": {"gte": 200}},
+    {"created_at": {"gt": 200}},
+    {"created_at": {"lte": 100}},
+    {"created_at": {"lt": 100}},
+    {"created_at": {"between": [60, 250]}},
+    {"created_at": {"eq": 300.5}},  # a number on a date compares numbers
+    {"created_at": {"eq": "300.5"}},
+    {"created_at": {"ne": 100}},
+    {"created_at": {"any": [100, 300.5]}},
+    {"created_at": {"none": [100, 200]}},
+    {"event_date": {"gt": 0}},
+    {"pinned": {"eq": True}},
+    {"pinned": {"eq": False}},
+    {"pinned": {"ne": True}},
+    {"pinned": {"eq": 1}},  # True == 1, as meets compares
+    {"session_id": {"eq": "s1"}},
+    {"namespace": {"startswith": "wo"}},
+    {"record_id": {"eq": "r1"}},  # no doc has it: nothing, never a wider list
+    {"user_id": {"eq": "ada"}, "created_at": {"lt": 150}},
+]
+
+
+@pytest.mark.parametrize("filters", FILTERS, ids=[json.dumps(f) for f in FILTERS])
+def test_filters_find_what_the_local_index_finds(
+    stocked: OpenSearchIndex, reference: LocalVectorIndex, filters: dict[str, dict[str, Any]]
+) -> None:
+    # Given the same docs in OpenSearch and in the local exact index
+    conditions = conditions_from(filters)
+
+    # When both are searched with the filter
+    found = stocked.search("t", [1, 0, 0], k=10, conditions=conditions)
+
+    # Then OpenSearch finds exactly what filters.meets accepts, in the same order
+    assert _ids(found) == _ids(reference.search("t", [1, 0, 0], k=10, conditions=conditions))
+
+
+def test_a_tenant_sees_only_its_own_docs(stocked: OpenSearchIndex) -> None:
+    # Given docs of tenants t and u
+    # When u searches, matches and lists
+    # Then it finds only its own doc
+    assert _ids(stocked.search("u", [1, 0, 0], k=10)) == ["other"]
+    assert _ids(stocked.keyword("u", "tea", k=10)) == ["other"]
+    assert _ids(stocked.browse("u", k=10, offset=0)) == ["other"]
+
+
+def test_a_filter_no_doc_meets_finds_nothing(stocked: OpenSearchIndex) -> None:
+    conditions = [Condition("user_id", "eq", "nobody")]
+
+    assert stocked.search("t", [1, 0, 0], k=10, conditions=conditions) == []
+
+
+def test_a_field_that_cannot_be_filtered_is_refused(
+    stocked: OpenSearchIndex, server: LoopbackOpenSearch
+) -> None:
+    # Given a condition on the text (not a filter field)
+    sent = len(server.requests)
+
+    # When a search carries it, then it is refused before any request
+    with pytest.raises(ValueError, match="cannot filter on 'text'"):
+        stocked.search("t", [1, 0, 0], k=10, conditions=[Condition("text", "eq", "tea")])
+    assert len(server.requests) == sent
+
+
+# --- keyword and browse --------------------------------------------------------------------
+
+
+def test_keyword_ranks_bm25_matches_and_skips_the_rest(stocked: OpenSearchIndex) -> None:
+    # Given three of the tenant's docs that say "tea", a short one first
+    # When the tenant looks for "tea"
+    hits = stocked.keyword("t", "tea", k=10)
+
+    # Then only those match, best BM25 first, with positive scores
+    assert _ids(hits) == ["south", "tea", "coffee"]
+    assert all(hit.score > 0 for hit in hits)
+
+
+def test_keyword_applies_the_filters(stocked: OpenSearchIndex) -> None:
+    conditions = conditions_from({"user_id": {"eq": "ada"}})
+
+    assert _ids(stocked.keyword("t", "tea", k=10, conditions=conditions)) == ["tea", "coffee"]
+
+
+def test_browse_lists_newest_first_from_an_offset(
+    stocked: OpenSearchIndex, reference: LocalVectorIndex
+) -> None:
+    # Given docs created at 50, 100, 200, 300.5 and one without a created_at
+    # When the tenant lists two from offset 1, and everything
+    page = stocked.browse("t", k=2, offset=1)
+    everything = stocked.browse("t", k=10, offset=0)
+
+    # Then the page skips the newest, the doc without a date comes last, scores are 0
+    assert _ids(page) == ["coffee", "tea"]
+    assert _ids(everything) == ["oslo", "coffee", "tea", "south", "bare"]
+    assert _ids(everything) == _ids(reference.browse("t", k=10, offset=0))
+    assert {hit.score for hit in everything} == {0.0}
+
+
+def test_browse_applies_the_filters(stocked: OpenSearchIndex) -> None:
+    conditions = conditions_from({"topics": {"any": ["drinks"]}})
+
+    assert _ids(stocked.browse("t", k=10, offset=0, conditions=conditions)) == ["coffee", "tea"]
+
+
+# --- versions ------------------------------------------------------------------------------
+
+
+def test_an_older_write_after_a_newer_one_changes_nothing(index: OpenSearchIndex) -> None:
+    # Given version 3 of a doc
+    index.upsert([_doc("tea", [0, 0, 1], version=3, text="new")])
+
+    # When version 2 arrives late
+    failures = index.upsert([_doc("tea", [1, 0, 0], version=2, text="old")])
+
+    # Then that is no failure and version 3 stays
+    assert failures == {}
+    assert _ids(index.search("t", [0, 0, 1], k=1)) == ["tea"]
+    assert index.search("t", [0, 0, 1], k=1)[0].score == pytest.approx(1.0)
+    assert _ids(index.keyword("t", "old", k=10)) == []
+
+
+def test_a_replayed_batch_changes_nothing(
+    index: OpenSearchIndex, server: LoopbackOpenSearch
+) -> None:
+    # Given a batch written once
+    index.upsert(DOCS)
+    before = sorted(json.dumps(source, sort_keys=True) for _, source in server.documents(INDEX))
+
+    # When the same batch is delivered again
+    failures = index.upsert(DOCS)
+
+    # Then nothing fails and the stored docs are the same ones (no second copies)
+    after = sorted(json.dumps(source, sort_keys=True) for _, source in server.documents(INDEX))
+    assert failures == {}
+    assert after == before
+
+
+def test_a_removal_older_than_the_doc_is_ignored(stocked: OpenSearchIndex) -> None:
+    # Given the doc at version 1
+    # When a removal at version 0 arrives
+    failures = stocked.remove([Removal(id="tea", tenant="t", version=0)])
+
+    # Then the doc is still found
+    assert failures == {}
+    assert "tea" in _ids(stocked.search("t", [1, 0, 0], k=10))
+
+
+def test_a_removal_at_the_docs_version_removes_it(stocked: OpenSearchIndex) -> None:
+    assert stocked.remove([Removal(id="tea", tenant="t", version=1)]) == {}
+
+    assert "tea" not in _ids(stocked.search("t", [1, 0, 0], k=10))
+
+
+def test_a_removed_doc_stays_removed_when_its_older_write_is_replayed(
+    index: OpenSearchIndex,
+) -> None:
+    # Given a doc written at version 5 and removed at version 6
+    written = [_doc("memo", [0, 0, 1], version=5, text="memo")]
+    index.upsert(written)
+    index.remove([Removal(id="memo", tenant="t", version=6)])
+
+    # When the write is replayed
+    failures = index.upsert(written)
+
+    # Then nothing fails and the doc does not come back, in any kind of read
+    assert failures == {}
+    assert "memo" not in _ids(index.search("t", [0, 0, 1], k=10))
+    assert "memo" not in _ids(index.keyword("t", "memo", k=10))
+    assert "memo" not in _ids(index.browse("t", k=10, offset=0))
+
+
+def test_a_doc_written_again_after_its_removal_comes_back(index: OpenSearchIndex) -> None:
+    index.upsert([_doc("memo", [0, 0, 1], version=5)])
+    index.remove([Removal(id="memo", tenant="t", version=6)])
+
+    index.upsert([_doc("memo", [0, 0, 1], version=7)])
+
+    assert _ids(index.search("t", [0, 0, 1], k=1)) == ["memo"]
+
+
+def test_removing_an_absent_doc_is_a_success(index: OpenSearchIndex) -> None:
+    assert index.remove([Removal(id="never-written", tenant="t", version=3)]) == {}
+
+
+# --- failures ------------------------------------------------------------------------------
+
+
+def test_a_bulk_item_error_fails_that_doc_alone(index: OpenSearchIndex) -> None:
+    # Given a batch where one vector has the wrong dimension
+    batch = [_doc("good", [1, 0, 0]), _doc("bad", [1, 0]), _doc("fine", [0, 1, 0])]
+
+    # When it is written in one _bulk
+    failures = index.upsert(batch)
+
+    # Then OpenSearch's item error is that doc's failure, and the others are written
+    assert failures == {"bad": "mapper_parsing_exception"}
+    assert sorted(_ids(index.search("t", [1, 0, 0], k=10))) == ["fine", "good"]
+
+
+def test_a_doc_using_a_reserved_field_fails_without_a_request(index: OpenSearchIndex) -> None:
+    failures = index.upsert([_doc("odd", [1, 0, 0], deleted=True)])
+
+    assert failures == {"odd": "reserved_field"}
+
+
+def test_wrong_credentials_become_the_domain_error(
+    server: LoopbackOpenSearch, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given the service's credentials are not the ones OpenSearch knows
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "not-the-secret")
+    index = _adapter(server)
+
+    # When it searches, and when it writes
+    with pytest.raises(StoreUnavailable) as raised:
+        index.search("t", [1, 0, 0], k=3)
+    failures = index.upsert(DOCS[:2])
+
+    # Then the search raises the 503 domain error (never OpenSearch's own), every doc of the
+    # write fails with the status (its first request, a HEAD, has no error body), and the
+    # server saw bad signatures
+    assert raised.value.status == 503
+    assert "signature" not in str(raised.value)
+    assert failures == {"tea": "http_403", "coffee": "http_403"}
+    assert server.denied
+
+
+def test_an_unreachable_index_becomes_the_domain_error() -> None:
+    # Given an endpoint nothing listens on
+    settings = IndexSettings(opensearch_endpoint="http://127.0.0.1:9", opensearch_auth="none")
+    index = opensearch_index(settings, REGION, DIMENSIONS)
+
+    # When it is searched and written to
+    # Then the search is unavailable (503) and each doc fails with the reason
+    with pytest.raises(StoreUnavailable):
+        index.search("t", [1, 0, 0], k=3)
+    assert index.upsert(DOCS[:1]) == {"tea": "connection_error"}
+
+
+def test_a_throttled_search_becomes_the_domain_error() -> None:
+    from opensearchpy.exceptions import TransportError
+
+    # Given an OpenSearch that still answers 429 after the client's retries
+    class Throttling:
+        def search(self, **_: Any) -> Any:
+            raise TransportError(429, "too_many_requests", {})
+
+    index = OpenSearchIndex(Throttling(), INDEX, DIMENSIONS)
+
+    # When the tenant searches, then the API's 429 error is raised
+    with pytest.raises(Throttled):
+        index.search("t", [1, 0, 0], k=3)
+
+
+def test_the_local_stack_index_needs_no_signing() -> None:
+    # Given the local stack's index: a domain on loopback, without auth
+    with LoopbackOpenSearch(DIMENSIONS) as server:
+        settings = IndexSettings(opensearch_endpoint=server.url, opensearch_auth="none")
+        index = opensearch_index(settings, REGION, DIMENSIONS)
+
+        # When docs are written and searched
+        failures = index.upsert(DOCS)
+        found = index.search("t", [1, 0, 0], k=1)
+
+    # Then the production adapter works end to end, inside the subset
+    assert (failures, _ids(found), server.rejected) == ({}, ["tea"], [])
+
+
+# --- the subset ----------------------------------------------------------------------------
+
+
+def test_one_bulk_request_per_write_call(
+    stocked: OpenSearchIndex, server: LoopbackOpenSearch
+) -> None:
+    # Given the index in use
+    def bulks() -> int:
+        return sum(1 for method, path in server.requests if path.endswith("/_bulk"))
+
+    before = bulks()
+
+    # When a batch is written and a batch removed
+    stocked.upsert([_doc("n1", [1, 0, 0], version=2), _doc("n2", [0, 1, 0], version=2)])
+    stocked.remove([Removal(id="n1", tenant="t", version=3), Removal("n2", "t", 3)])
+
+    # Then each call sent one _bulk
+    assert bulks() == before + 2
+
+
+def test_a_search_with_post_filter_is_rejected(lenient_server: LoopbackOpenSearch) -> None:
+    from opensearchpy.exceptions import RequestError
+
+    # Given the index
+    _adapter(lenient_server).ensure_index()
+    body = {
+        "query": {"knn": {"vector": {"vector": [1, 0, 0], "k": 3}}},
+        "post_filter": {"term": {"tenant": "t"}},
+    }
+
+    # When a hand-made search filters after the k-NN search
+    with pytest.raises(RequestError) as raised:
+        _raw_client(lenient_server).search(index=INDEX, body=body)
+
+    # Then it is refused with an OpenSearch error body, and recorded
+    assert raised.value.status_code == 400
+    assert [rejection.path for rejection in lenient_server.rejected] == [f"/{INDEX}/_search"]
+
+
+def test_serverless_refuses_custom_ids_refresh_and_delete_by_query() -> None:
+    from opensearchpy.exceptions import RequestError
+
+    # Given a serverless collection's index
+    server = _start("serverless")
+    try:
+        _adapter(server).ensure_index()
+        client = _raw_client(server)
+        calls = [
+            lambda: client.bulk(body=[{"index": {"_id": "mine"}}, {"doc_id": "x"}], index=INDEX),
+            lambda: client.indices.refresh(index=INDEX),
+            lambda: client.delete_by_query(index=INDEX, body={"query": {"match_all": {}}}),
+        ]
+
+        # When each is sent, then each is refused and recorded
+        for call in calls:
+            with pytest.raises(RequestError):
+                call()
+        assert len(server.rejected) == 3
+    finally:
+        server.stop()
+
+
+def test_the_server_denies_unsigned_and_tampered_requests(server: LoopbackOpenSearch) -> None:
+    import requests
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    # Given a search signed for the server's service and region
+    _adapter(server).ensure_index()
+    url = f"{server.url}/{INDEX}/_search"
+    body = json.dumps({"query": {"bool": {"filter": [{"term": {"tenant": "t"}}]}}}).encode()
+    signed = AWSRequest(
+        method="POST",
+        url=url,
+        data=body,
+        headers={
+            "Content-Type": "application/json",
+            "X-Amz-Content-SHA256": hashlib.sha256(body).hexdigest(),
+        },
+    )
+    service = "aoss" if server.flavour == "serverless" else "es"
+    SigV4Auth(Credentials("testing", "testing", "testing"), service, REGION).add_auth(signed)
+    headers = dict(signed.headers.items())
+
+    # When it is sent as signed, with another body, and without a signature
+    genuine = requests.post(url, data=body, headers=headers, timeout=5)
+    tampered = requests.post(url, data=body.replace(b'"t"', b'"u"'), headers=headers, timeout=5)
+    unsigned = requests.post(
+        url, data=body, headers={"Content-Type": "application/json"}, timeout=5
+    )
+
+    # Then only the genuine one is answered
+    assert (genuine.status_code, tampered.status_code, unsigned.status_code) == (200, 403, 403)
+    assert tampered.json()["error"]["type"] == "security_exception"
+
+
+# --- serverless copies ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def collection() -> Iterator[tuple[LoopbackOpenSearch, OpenSearchIndex]]:
+    server = _start("serverless")
+    yield server, _adapter(server)
+    server.stop()
+    assert server.rejected == []
+
+
+def _stale_copy(server: LoopbackOpenSearch, source: dict[str, Any]) -> None:
+    """A copy the adapter's lookup could not see yet (written within the refresh interval)."""
+    _raw_client(server).bulk(body=[{"index": {}}, source], index=INDEX)
+
+
+def test_serverless_search_hides_an_older_copy_and_the_next_write_deletes_it(
+    collection: tuple[LoopbackOpenSearch, OpenSearchIndex],
+) -> None:
+    server, index = collection
+    # Given version 2 of a doc, and an older copy that slipped in beside it
+    index.upsert([_doc("memo", [1, 0, 0], version=2, text="memo")])
+    stale = {"doc_id": "memo", "tenant": "t", "version": 1, "deleted": False, "text": "memo"}
+    _stale_copy(server, {**stale, "vector": [1.0, 0.0, 0.0]})
+
+    # When it is searched, and then written again
+    found = index.search("t", [1, 0, 0], k=10)
+    index.upsert([_doc("memo", [1, 0, 0], version=3, text="memo")])
+
+    # Then the search shows it once, and the next write leaves one copy
+    assert _ids(found) == ["memo"]
+    copies = [source for _, source in server.documents(INDEX) if source["doc_id"] == "memo"]
+    assert [copy["version"] for copy in copies] == [3]
+
+
+def test_serverless_search_hides_a_copy_that_a_newer_tombstone_removed(
+    collection: tuple[LoopbackOpenSearch, OpenSearchIndex],
+) -> None:
+    server, index = collection
+    # Given a doc removed at version 6, and its version 5 written where the removal could
+    # not see it
+    index.remove([Removal(id="memo", tenant="t", version=6)])
+    copy = {"doc_id": "memo", "tenant": "t", "version": 5, "deleted": False, "text": "memo"}
+    _stale_copy(server, {**copy, "vector": [1.0, 0.0, 0.0]})
+
+    # When the tenant searches, matches and lists
+    # Then the removed doc is nowhere
+    assert _ids(index.search("t", [1, 0, 0], k=10)) == []
+    assert _ids(index.keyword("t", "memo", k=10)) == []
+    assert _ids(index.browse("t", k=10, offset=0)) == []

@@ -10,7 +10,14 @@ from bench import environment
 
 ROOT = Path(__file__).resolve().parents[1]
 # Cheapest first; each one prints its own figures, one a line.
-BENCHMARKS = ("dynamodb_requests", "warm_overhead", "cold_start", "sessions")
+BENCHMARKS = (
+    "dynamodb_requests",
+    "warm_overhead",
+    "cold_start",
+    "sessions",
+    "indexing",
+    "retrieval",
+)
 
 
 def main() -> int:

@@ -37,11 +37,20 @@ def test_vectors_are_unit_length_in_order_and_batch_independent(embedder: LocalE
     texts = ["green tea in the morning", "a flight to Oslo", "quarterly revenue grew"]
 
     batch = embedder.embed(texts, "document")
-    alone = [embedder.embed([text], "query")[0] for text in texts]
+    alone = [embedder.embed([text], "document")[0] for text in texts]
 
     assert [len(v) for v in batch] == [DIMENSIONS] * 3
     assert all(abs(math.sqrt(sum(x * x for x in v)) - 1) < 1e-5 for v in batch)
     assert all(_cosine(a, b) > 0.99999 for a, b in zip(batch, alone, strict=True))
+
+
+def test_a_query_is_embedded_without_its_function_words(embedder: LocalEmbedder) -> None:
+    (query,) = embedder.embed(["What is my dog's name?"], "query")
+    (content,) = embedder.embed(["dog name"], "document")
+    (as_asked,) = embedder.embed(["What is my dog's name?"], "document")
+
+    assert _cosine(query, content) > 0.99999
+    assert _cosine(query, as_asked) < 0.99
 
 
 def test_related_texts_are_closer_than_unrelated_ones(embedder: LocalEmbedder) -> None:

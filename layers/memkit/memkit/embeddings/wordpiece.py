@@ -10,6 +10,7 @@ checks the ids against `tokenizers` on varied text.
 from __future__ import annotations
 
 import json
+import re
 import unicodedata
 from pathlib import Path
 
@@ -34,6 +35,15 @@ def _is_punctuation(char: str) -> bool:
     if 33 <= code <= 47 or 58 <= code <= 64 or 91 <= code <= 96 or 123 <= code <= 126:
         return True
     return unicodedata.category(char).startswith("P")
+
+
+_WORDS = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def words(text: str) -> list[str]:
+    """The text normalised (lowercased, accents stripped), as runs of letters and digits:
+    the terms keyword search indexes, and what the local embedder reads of a query."""
+    return _WORDS.findall(normalize(text))
 
 
 def normalize(text: str) -> str:

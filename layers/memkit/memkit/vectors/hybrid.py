@@ -19,7 +19,8 @@ of Fusion Functions for Hybrid Retrieval", TOIS 2023):
 The query vector matters more than the fusion. With the local static embedder (a mean of
 token vectors), the function words of a question ("what", "did", "I", "my") pull its vector
 towards every other question and every chatty message. Embedding `drop_function_words(text)`
-instead of the text raises semantic recall@10 from 0.56 to 0.67 on the DEV split of
+instead of the text (what LocalEmbedder does for purpose "query") raises semantic
+recall@10 from 0.56 to 0.67 on the DEV split of
 bench/retrieval.py. The keyword side keeps the text as asked: there the pronouns help (they
 mark the user's own messages), and removing even OpenSearch's `_english_` stop set lowered
 BM25 recall@10 from 0.58 to 0.55.
@@ -55,33 +56,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from memkit.vectors.filters import Condition
-from memkit.vectors.keyword import terms
 from memkit.vectors.protocol import Hit, VectorIndex
 
 CANDIDATES = 100
 DEFAULT_ALPHA = 0.8
-
-# English function words (pronouns, auxiliaries, determiners, prepositions, conjunctions,
-# wh-words): a common stop list (NLTK's English one) as keyword terms, so the pieces of
-# "what's" and "I'm" ("s", "m") are in it.
-_FUNCTION_WORDS = """
-    i me my myself we our ours ourselves you your yours yourself yourselves he him his himself
-    she her hers herself it its itself they them their theirs themselves what which who whom
-    this that these those am is are was were be been being have has had having do does did
-    doing a an the and but if or because as until while of at by for with about against
-    between into through during before after above below to from up down in out on off over
-    under again further then once here there when where why how all any both each few more
-    most other some such no nor not only own same so than too very s t can will just don
-    should now d ll m o re ve y
-"""
-FUNCTION_WORDS = frozenset(_FUNCTION_WORDS.split())
-
-
-def drop_function_words(text: str) -> str:
-    """What of a search text is worth embedding: its words without English function words,
-    lowercased ("What's my dog's name?" -> "dog name"); the text itself if nothing is left."""
-    kept = [word for word in terms(text) if word not in FUNCTION_WORDS]
-    return " ".join(kept) if kept else text
 
 
 def hybrid_search(
@@ -96,10 +74,10 @@ def hybrid_search(
     """The k best of the tenant's docs that meet every condition, by `alpha * cosine +
     (1 - alpha) * BM25 / best BM25` (see the module docstring), best first.
 
-    `vector` is the query's embedding (best made from `drop_function_words(text)`), `text`
-    the query as asked. `alpha` is the weight of the vector side (AMS's `hybrid_alpha`):
-    1 ranks as semantic search, 0 as keyword search, None means DEFAULT_ALPHA. Each hit's
-    fields are the index's; its score is in [0, 1].
+    `vector` is the query's embedding (purpose "query": the local embedder leaves out
+    function words), `text` the query as asked. `alpha` is the weight of the vector side
+    (AMS's `hybrid_alpha`): 1 ranks as semantic search, 0 as keyword search, None means
+    DEFAULT_ALPHA. Each hit's fields are the index's; its score is in [0, 1].
     """
     if k <= 0:
         return []

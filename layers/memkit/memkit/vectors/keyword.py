@@ -9,23 +9,21 @@ query computes over a filtered index, close enough for ranking.
 from __future__ import annotations
 
 import math
-import re
 import threading
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memkit.embeddings.wordpiece import normalize
+from memkit.embeddings.wordpiece import words
 from memkit.vectors.filters import Condition, meets_all
 from memkit.vectors.protocol import Hit, Removal
 
 K1 = 1.2
 B = 0.75
-_TERMS = re.compile(r"[^\W_]+", re.UNICODE)
 
 
 def terms(text: str) -> list[str]:
-    return _TERMS.findall(normalize(text))
+    return words(text)
 
 
 @dataclass

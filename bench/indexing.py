@@ -301,10 +301,12 @@ def search_latency() -> None:
     import numpy as np
 
     from memkit.vectors.filters import Condition
+    from memkit.vectors.hybrid import hybrid_search
     from memkit.vectors.local import LocalVectorIndex
     from memkit.vectors.protocol import VectorDoc
 
     rng = np.random.default_rng(11)
+    words = random.Random(11)
     dimensions = 256
     index = LocalVectorIndex(dimensions)
     vectors = rng.standard_normal((INDEX_SIZE, dimensions)).astype(np.float32)
@@ -316,21 +318,32 @@ def search_latency() -> None:
                     "t",
                     vectors[i],
                     1,
-                    "",
+                    _text(words),
                     {"user_id": f"u{i % 1000}", "namespace": "default", "created_at": float(i)},
                 )
                 for i in range(start, start + 10_000)
             ]
         )
     queries = rng.standard_normal((50, dimensions)).astype(np.float32)
-    for label, conditions in (
-        ("no filter", []),
-        ("filtered to one user of 1,000", [Condition("user_id", "eq", "u7")]),
-    ):
+    texts = [_text(words) for _ in queries]
+    one_user = [Condition("user_id", "eq", "u7")]
+    searches: list[tuple[str, Any]] = [
+        ("semantic, no filter", lambda v, _: index.search("t", v, 10)),
+        ("semantic, one user of 1,000", lambda v, _: index.search("t", v, 10, one_user)),
+        (
+            "hybrid (the default), one user of 1,000",
+            lambda v, t: hybrid_search(index, "t", t, v, 10, one_user),
+        ),
+        (
+            "hybrid, no filter (every doc shares query words)",
+            lambda v, t: hybrid_search(index, "t", t, v, 10),
+        ),
+    ]
+    for label, search in searches:
         times = []
-        for query in queries:
+        for query, text in zip(queries, texts, strict=True):
             started = time.perf_counter()
-            hits = index.search("t", query, 10, conditions)
+            hits = search(query, text)
             times.append(time.perf_counter() - started)
             assert len(hits) == 10
         report(

@@ -456,3 +456,28 @@ def test_an_empty_edit_is_a_400_and_a_missing_record_a_404(world: MemoryWorld) -
     assert world.api("PATCH", f"{LTM}/tea", body={}).status == 400
     assert world.api("PATCH", f"{LTM}/nope", body={"text": "x"}).status == 404
     assert world.api("GET", f"{LTM}/nope").status == 404
+
+
+def test_a_session_can_keep_its_messages_out_of_long_term_memory(world: MemoryWorld) -> None:
+    world.api(
+        "PUT",
+        "/v1/working-memory/private",
+        body={
+            "index_messages": False,
+            "messages": [{"id": "p1", "role": "user", "content": "my pin is 2468"}],
+        },
+    )
+    world.settle()
+    skipped = world.index_ids()
+
+    patched = world.api("PATCH", "/v1/working-memory/private", body={"index_messages": True})
+    world.api(
+        "POST",
+        "/v1/working-memory/private/messages",
+        body={"messages": [{"id": "p2", "role": "user", "content": "my bike is blue"}]},
+    )
+    world.settle()
+
+    assert skipped == set()
+    assert patched.body["index_messages"] is True
+    assert world.index_ids() == {"p2"}  # written after the switch; p1 stays out

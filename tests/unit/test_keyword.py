@@ -71,3 +71,15 @@ def test_rank_fusion_rewards_agreement_between_rankings() -> None:
     assert fused[0].score == pytest.approx(1 / 61 + 1 / 62)
     weighted = reciprocal_rank_fusion([semantic, keyword], k=1, weights=[0.1, 1.0])
     assert _ids(weighted) == ["c"]
+
+
+def test_a_rewritten_doc_is_found_by_its_new_words_only(index: KeywordIndex) -> None:
+    index.upsert("t", "oslo", "The train to Bergen", 2, {"user_id": "bob"})
+
+    assert _ids(index.search("t", "oslo", k=10)) == []
+    assert _ids(index.search("t", "bergen train", k=10)) == ["oslo"]
+
+
+def test_a_caller_can_narrow_the_candidates_to_ids_it_allows(index: KeywordIndex) -> None:
+    assert _ids(index.search("t", "tea", k=10, allowed={"teas"})) == ["teas"]
+    assert index.search("t", "tea", k=10, allowed=set()) == []

@@ -159,6 +159,7 @@ def session_view(document: SessionDocument) -> SessionView:
         profile=meta.profile,
         title=meta.title,
         metadata=meta.metadata or {},
+        index_messages=meta.index_messages,
         scratchpad=(
             SessionScratchpad(
                 profile=pad.profile.name,

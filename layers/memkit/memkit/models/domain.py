@@ -191,6 +191,8 @@ class SessionMeta:
     memory_digests: tuple[str, ...] = ()
     view_from: str | None = None
     children_expire_at: int | None = None
+    # This session's own choice to index its messages (None: the server's setting).
+    index_messages: bool | None = None
     version: int = 0
 
 

@@ -190,6 +190,12 @@ class SessionFields(Model):
     )
     title: StrictStr | None = Field(default=None, max_length=1_000)
     metadata: dict[str, Any] | None = None
+    index_messages: bool | None = Field(
+        default=None,
+        description="index this session's messages in long-term memory (memory_type "
+        '"message"); null = the server\'s setting (MEMKIT_INDEX_MESSAGES, on by default). '
+        "Applies to messages written from now on",
+    )
 
 
 class SessionWrite(SessionFields):
@@ -273,6 +279,7 @@ class SessionView(Model):
     profile: str | None
     title: str | None
     metadata: dict[str, Any]
+    index_messages: bool | None = None
     scratchpad: SessionScratchpad | None
     created_at: str
     updated_at: str

@@ -378,6 +378,9 @@ class SessionService:
                 ttl_seconds=body.ttl_seconds if "ttl_seconds" in fields else meta.ttl_seconds,
                 title=body.title if "title" in fields else meta.title,
                 metadata=body.metadata if "metadata" in fields else meta.metadata,
+                index_messages=(
+                    body.index_messages if "index_messages" in fields else meta.index_messages
+                ),
                 profile=body.profile or meta.profile,
                 memory_ids=tuple(digests),
                 memory_digests=tuple(digests.values()),
@@ -449,6 +452,9 @@ class SessionService:
                 ttl_seconds=body.ttl_seconds if "ttl_seconds" in fields else meta.ttl_seconds,
                 title=body.title if "title" in fields else meta.title,
                 metadata=body.metadata if "metadata" in fields else meta.metadata,
+                index_messages=(
+                    body.index_messages if "index_messages" in fields else meta.index_messages
+                ),
                 profile=body.profile if "profile" in fields else meta.profile,
                 strategy=(
                     body.long_term_memory_strategy.model_dump(mode="json")

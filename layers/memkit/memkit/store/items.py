@@ -140,6 +140,7 @@ def bind_items(
         view_from = UnicodeAttribute(null=True)
         # The earliest expires_at of the session's other items (they must outlive it).
         children_expire_at = NumberAttribute(null=True)
+        index_messages = BooleanAttribute(null=True)
 
     class ScratchpadItem(TableItem, discriminator="scratchpad"):
         profile = UnicodeAttribute()

@@ -113,6 +113,7 @@ class SessionTable(TableBase):
             memory_digests=list(meta.memory_digests) or None,
             view_from=meta.view_from,
             children_expire_at=meta.children_expire_at,
+            index_messages=meta.index_messages,
         )
         if meta.version:  # else unset: the write requires that no item exists
             item.version = meta.version
@@ -145,6 +146,7 @@ class SessionTable(TableBase):
             memory_digests=tuple(item.memory_digests or ()),
             view_from=item.view_from,
             children_expire_at=_int(item.children_expire_at),
+            index_messages=item.index_messages,
             version=int(item.version or 0),
         )
 
@@ -173,7 +175,7 @@ class SessionTable(TableBase):
             metadata=_dumps(message.metadata),
             persisted_at=message.persisted_at,
             extracted=message.discrete_memory_extracted,
-            idx="1" if self._index_messages else None,
+            idx="1" if self._indexes_messages(meta) else None,
             session_id=meta.session_id,
             user_id=meta.user_id,
             written_us=int(self._clock() * 1_000_000),
@@ -195,6 +197,11 @@ class SessionTable(TableBase):
             persisted_at=item.persisted_at,
             discrete_memory_extracted=item.extracted or "f",
         )
+
+    def _indexes_messages(self, meta: SessionMeta) -> bool:
+        """Whether this session's messages go to long-term memory: its own setting, else
+        the server's."""
+        return self._index_messages if meta.index_messages is None else meta.index_messages
 
     @staticmethod
     def _pending_memory(item: Any) -> JsonObject:

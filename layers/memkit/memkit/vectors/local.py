@@ -203,7 +203,10 @@ class LocalVectorIndex:
     def keyword(
         self, tenant: str, text: str, k: int, conditions: Sequence[Condition] = ()
     ) -> list[Hit]:
-        return self._keyword.search(tenant, text, k, conditions)
+        with self._lock:
+            rows = self._posted_rows(conditions)
+            allowed = None if rows is None else {self._slots[row].id for row in rows}
+        return self._keyword.search(tenant, text, k, conditions, allowed)
 
     def browse(
         self, tenant: str, k: int, offset: int, conditions: Sequence[Condition] = ()

@@ -138,6 +138,20 @@ def indexer_throughput() -> None:
         BATCH / median(embed_times),
         "records/s",
     )
+    # Session messages write nothing back to the table: the handler's own speed.
+    message_times = []
+    for start in range(0, RECORDS, BATCH):
+        batch = [_message_record(i, _text(rng)) for i in range(start, start + BATCH)]
+        started = time.perf_counter()
+        response = indexer({"Records": batch}, environment.LambdaContext())
+        message_times.append(time.perf_counter() - started)
+        assert response == {"batchItemFailures": []}, response
+    report(
+        "indexer: records/s through the handler for session messages (nothing written back), "
+        f"batches of 100 (median of {len(message_times)})",
+        BATCH / median(message_times),
+        "records/s",
+    )
 
 
 class _LoopbackBedrock:

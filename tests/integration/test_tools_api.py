@@ -17,6 +17,23 @@ SCHEMA = {
 }
 
 
+FIVE_TOOLS = [
+    "get_working_memory",
+    "update_working_memory",
+    "clear_working_memory",
+    "search_memory",
+    "add_memory",
+]
+
+
+def _name(tool: dict, tool_format: str) -> str:
+    if tool_format == "openai":
+        return str(tool["function"]["name"])
+    if tool_format == "anthropic":
+        return str(tool["name"])
+    return str(tool["toolSpec"]["name"])
+
+
 def _update_parameters(tools: list[dict], tool_format: str) -> dict:
     for tool in tools:
         if tool_format == "openai" and tool["function"]["name"] == "update_working_memory":
@@ -37,7 +54,7 @@ def test_tools_come_in_each_model_apis_format_typed_by_the_profile_schema(
     response = api("GET", "/v1/tools", query={"format": tool_format, "profile": "person"})
 
     assert response.status == 200
-    assert len(response.body["tools"]) == 3
+    assert [_name(t, tool_format) for t in response.body["tools"]] == FIVE_TOOLS
     content = _update_parameters(response.body["tools"], tool_format)["properties"]["content"]
     assert "required" not in content  # a merge patch may carry any subset of fields
     assert content["properties"]["city"]["anyOf"][0] == {"type": "string"}
@@ -56,6 +73,18 @@ def test_tools_follow_the_sessions_profile(api: Call) -> None:
 
     content = _update_parameters(response.body["tools"], "openai")["properties"]["content"]
     assert "city" in content["properties"]
+
+
+@pytest.mark.parametrize("tool_format", ["openai", "anthropic", "bedrock"])
+def test_a_read_only_profile_still_offers_the_long_term_memory_tools(
+    api: Call, tool_format: str
+) -> None:
+    api("PUT", "/v1/profiles/frozen", body={"read_only": True})
+
+    response = api("GET", "/v1/tools", query={"format": tool_format, "profile": "frozen"})
+
+    names = [_name(t, tool_format) for t in response.body["tools"]]
+    assert names == ["get_working_memory", "search_memory", "add_memory"]
 
 
 def test_an_unknown_tool_format_is_422(api: Call) -> None:
@@ -147,7 +176,7 @@ def test_an_unknown_tool_is_a_tool_error_listing_the_known_ones(api: Call) -> No
 
     assert response.status == 200
     assert set(response.body) == {"error"}
-    assert "update_working_memory" in response.body["error"]
+    assert all(name in response.body["error"] for name in FIVE_TOOLS)
 
 
 def test_a_tool_call_without_session_or_user_is_422(api: Call) -> None:

@@ -3,23 +3,43 @@
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from jsonschema import Draft202012Validator
+from pydantic import ValidationError
 
-from memkit.models.domain import Profile
+from memkit.errors import FieldProblem, MemkitError, StoreUnavailable, ValidationFailed
+from memkit.models.api import AddMemoryArguments, SearchMemoryArguments
+from memkit.models.domain import Owner, PadRef, Profile
+from memkit.models.memory import (
+    CreatedAck,
+    CreateMemories,
+    MemoryHit,
+    MemoryResults,
+    SearchMode,
+    SearchRequest,
+)
 from memkit.scratchpad.tools import (
     ALIASES,
+    MEMORY_ALIASES,
+    MemoryToolName,
     ToolArgumentError,
     ToolFormat,
     ToolName,
+    memory_tool_schemas,
     parse_arguments,
     partial_schema,
+    render_memory_tools,
     render_tools,
     tool_schemas,
     update_arguments,
 )
+from memkit.service.scratchpad import ScratchpadService
+from memkit.service.tools import ToolService
+from tests.fakes.memory_store import InMemoryStore
 
 SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -592,3 +612,471 @@ def test_update_arguments_requires_content() -> None:
     # Then the model is told content is missing
     with pytest.raises(ToolArgumentError, match='missing argument "content"'):
         update_arguments(arguments, profile())
+
+
+# -- long-term memory tools: definitions ------------------------------------------------------
+
+FIVE_TOOLS = [*ALL_TOOLS, MemoryToolName.SEARCH.value, MemoryToolName.ADD.value]
+
+
+def memory_parameters(name: MemoryToolName) -> dict[str, Any]:
+    return next(s for n, _, s in memory_tool_schemas() if n == name.value)
+
+
+@pytest.mark.parametrize("tool_format", list(ToolFormat))
+def test_the_memory_tools_render_in_each_format_like_the_scratchpad_tools(
+    tool_format: ToolFormat,
+) -> None:
+    # Given the memory tool schemas
+    # When they are rendered
+    tools = render_memory_tools(tool_format)
+
+    # Then they take the same wire shape as the scratchpad tools
+    scratchpad_keys = set(render_tools(profile(), tool_format)[0])
+    assert [name_of(t, tool_format) for t in tools] == ["search_memory", "add_memory"]
+    assert all(set(t) == scratchpad_keys for t in tools), "one wire shape for every tool"
+
+
+@pytest.mark.parametrize("tool_format", list(ToolFormat))
+def test_every_format_lists_all_five_tools(tool_format: ToolFormat) -> None:
+    # Given the tool service over a scratchpad without a stored profile
+    service = tool_service(FakeLongTerm())
+
+    # When the definitions are listed
+    tools = service.definitions(USER_CALL, tool_format)
+
+    # Then the scratchpad's three come first, then search_memory and add_memory
+    assert [name_of(t, tool_format) for t in tools] == FIVE_TOOLS, "five tools, in order"
+
+
+@pytest.mark.parametrize("tool_format", list(ToolFormat))
+def test_every_listed_tool_has_a_valid_object_schema(tool_format: ToolFormat) -> None:
+    # Given the five tool definitions
+    tools = tool_service(FakeLongTerm()).definitions(USER_CALL, tool_format)
+
+    # When each parameters schema is checked
+    for tool in tools:
+        parameters = parameters_of(tool, tool_format)
+        Draft202012Validator.check_schema(parameters)
+
+        # Then each is a valid JSON Schema of an object, with a description for the model
+        assert parameters["type"] == "object", "tool parameters are an object schema"
+        assert all(p.get("description") for p in parameters["properties"].values())
+
+
+@pytest.mark.parametrize(
+    ("tool", "required"),
+    [(MemoryToolName.SEARCH, ["query"]), (MemoryToolName.ADD, ["text"])],
+)
+def test_each_memory_tool_requires_one_argument(tool: MemoryToolName, required: list[str]) -> None:
+    # Given a memory tool
+    # When its parameters are rendered
+    parameters = memory_parameters(tool)
+
+    # Then one argument is required
+    assert parameters["required"] == required, f"{tool.value} requires {required}"
+
+
+@pytest.mark.parametrize(
+    ("tool", "model"),
+    [(MemoryToolName.SEARCH, SearchMemoryArguments), (MemoryToolName.ADD, AddMemoryArguments)],
+)
+def test_each_memory_tool_advertises_exactly_the_arguments_it_takes(
+    tool: MemoryToolName, model: type[Any]
+) -> None:
+    # Given a memory tool's schema and the model its arguments are checked with
+    # When their argument names are compared
+    advertised = set(memory_parameters(tool)["properties"])
+
+    # Then they agree: nothing advertised is refused, nothing taken is hidden
+    assert advertised == set(model.model_fields), "schema and argument model agree"
+
+
+def test_search_memory_max_results_is_1_to_20_default_5() -> None:
+    # Given the search tool
+    # When its max_results parameter is rendered
+    max_results = memory_parameters(MemoryToolName.SEARCH)["properties"]["max_results"]
+
+    # Then it is an integer from 1 to 20, 5 by default
+    assert (max_results["minimum"], max_results["maximum"], max_results["default"]) == (1, 20, 5)
+
+
+@pytest.mark.parametrize(
+    ("tool", "types"),
+    [
+        (MemoryToolName.SEARCH, ["semantic", "episodic", "message"]),
+        (MemoryToolName.ADD, ["semantic", "episodic"]),
+    ],
+)
+def test_memory_type_is_an_enum(tool: MemoryToolName, types: list[str]) -> None:
+    # Given a memory tool
+    # When its memory_type parameter is rendered
+    memory_type = memory_parameters(tool)["properties"]["memory_type"]
+
+    # Then it lists the types the tool takes (a model cannot add a message)
+    assert memory_type["enum"] == types
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"query": "tea", "topics": ["drinks"], "memory_type": "message", "max_results": 20},
+        {"query": "tea", "max_results": 21},
+        {"query": "tea", "max_results": 0},
+        {"query": "tea", "memory_type": "procedural"},
+        {"query": 7},
+        {"topics": ["drinks"]},
+    ],
+    ids=["all-valid", "too-many", "zero", "unknown-type", "query-not-text", "no-query"],
+)
+def test_the_search_schema_accepts_what_the_tool_accepts(arguments: dict[str, Any]) -> None:
+    # Given search arguments
+    # When they are checked against the advertised schema and by the tool
+    advertised = is_valid(memory_parameters(MemoryToolName.SEARCH), arguments)
+    try:
+        SearchMemoryArguments.model_validate(arguments)
+        taken = True
+    except ValidationError:
+        taken = False
+
+    # Then both say the same
+    assert advertised is taken, "the schema a model sees matches what the tool takes"
+
+
+@pytest.mark.parametrize(
+    ("name", "tool"),
+    [
+        ("search_memory", MemoryToolName.SEARCH),
+        ("searchMemory", MemoryToolName.SEARCH),
+        ("add_memory", MemoryToolName.ADD),
+        ("addMemory", MemoryToolName.ADD),
+    ],
+)
+def test_memory_aliases_map_framework_names_to_tools(name: str, tool: MemoryToolName) -> None:
+    # Given a memory tool name some framework's model emits
+    # When it is looked up
+    found = MEMORY_ALIASES.get(name)
+
+    # Then it names the memkit tool
+    assert found is tool, f"{name} is {tool.value}"
+
+
+# -- long-term memory tools: calls ------------------------------------------------------------
+
+TENANT = "t1"
+USER_CALL = PadRef(owner=Owner(tenant=TENANT, namespace="ns", user_id="ada"), session_id="s1")
+SESSION_CALL = PadRef(owner=Owner(tenant=TENANT, namespace="ns"), session_id="s1")
+
+
+def hit(hit_id: str, dist: float, **fields: Any) -> MemoryHit:
+    values: dict[str, Any] = {
+        "id": hit_id,
+        "text": f"text of {hit_id}",
+        "memory_type": "semantic",
+        "topics": ["t"],
+        "entities": ["e"],
+        "session_id": "s0",
+        "user_id": "ada",
+        "namespace": "ns",
+        "event_date": None,
+        "pinned": False,
+        "created_at": "2025-01-01T00:00:00Z",
+        "updated_at": "2025-01-01T00:00:00Z",
+        "last_accessed": "2025-01-01T00:00:00Z",
+        "persisted_at": None,
+        "memory_hash": "h",
+        "extracted_from": [],
+        "metadata": {},
+        "discrete_memory_extracted": "f",
+        "indexing": "indexed",
+        "dist": dist,
+        "score": 1 - dist,
+        "score_type": "hybrid",
+        **fields,
+    }
+    return MemoryHit.model_validate(values)
+
+
+@dataclass
+class FakeLongTerm:
+    """Long-term memory that records what it was asked; texts in `known` are duplicates."""
+
+    hits: list[MemoryHit] = field(default_factory=list)
+    known: set[str] = field(default_factory=set)
+    failure: MemkitError | None = None
+    searches: list[tuple[str, SearchRequest]] = field(default_factory=list)
+    creates: list[tuple[str, CreateMemories]] = field(default_factory=list)
+
+    def create(self, tenant: str, body: CreateMemories) -> CreatedAck:
+        if self.failure is not None:
+            raise self.failure
+        self.creates.append((tenant, body))
+        ids = [m.id for m in body.memories]
+        if body.memories[0].text in self.known:
+            return CreatedAck(status="ok", created=[], duplicates=ids)
+        return CreatedAck(status="ok", created=ids, duplicates=[])
+
+    def search(self, tenant: str, request: SearchRequest) -> MemoryResults:
+        if self.failure is not None:
+            raise self.failure
+        self.searches.append((tenant, request))
+        return MemoryResults(memories=self.hits, total=len(self.hits), next_offset=None)
+
+
+def tool_service(long_term: FakeLongTerm) -> ToolService:
+    scratchpads = ScratchpadService(InMemoryStore(), sleep=lambda _seconds: None)
+    return ToolService(scratchpads, long_term, new_id=lambda: "01NEWID")
+
+
+def test_search_memory_is_a_hybrid_search_scoped_to_the_calls_namespace_and_user() -> None:
+    # Given a call naming a user
+    long_term = FakeLongTerm()
+
+    # When the model searches
+    tool_service(long_term).call(USER_CALL, "search_memory", {"query": "tea"})
+
+    # Then long-term memory is searched in the tenant, namespace and user, hybrid, 5 results
+    [(tenant, request)] = long_term.searches
+    assert tenant == TENANT
+    assert (request.text, request.namespace, request.user_id) == ("tea", "ns", "ada")
+    assert (request.search_mode, request.limit) == (SearchMode.HYBRID, 5)
+    assert request.session_id is None, "long-term memory spans the user's sessions"
+
+
+def test_search_memory_without_a_user_is_scoped_to_the_namespace() -> None:
+    # Given a call naming only a session
+    long_term = FakeLongTerm()
+
+    # When the model searches
+    tool_service(long_term).call(SESSION_CALL, "search_memory", {"query": "tea"})
+
+    # Then no user filter is set, the namespace one is
+    [(_, request)] = long_term.searches
+    assert (request.namespace, request.user_id) == ("ns", None)
+
+
+def test_search_memory_passes_topics_type_and_max_results_as_filters() -> None:
+    # Given optional search arguments
+    long_term = FakeLongTerm()
+    arguments = {"query": "tea", "topics": ["a", "b"], "memory_type": "episodic", "max_results": 7}
+
+    # When the model searches with them
+    tool_service(long_term).call(USER_CALL, "search_memory", arguments)
+
+    # Then topics match any, the type matches exactly, and max_results is the limit
+    [(_, request)] = long_term.searches
+    assert request.topics == {"any": ["a", "b"]}
+    assert request.memory_type == {"eq": "episodic"}
+    assert request.limit == 7
+
+
+def test_search_memory_returns_compact_hits_with_a_relevance() -> None:
+    # Given a stored hit
+    long_term = FakeLongTerm(hits=[hit("r1", dist=0.12345)])
+
+    # When the model searches
+    outcome = tool_service(long_term).call(USER_CALL, "search_memory", {"query": "tea"})
+
+    # Then it reads the memory in a few fields, relevance = 1 - dist rounded
+    assert outcome == {
+        "result": [
+            {
+                "id": "r1",
+                "text": "text of r1",
+                "memory_type": "semantic",
+                "topics": ["t"],
+                "created_at": "2025-01-01T00:00:00Z",
+                "relevance": 0.877,
+            }
+        ]
+    }
+
+
+def test_a_message_hit_names_its_session_and_role() -> None:
+    # Given a message hit
+    message = hit("m1", dist=0.5, memory_type="message", session_id="chat-9", role="user")
+
+    # When the model searches
+    outcome = tool_service(FakeLongTerm(hits=[message])).call(
+        USER_CALL, "search_memory", {"query": "tea"}
+    )
+
+    # Then the hit carries where it was said and by whom
+    [found] = outcome["result"]
+    assert (found["session_id"], found["role"]) == ("chat-9", "user")
+
+
+def test_an_episodic_hit_shows_its_event_date() -> None:
+    # Given an episodic hit with an event date
+    event = hit("e1", dist=0.5, memory_type="episodic", event_date="2025-03-14T00:00:00Z")
+
+    # When the model searches
+    outcome = tool_service(FakeLongTerm(hits=[event])).call(
+        USER_CALL, "search_memory", {"query": "trip"}
+    )
+
+    # Then it reads when the event is
+    assert outcome["result"][0]["event_date"] == "2025-03-14T00:00:00Z"
+
+
+def test_no_hit_is_an_empty_list() -> None:
+    # Given nothing stored
+    # When the model searches
+    outcome = tool_service(FakeLongTerm()).call(USER_CALL, "search_memory", {"query": "tea"})
+
+    # Then the answer is an empty list, not an error
+    assert outcome == {"result": []}
+
+
+def test_a_bad_search_is_an_error_and_searches_nothing() -> None:
+    # Given arguments without a query
+    long_term = FakeLongTerm()
+
+    # When the model calls search_memory
+    outcome = tool_service(long_term).call(USER_CALL, "search_memory", {"topics": ["a"]})
+
+    # Then it reads what is missing, and nothing was searched
+    assert outcome == {"error": 'invalid arguments for search_memory: missing argument "query"'}
+    assert long_term.searches == []
+
+
+def test_an_unknown_argument_is_refused_naming_the_ones_taken() -> None:
+    # Given an argument the tool does not take (a filter that would be dropped)
+    arguments = {"query": "tea", "entities": ["Ada"]}
+
+    # When the model calls search_memory
+    outcome = tool_service(FakeLongTerm()).call(USER_CALL, "search_memory", arguments)
+
+    # Then it reads which argument and what the tool takes
+    assert outcome["error"].endswith(
+        'unknown argument "entities" (search_memory takes query, topics, memory_type, max_results)'
+    )
+
+
+def test_add_memory_creates_one_record_owned_by_the_call() -> None:
+    # Given a call naming a user, a namespace and a session
+    long_term = FakeLongTerm()
+    arguments = {"text": "Ada is vegetarian", "topics": ["food"], "entities": ["Ada"]}
+
+    # When the model adds a memory
+    tool_service(long_term).call(USER_CALL, "add_memory", arguments)
+
+    # Then one deduplicated semantic record with a new id is created in the call's scope
+    [(tenant, body)] = long_term.creates
+    [record] = body.memories
+    assert tenant == TENANT
+    assert body.deduplicate is True
+    assert (record.id, record.text, record.memory_type) == (
+        "01NEWID",
+        "Ada is vegetarian",
+        "semantic",
+    )
+    assert (record.namespace, record.user_id, record.session_id) == ("ns", "ada", "s1")
+    assert (record.topics, record.entities) == (["food"], ["Ada"])
+
+
+def test_add_memory_parses_an_episodic_event_date() -> None:
+    # Given an episodic memory with a date
+    long_term = FakeLongTerm()
+    arguments = {"text": "Ada flies to Oslo", "memory_type": "episodic", "event_date": "2025-03-14"}
+
+    # When the model adds it
+    tool_service(long_term).call(USER_CALL, "add_memory", arguments)
+
+    # Then the record carries the type and the date
+    [record] = long_term.creates[0][1].memories
+    assert record.memory_type == "episodic"
+    assert record.event_date == datetime(2025, 3, 14, tzinfo=UTC)
+
+
+def test_add_memory_says_stored_with_the_new_id() -> None:
+    # Given nothing stored
+    # When the model adds a memory
+    outcome = tool_service(FakeLongTerm()).call(USER_CALL, "add_memory", {"text": "Ada is tall"})
+
+    # Then it reads the id and that it is stored (and searchable soon)
+    assert outcome["result"]["id"] == "01NEWID"
+    assert outcome["result"]["status"].startswith("stored")
+    assert "search_memory" in outcome["result"]["status"]
+
+
+def test_add_memory_says_already_known_for_a_duplicate() -> None:
+    # Given the user already has that memory
+    long_term = FakeLongTerm(known={"Ada is tall"})
+
+    # When the model adds it again
+    outcome = tool_service(long_term).call(USER_CALL, "add_memory", {"text": "Ada is tall"})
+
+    # Then it reads that it was already known, with no id of a record never written
+    assert outcome["result"]["id"] is None
+    assert outcome["result"]["status"].startswith("already known")
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"text": " \n "},
+        {"text": "x", "memory_type": "message"},
+        {"text": "x", "event_date": "yesterday"},
+        {"text": "x", "topics": [""]},
+        {"text": "x", "session_id": "other"},
+    ],
+    ids=["blank", "message", "bad-date", "empty-topic", "scope-in-arguments"],
+)
+def test_a_bad_add_is_an_error_and_creates_nothing(arguments: dict[str, Any]) -> None:
+    # Given add_memory arguments that cannot be used
+    long_term = FakeLongTerm()
+
+    # When the model calls add_memory
+    outcome = tool_service(long_term).call(USER_CALL, "add_memory", arguments)
+
+    # Then it reads an error, and nothing was created
+    assert outcome["error"].startswith("invalid arguments for add_memory: ")
+    assert long_term.creates == []
+
+
+def test_an_unavailable_store_is_a_retry_hint_without_details() -> None:
+    # Given long-term memory whose storage is down
+    long_term = FakeLongTerm(failure=StoreUnavailable("query failed: endpoint https://x down"))
+
+    # When the model searches
+    outcome = tool_service(long_term).call(USER_CALL, "search_memory", {"query": "tea"})
+
+    # Then it reads that it may retry, and nothing about the deployment
+    assert outcome == {"error": "long-term memory is not available right now; try again later"}
+
+
+def test_a_refusal_of_long_term_memory_is_an_error_naming_the_field() -> None:
+    # Given long-term memory refusing a request with a field problem
+    problem = ValidationFailed("a filter is not valid")
+    problem.errors.append(FieldProblem("topics.any", "takes a list of strings"))
+    long_term = FakeLongTerm(failure=problem)
+
+    # When the model searches
+    outcome = tool_service(long_term).call(USER_CALL, "search_memory", {"query": "tea"})
+
+    # Then it reads the detail and the field
+    assert outcome == {"error": "a filter is not valid (topics.any: takes a list of strings)"}
+
+
+def test_an_unknown_tool_lists_all_five() -> None:
+    # Given a tool name nobody defines
+    # When the model calls it
+    outcome = tool_service(FakeLongTerm()).call(USER_CALL, "forget_everything", {})
+
+    # Then it reads the five tool names
+    assert outcome == {
+        "error": "unknown tool 'forget_everything'; available: " + ", ".join(sorted(FIVE_TOOLS))
+    }
+
+
+def test_a_scratchpad_tool_still_runs_on_the_scratchpad() -> None:
+    # Given the tool service
+    service = tool_service(FakeLongTerm())
+
+    # When the model updates then reads the working memory
+    service.call(USER_CALL, "update_working_memory", {"content": "likes tea"})
+    outcome = service.call(USER_CALL, "get_working_memory", None)
+
+    # Then the scratchpad answers
+    assert outcome == {"result": {"content": "likes tea", "version": 1}}

@@ -17,6 +17,7 @@ from memkit.service.long_term import LongTermService, RecordStore
 from memkit.service.profiles import ProfileService
 from memkit.service.scratchpad import ScratchpadService
 from memkit.service.sessions import SessionService
+from memkit.service.tools import ToolService
 from memkit.store.protocol import SessionStore, Store
 from memkit.vectors.protocol import VectorIndex
 
@@ -34,6 +35,7 @@ class Services:
     scratchpads: ScratchpadService
     sessions: SessionService
     long_term: LongTermService
+    tools: ToolService
 
     @classmethod
     def over(
@@ -59,12 +61,15 @@ class Services:
 
             return vector_index_for(settings, settings.region, chosen_embedder().dimensions)
 
+        long_term = LongTermService(store, index or configured_index, chosen_embedder)
+        sessions = SessionService(store, scratchpads)
         return cls(
             settings=settings,
             profiles=ProfileService(store),
             scratchpads=scratchpads,
-            sessions=SessionService(store, scratchpads),
-            long_term=LongTermService(store, index or configured_index, chosen_embedder),
+            sessions=sessions,
+            long_term=long_term,
+            tools=ToolService(scratchpads, long_term, sessions.user_of),
         )
 
     def tenant(self) -> str:

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, StrictInt, StrictStr, field_validator
 
 from memkit.models.domain import ID_PATTERN, PROFILE_PATTERN, ArrayMerge, Model, PadFormat, Scope
+from memkit.models.memory import MAX_QUERY, MAX_TAGS, MAX_TEXT, Tag
+from memkit.models.session import MemoryType
+
+# search_memory's max_results: enough to answer, few enough to fit a model's context.
+MAX_SEARCH_RESULTS = 20
+DEFAULT_SEARCH_RESULTS = 5
 
 
 class FieldError(Model):
@@ -119,3 +125,44 @@ class ToolFailure(Model):
     model_config = ConfigDict(extra="forbid")
 
     error: str
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be empty or only whitespace")
+    return value
+
+
+class SearchMemoryArguments(Model):
+    """search_memory's arguments as a model sends them (a null is dropped before: not given).
+    An unknown argument is refused rather than ignored, so a filter never widens silently."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    query: StrictStr = Field(min_length=1, max_length=MAX_QUERY)
+    topics: list[Tag] = Field(default_factory=list, max_length=MAX_TAGS)
+    memory_type: MemoryType | None = None
+    max_results: StrictInt = Field(default=DEFAULT_SEARCH_RESULTS, ge=1, le=MAX_SEARCH_RESULTS)
+
+    @field_validator("query")
+    @classmethod
+    def _query(cls, value: str) -> str:
+        return _not_blank(value)
+
+
+class AddMemoryArguments(Model):
+    """add_memory's arguments as a model sends them; ownership comes from the call, never
+    from the arguments. `event_date` is parsed where the record is built."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    text: StrictStr = Field(min_length=1, max_length=MAX_TEXT)
+    memory_type: Literal["semantic", "episodic"] = "semantic"
+    topics: list[Tag] = Field(default_factory=list, max_length=MAX_TAGS)
+    entities: list[Tag] = Field(default_factory=list, max_length=MAX_TAGS)
+    event_date: StrictStr | None = None
+
+    @field_validator("text")
+    @classmethod
+    def _text(cls, value: str) -> str:
+        return _not_blank(value)

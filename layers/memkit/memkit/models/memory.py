@@ -23,7 +23,7 @@ MAX_CREATE = 100
 MAX_TEXT = 100_000
 MAX_TAGS = 100
 MAX_QUERY = 10_000
-MAX_OFFSET = 10_000
+MAX_OFFSET = 9_800  # offset + limit + 1 stays within OpenSearch's 10,000 window
 MAX_MESSAGE_RANGE = 10
 
 Tag = StrictStr

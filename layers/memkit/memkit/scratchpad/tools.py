@@ -1,12 +1,16 @@
-"""Tool definitions for agents (OpenAI, Anthropic, Bedrock Converse) and tool-call parsing."""
+"""Tool definitions for agents (OpenAI, Anthropic, Bedrock Converse) and tool-call parsing:
+the scratchpad's tools, typed by its profile, and long-term memory's (search_memory,
+add_memory)."""
 
 from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Sequence
 from enum import StrEnum
 from typing import Any
 
+from memkit.models.api import DEFAULT_SEARCH_RESULTS, MAX_SEARCH_RESULTS
 from memkit.models.domain import PadFormat, Profile
 
 
@@ -32,6 +36,22 @@ ALIASES: dict[str, ToolName] = {
     "working-memory/get": ToolName.GET,
     "working-memory/clear": ToolName.CLEAR,
 }
+
+
+class MemoryToolName(StrEnum):
+    SEARCH = "search_memory"
+    ADD = "add_memory"
+
+
+# Names other frameworks' models emit for the long-term memory tools.
+MEMORY_ALIASES: dict[str, MemoryToolName] = {
+    "search_memory": MemoryToolName.SEARCH,
+    "add_memory": MemoryToolName.ADD,
+    "searchMemory": MemoryToolName.SEARCH,  # camelCase, as Mastra names its tools
+    "addMemory": MemoryToolName.ADD,
+}
+
+ToolSchema = tuple[str, str, dict[str, Any]]
 
 
 def partial_schema(schema: dict[str, Any]) -> dict[str, Any]:
@@ -78,7 +98,7 @@ def _content_parameter(profile: Profile) -> dict[str, Any]:
     return {"type": "string", "description": description}
 
 
-def tool_schemas(profile: Profile) -> list[tuple[str, str, dict[str, Any]]]:
+def tool_schemas(profile: Profile) -> list[ToolSchema]:
     """(name, description, JSON Schema of the arguments) for each scratchpad tool."""
     no_args: dict[str, Any] = {"type": "object", "properties": {}}
     content = _content_parameter(profile)
@@ -114,10 +134,104 @@ def tool_schemas(profile: Profile) -> list[tuple[str, str, dict[str, Any]]]:
     return tools
 
 
+def memory_tool_schemas() -> list[ToolSchema]:
+    """(name, description, JSON Schema of the arguments) for each long-term memory tool."""
+    tags: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
+    search: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "query": {
+                "type": "string",
+                "description": 'What to look for, in plain words, e.g. "where does the user '
+                'live" or "trip to Oslo". Matched by meaning and by keywords.',
+            },
+            "topics": {
+                **tags,
+                "description": "Only memories tagged with at least one of these topics.",
+            },
+            "memory_type": {
+                "type": "string",
+                "enum": ["semantic", "episodic", "message"],
+                "description": "Only this kind: semantic (facts, preferences), episodic "
+                "(events), message (messages of past conversations). Leave out to search all.",
+            },
+            "max_results": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": MAX_SEARCH_RESULTS,
+                "default": DEFAULT_SEARCH_RESULTS,
+                "description": f"How many memories to return at most (1-{MAX_SEARCH_RESULTS}).",
+            },
+        },
+        "required": ["query"],
+    }
+    add: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "text": {
+                "type": "string",
+                "description": "The memory as one self-contained statement that makes sense "
+                "without this conversation: name the person, use absolute dates "
+                '(e.g. "Ada is vegetarian", "Ada flies to Oslo on 2025-03-14").',
+            },
+            "memory_type": {
+                "type": "string",
+                "enum": ["semantic", "episodic"],
+                "default": "semantic",
+                "description": "semantic: a fact or preference that stays true; episodic: "
+                "something that happened or will happen at a point in time.",
+            },
+            "topics": {
+                **tags,
+                "description": 'A few short tags to find it by later, e.g. ["food", "travel"].',
+            },
+            "entities": {
+                **tags,
+                "description": "The people, places, organisations or things it is about.",
+            },
+            "event_date": {
+                "type": "string",
+                "description": "For episodic memories: when it happened or will happen, "
+                "ISO 8601 (2025-03-14 or 2025-03-14T09:00:00Z).",
+            },
+        },
+        "required": ["text"],
+    }
+    return [
+        (
+            MemoryToolName.SEARCH.value,
+            "Search long-term memory: what is known about the user from earlier conversations "
+            "(facts, preferences, events, past messages). Use it when an answer may depend on "
+            "something said before. Returns the best matches first, each with a relevance "
+            "from 0 to 1; an empty list means nothing relevant is stored.",
+            search,
+        ),
+        (
+            MemoryToolName.ADD.value,
+            "Save one lasting memory about the user for future conversations: a fact or "
+            "preference (semantic) or an event (episodic, with event_date). Keep what will "
+            "matter in later sessions, not small talk or secrets; notes for this conversation "
+            "only belong in the working memory. A memory the user already has is not stored "
+            "twice. It becomes searchable a few seconds later.",
+            add,
+        ),
+    ]
+
+
 def render_tools(profile: Profile, tool_format: ToolFormat) -> list[dict[str, Any]]:
-    """The tool definitions in the wire format of one model API."""
+    """The scratchpad's tool definitions in the wire format of one model API."""
+    return render(tool_schemas(profile), tool_format)
+
+
+def render_memory_tools(tool_format: ToolFormat) -> list[dict[str, Any]]:
+    """The long-term memory tool definitions in the wire format of one model API."""
+    return render(memory_tool_schemas(), tool_format)
+
+
+def render(schemas: Sequence[ToolSchema], tool_format: ToolFormat) -> list[dict[str, Any]]:
+    """Tool definitions in the wire format of one model API."""
     rendered: list[dict[str, Any]] = []
-    for name, description, parameters in tool_schemas(profile):
+    for name, description, parameters in schemas:
         if tool_format is ToolFormat.OPENAI:
             rendered.append(
                 {

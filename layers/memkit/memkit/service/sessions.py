@@ -282,6 +282,11 @@ class SessionService:
         pad = self._scratchpads.result_of(read.pad) if read.pad is not None else None
         return SessionDocument(read.meta, fit(read.messages, window_size), read.memories, pad)
 
+    def user_of(self, owner: Owner, session_id: str) -> str | None:
+        """The session's user, or None when it has none or does not exist."""
+        read = self._store.read_session(owner, session_id, 1, DOCUMENT_BYTE_BUDGET)
+        return None if read is None else read.meta.user_id
+
     def list_ids(
         self, owner: Owner, user_id: str | None, limit: int, offset: int
     ) -> tuple[list[str], int]:

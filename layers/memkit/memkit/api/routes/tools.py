@@ -34,7 +34,7 @@ def list_tools(
 ) -> ToolsView:
     services = services_of(router)
     ref = PadRef(owner=services.owner(namespace, user_id), session_id=session_id, profile=profile)
-    return ToolsView(format=format.value, tools=services.scratchpads.tool_definitions(ref, format))
+    return ToolsView(format=format.value, tools=services.tools.definitions(ref, format))
 
 
 @router.post(
@@ -55,5 +55,5 @@ def call_tool(call: Annotated[ToolCall, Body()]) -> ToolSuccess | ToolFailure:
         session_id=call.session_id,
         profile=call.profile,
     )
-    outcome = services.scratchpads.call_tool(ref, call.name, call.arguments)
+    outcome = services.tools.call(ref, call.name, call.arguments)
     return ToolFailure(**outcome) if "error" in outcome else ToolSuccess(**outcome)

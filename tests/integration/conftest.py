@@ -60,4 +60,5 @@ def world(dynamodb_table: str) -> MemoryWorld:
         embedder=embedder,
         reader=StreamReader(dynamodb_table),
         mapping=stream_mapping(),
+        store=store,
     )

@@ -94,6 +94,7 @@ class MemoryWorld:
     embedder: CountingEmbedder
     reader: StreamReader
     mapping: dict[str, Any]
+    store: Any = None  # the DynamoStore both handlers use (for races a test stages)
     last_batch: list[dict[str, Any]] = field(default_factory=list)
 
     def api(self, method: str, path: str, **kwargs: Any) -> ApiResponse:

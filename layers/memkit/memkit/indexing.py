@@ -53,6 +53,8 @@ class IndexerStore(Protocol):
         self, tenant: str, versions: dict[str, int], failures: dict[str, tuple[int, str]]
     ) -> None: ...
 
+    def awaits_promotion(self, key: keys.Key, record_json: str) -> bool: ...
+
     def mark_promoted(self, key: keys.Key, record_json: str, persisted_at: str) -> bool: ...
 
 
@@ -139,7 +141,10 @@ class _Change:
     key: keys.Key
     sequences: list[str] = field(default_factory=list)
     new: dict[str, Any] | None = None
-    old: dict[str, Any] | None = None
+    # The item before this batch touched it, when every record of it here is a MODIFY
+    # (None otherwise: an INSERT or REMOVE in the batch always reaches the index).
+    before: dict[str, Any] | None = None
+    modified_only: bool = True
     removal_version: int = 0
     ttl: bool = False
 
@@ -220,18 +225,37 @@ class Indexer:
             except (KeyError, TypeError, ValueError) as exc:
                 outcome.fail([sequence], f"unreadable stream record: {type(exc).__name__}")
                 continue
+            try:
+                self._add_record(change, record, new, old)
+            except (KeyError, TypeError, ValueError) as exc:
+                outcome.fail([sequence], f"unreadable stream record: {type(exc).__name__}")
+                continue
             change.sequences.append(sequence)
-            if record.get("eventName") == "REMOVE":
-                approximate = float(dynamodb.get("ApproximateCreationDateTime") or 0)
-                previous = _version(old) if old else 0
-                change.new = None
-                change.old = old
-                change.removal_version = max(previous + 1, int(approximate * 1_000_000))
-                identity = record.get("userIdentity") or {}
-                change.ttl = identity.get("principalId") == TTL_PRINCIPAL
-            else:
-                change.new, change.old = new, old
-        return list(by_key.values())
+        # An item whose every record was unreadable has nothing to apply.
+        return [change for change in by_key.values() if change.sequences]
+
+    @staticmethod
+    def _add_record(
+        change: _Change,
+        record: dict[str, Any],
+        new: dict[str, Any] | None,
+        old: dict[str, Any] | None,
+    ) -> None:
+        """Fold one stream record of an item into the item's change (its last state wins)."""
+        event = record.get("eventName")
+        if not change.sequences:
+            change.before = old if event == "MODIFY" else None
+        change.modified_only = change.modified_only and event == "MODIFY"
+        if event == "REMOVE":
+            dynamodb = record["dynamodb"]
+            approximate = float(dynamodb.get("ApproximateCreationDateTime") or 0)
+            previous = _version(old) if old else 0
+            change.new = None
+            change.removal_version = max(previous + 1, int(approximate * 1_000_000))
+            identity = record.get("userIdentity") or {}
+            change.ttl = identity.get("principalId") == TTL_PRINCIPAL
+        else:
+            change.new = new
 
     # -- promotion ---------------------------------------------------------------------------
 
@@ -239,7 +263,8 @@ class Indexer:
         """A session's pending memory becomes a long-term record (same id), then shows
         `persisted_at`. An unchanged record is not rewritten, so a replay costs nothing."""
         image = change.new
-        if image is None:
+        if image is None or image.get("persisted_at"):
+            # Gone, or this is the write that marked it promoted: nothing to do.
             outcome.skipped += len(change.sequences)
             return
         try:
@@ -256,6 +281,11 @@ class Indexer:
             outcome.fail(change.sequences, f"unreadable pending memory: {type(exc).__name__}")
             return
         try:
+            if not self._store.awaits_promotion(change.key, str(image["record"])):
+                # A replay: promoted already, rewritten since (its own event follows), or
+                # gone. Promoting again would undo an edit or a delete of the record.
+                outcome.skipped += len(change.sequences)
+                return
             stored = self._store.get_records(change.tenant, [memory.id]).get(memory.id)
             record = new_record(memory, self._clock(), stored)
             if stored is None or self._differs(stored, record):
@@ -287,7 +317,12 @@ class Indexer:
                 continue
             try:
                 text, fields = _text_and_fields(change.new)
-                if change.old is not None and _text_and_fields(change.old) == (text, fields):
+                unchanged = (
+                    change.modified_only
+                    and change.before is not None
+                    and _text_and_fields(change.before) == (text, fields)
+                )
+                if unchanged:
                     outcome.skipped += len(change.sequences)
                     continue  # nothing the index holds changed (an expiry refresh)
                 writes.append((change, text, fields, _version(change.new)))

@@ -69,7 +69,11 @@ def make_lambda_handler(indexer: Callable[[], Indexer] = production_indexer) -> 
             if reason is not None:
                 raise RecordFailed(reason)
 
-        processor = BatchProcessor(event_type=EventType.DynamoDBStreams)
+        # A batch in which every record failed is reported like any other (not raised as a
+        # function error): Lambda retries from the first, with the same per-record outcome.
+        processor = BatchProcessor(
+            event_type=EventType.DynamoDBStreams, raise_on_entire_batch_failure=False
+        )
         response = process_partial_response(
             event=event, record_handler=check, processor=processor, context=context
         )

@@ -110,7 +110,9 @@ class MemoryEdit(RecordFields):
     @field_validator("text")
     @classmethod
     def _not_blank(cls, value: str | None) -> str | None:
-        if value is not None and not value.strip():
+        if value is None:
+            raise ValueError("must be a text (a record always has one)")
+        if not value.strip():
             raise ValueError("must not be empty or only whitespace")
         return value
 

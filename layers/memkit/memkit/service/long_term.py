@@ -20,7 +20,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from memkit.embeddings.protocol import Embedder
-from memkit.errors import BadRequest, FieldProblem, ValidationFailed
+from memkit.errors import BadRequest, FieldProblem, TooLarge, ValidationFailed
 from memkit.models.domain import DEFAULT_NAMESPACE, StoredMessage, StoredRecord
 from memkit.models.memory import (
     Ack,
@@ -43,8 +43,15 @@ from memkit.vectors.filters import Condition, meets_all
 from memkit.vectors.hybrid import hybrid_search
 from memkit.vectors.protocol import Hit, VectorIndex
 
-# Candidates a recency re-rank looks at (it can lift an older page's hit onto this page).
+# Candidates a recency re-rank looks at (it can lift an older page's hit onto this page),
+# and how deep it may page (each candidate is read from the table).
 RECENCY_CANDIDATES = 100
+MAX_RECENCY_WINDOW = 1_000
+# Lambda answers at most 6 MB; a page stops adding hits past this.
+MAX_RESPONSE_BYTES = 5_000_000
+MAX_QUERY_TERMS = 512
+# A filter's list of values (OpenSearch's terms and bool clauses have limits).
+MAX_FILTER_VALUES = 100
 # AMS's recency defaults (RecencyConfig).
 RECENCY_DEFAULTS = {
     "semantic": 0.8,
@@ -54,6 +61,8 @@ RECENCY_DEFAULTS = {
     "half_life_access_days": 7.0,
     "half_life_created_days": 30.0,
 }
+# A DynamoDB item holds 400 KB: a record's fields, with room for its keys and attributes.
+MAX_RECORD_BYTES = 350_000
 SCOPE_FIELDS = ("session_id", "namespace", "user_id")
 TAG_FIELDS = ("topics", "entities")
 DATE_FIELDS = ("created_at", "updated_at", "last_accessed", "event_date")
@@ -76,7 +85,9 @@ class RecordStore(Protocol):
 
     def delete_records(self, tenant: str, record_ids: Sequence[str]) -> int: ...
 
-    def messages_by_key(self, wanted: Sequence[keys.Key]) -> dict[keys.Key, StoredMessage]: ...
+    def messages_by_key(
+        self, tenant: str, wanted: Sequence[keys.Key]
+    ) -> dict[keys.Key, StoredMessage]: ...
 
     def messages_around(self, pk: str, order: str, count: int) -> list[StoredMessage]: ...
 
@@ -114,6 +125,17 @@ def record_fields(tenant: str, record: StoredRecord) -> dict[str, Any]:
         "event_date": epoch_seconds(record.event_date),
         "pinned": record.pinned,
     }
+
+
+def check_size(record: StoredRecord, where: str) -> None:
+    """A record must fit one DynamoDB item (400 KB) with room for its keys: 413 before
+    anything is written, never a half-written batch."""
+    size = len(json.dumps(vars(record), ensure_ascii=False, default=str).encode())
+    if size > MAX_RECORD_BYTES:
+        raise TooLarge(
+            f"a long-term memory takes {size} bytes; at most {MAX_RECORD_BYTES} fit",
+            [FieldProblem(where, "too large for one stored memory (text and metadata)")],
+        )
 
 
 def record_view(record: StoredRecord) -> MemoryRecordView:
@@ -170,7 +192,8 @@ def new_record(
         extracted_from=tuple(memory.extracted_from or ()),
         metadata=dict(memory.metadata or {}),
         discrete_memory_extracted=memory.discrete_memory_extracted,
-        written_us=int(now * 1_000_000),
+        # Versions the vector: never behind the record it replaces, whatever the clocks.
+        written_us=max(int(now * 1_000_000), stored.written_us + 1 if stored else 0),
         version=stored.version if stored is not None else 0,
     )
 
@@ -208,11 +231,17 @@ def _date_value(field: str, op: str, value: Any) -> Any:
 def _text_value(field: str, op: str, value: Any) -> Any:
     listed = op in ("any", "all", "none", "in_", "not_in")
     if listed:
-        ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
+        ok = (
+            isinstance(value, list)
+            and all(isinstance(v, str) for v in value)
+            and len(value) <= MAX_FILTER_VALUES
+        )
     else:
         ok = isinstance(value, str)
     if not ok:
-        reason = "takes a list of strings" if listed else "takes a string"
+        reason = (
+            f"takes a list of at most {MAX_FILTER_VALUES} strings" if listed else "takes a string"
+        )
         raise ValidationFailed("a filter is not valid", [FieldProblem(f"{field}.{op}", reason)])
     return value
 
@@ -244,6 +273,25 @@ class _Found:
     score: float
     record: StoredRecord | None = None
     message: StoredMessage | None = None
+
+
+def _within(distance: float, threshold: float | None) -> bool:
+    return threshold is None or distance <= threshold
+
+
+def _keyword_text(text: str) -> str:
+    """The query for BM25, at most MAX_QUERY_TERMS words (OpenSearch refuses a match query
+    of more than 1,024 clauses)."""
+    words = text.split()
+    return text if len(words) <= MAX_QUERY_TERMS else " ".join(words[:MAX_QUERY_TERMS])
+
+
+def _response_bytes(view: MemoryHit) -> int:
+    """About what a hit adds to the response (its texts dominate)."""
+    texts = len(view.text.encode()) + sum(
+        len(m.content.encode()) for m in view.surrounding_messages or ()
+    )
+    return texts + len(json.dumps(view.metadata, ensure_ascii=False)) + 1_000
 
 
 def _keyword_relevance(score: float) -> float:
@@ -284,6 +332,8 @@ class LongTermService:
                 )
             seen[memory.id] = index
         records = [new_record(m, now, stored.get(m.id)) for m in body.memories]
+        for index, record in enumerate(records):
+            check_size(record, f"memories.{index}")
         skipped: list[str] = []
         if body.deduplicate:
             records, skipped = self._without_duplicates(tenant, records, stored)
@@ -301,7 +351,8 @@ class LongTermService:
         others = self._store.duplicates(tenant, [(r.id, r.namespace, r.memory_hash) for r in fresh])
         kept: list[StoredRecord] = []
         skipped: list[str] = []
-        hashes: set[tuple[str, str]] = set()
+        # Texts the request writes under stored ids are taken first, whatever the order.
+        hashes = {(r.namespace, r.memory_hash) for r in records if r.id in stored}
         for record in records:
             scope = (record.namespace, record.memory_hash)
             if others.get(record.id) or (record.id not in stored and scope in hashes):
@@ -344,6 +395,7 @@ class LongTermService:
             written_us=max(int(now * 1_000_000), record.written_us + 1),
             indexing="pending",
         )
+        check_size(edited, "body")
         saved = self._store.replace_record(tenant, edited)
         return record_view(replace(saved, indexing="pending"))
 
@@ -356,48 +408,98 @@ class LongTermService:
     # -- search ------------------------------------------------------------------------------
 
     def search(self, tenant: str, request: SearchRequest) -> MemoryResults:
+        """Hits in the index's order from `offset` (positions count the index's hits, so
+        pages never overlap or skip), each read back from the table and re-checked."""
         conditions = conditions_of(request)
-        index = self._index()
-        text = request.text.strip()
         recency = self._recency(request)
+        if recency and request.offset + request.limit > MAX_RECENCY_WINDOW:
+            raise ValidationFailed(
+                "a recency re-rank looks at the first 1,000 hits",
+                [FieldProblem("offset", f"offset + limit must be at most {MAX_RECENCY_WINDOW}")],
+            )
+        text = request.text.strip()
         window = request.offset + request.limit + 1
         depth = max(window, RECENCY_CANDIDATES) if recency else window
-        score_type: Any
-        if not text:
-            hits = index.browse(tenant, depth, 0, conditions)
-            score_type, scores = "none", [0.0 for _ in hits]
-        elif request.search_mode is SearchMode.KEYWORD:
-            hits = index.keyword(tenant, text, depth, conditions)
-            score_type, scores = "keyword", [_keyword_relevance(h.score) for h in hits]
-        else:
-            vector = self._embedder().embed([text], "query")[0]
-            if request.search_mode is SearchMode.SEMANTIC:
-                hits = index.search(tenant, vector, depth, conditions)
-                score_type = "semantic"
-            else:
-                hits = hybrid_search(
-                    index, tenant, text, vector, depth, conditions, request.hybrid_alpha
-                )
-                score_type = "hybrid"
-            scores = [max(0.0, min(1.0, h.score)) for h in hits]
-        found = [
-            _Found(hit, score)
-            for hit, score in zip(hits, scores, strict=True)
-            if request.distance_threshold is None or 1.0 - score <= request.distance_threshold
-        ]
-        found = self._load(tenant, found, conditions)
-        if recency:
-            found = self._by_recency(found, recency)
-            score_type = "recency" if text else score_type
-        page = found[request.offset : request.offset + request.limit]
+        hits, scores, score_type = self._ranked(tenant, request, text, depth, conditions)
+        found = [_Found(hit, score) for hit, score in zip(hits, scores, strict=True)]
         more = len(found) > request.offset + request.limit
-        memories = [self._hit_view(f, score_type, request.message_range) for f in page]
+        if recency:
+            found = self._by_recency(self._load(tenant, found, conditions), recency)
+            score_type = "recency" if text else score_type
+            more = len(found) > request.offset + request.limit
+            page = found[request.offset : request.offset + request.limit]
+        else:
+            page = self._load(
+                tenant, found[request.offset : request.offset + request.limit], conditions
+            )
+        memories, shown = self._views(page, score_type, request.message_range)
+        if shown < len(page):  # the response would be too large: the rest on the next page
+            more = True
+        next_offset = request.offset + (shown if shown < len(page) else request.limit)
         metrics.add_metric(name="LongTermSearches", unit="Count", value=1)
         return MemoryResults(
             memories=memories,
             total=len(found),
-            next_offset=request.offset + request.limit if more else None,
+            next_offset=next_offset if more else None,
         )
+
+    def _ranked(
+        self,
+        tenant: str,
+        request: SearchRequest,
+        text: str,
+        depth: int,
+        conditions: Sequence[Condition],
+    ) -> tuple[list[Hit], list[float], Any]:
+        """The index's hits best first, their relevance in [0, 1], and its name. The
+        distance threshold applies to the vector distance (AMS's meaning) in semantic and
+        hybrid modes, and to the keyword relevance in keyword mode; a listing has none."""
+        index = self._index()
+        threshold = request.distance_threshold
+        if not text:
+            hits = index.browse(tenant, depth, 0, conditions)
+            return hits, [0.0 for _ in hits], "none"
+        if request.search_mode is SearchMode.KEYWORD:
+            hits = index.keyword(tenant, _keyword_text(text), depth, conditions)
+            scores = [_keyword_relevance(h.score) for h in hits]
+            kept = [
+                (h, s) for h, s in zip(hits, scores, strict=True) if _within(1.0 - s, threshold)
+            ]
+            return [h for h, _ in kept], [s for _, s in kept], "keyword"
+        vector = self._embedder().embed([text], "query")[0]
+        if request.search_mode is SearchMode.SEMANTIC:
+            hits = [
+                h
+                for h in index.search(tenant, vector, depth, conditions)
+                if _within(h.distance, threshold)
+            ]
+            return hits, [max(0.0, min(1.0, h.score)) for h in hits], "semantic"
+        hits = hybrid_search(
+            index,
+            tenant,
+            _keyword_text(text),
+            vector,
+            depth,
+            conditions,
+            request.hybrid_alpha,
+            max_distance=threshold,
+        )
+        return hits, [max(0.0, min(1.0, h.score)) for h in hits], "hybrid"
+
+    def _views(
+        self, page: list[_Found], score_type: Any, message_range: int
+    ) -> tuple[list[MemoryHit], int]:
+        """The page's hits as shown, stopping before the response outgrows Lambda's 6 MB;
+        how many of the page that is (at least one)."""
+        views: list[MemoryHit] = []
+        size = 0
+        for item in page:
+            view = self._hit_view(item, score_type, message_range)
+            size += _response_bytes(view)
+            if views and size > MAX_RESPONSE_BYTES:
+                break
+            views.append(view)
+        return views, len(views)
 
     def _load(
         self, tenant: str, found: list[_Found], conditions: Sequence[Condition]
@@ -410,7 +512,7 @@ class LongTermService:
             for f in found
             if not self._is_record(f.hit)
         ]
-        messages = self._store.messages_by_key(message_keys) if message_keys else {}
+        messages = self._store.messages_by_key(tenant, message_keys) if message_keys else {}
         loaded: list[_Found] = []
         for item in found:
             fields = item.hit.fields

@@ -22,6 +22,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from pydantic import ValidationError as PydanticValidationError
+
 from memkit.errors import (
     FieldProblem,
     Forbidden,
@@ -38,6 +40,7 @@ from memkit.models.domain import (
     SessionMeta,
     StoredMessage,
 )
+from memkit.models.memory import MemoryRecordIn
 from memkit.models.session import (
     AppendMessages,
     MemoryStrategy,
@@ -174,6 +177,7 @@ def _check_memories(memories: Sequence[PendingMemory]) -> list[JsonObject]:
         seen.add(memory.id)
         # persisted_at is the server's (set when promoted), so an echo of it changes nothing.
         record = memory.model_dump(mode="json", exclude_none=True, exclude={"persisted_at"})
+        _check_promotable(record, index)
         size = _json_bytes(record)
         if size > MAX_ITEM_BYTES:
             raise TooLarge(
@@ -188,6 +192,23 @@ def _check_memories(memories: Sequence[PendingMemory]) -> list[JsonObject]:
             [FieldProblem("memories", "too large together (promote some to long-term memory)")],
         )
     return records
+
+
+def _check_promotable(record: JsonObject, index: int) -> None:
+    """A pending memory must make a valid long-term record (it is promoted to one), so what
+    the indexer would refuse is a 422 now, not a record stuck in the stream's retries."""
+    try:
+        MemoryRecordIn.model_validate(record)
+    except PydanticValidationError as exc:
+        raise ValidationFailed(
+            f"memory {index} cannot become a long-term memory",
+            [
+                FieldProblem(
+                    ".".join(["memories", str(index), *(str(p) for p in e["loc"])]), e["msg"]
+                )
+                for e in exc.errors()
+            ],
+        ) from exc
 
 
 def _digest(record: JsonObject) -> str:

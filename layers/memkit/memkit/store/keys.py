@@ -68,6 +68,11 @@ def session_pk(tenant: str, namespace: str, session_id: str) -> str:
     return f"T#{part(tenant)}#S#{part(namespace)}#{part(session_id)}"
 
 
+def sessions_prefix(tenant: str) -> str:
+    """What every session partition key of the tenant starts with."""
+    return f"T#{part(tenant)}#S#"
+
+
 def session_key(tenant: str, namespace: str, session_id: str) -> Key:
     return session_pk(tenant, namespace, session_id), SESSION_META
 

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from pynamodb.exceptions import DoesNotExist
 from pynamodb.models import BatchWrite
 
 from memkit.errors import NotFound, VersionConflict
@@ -43,7 +44,7 @@ class RecordTable(SessionTable):
 
     def _record_item(self, tenant: str, record: StoredRecord) -> Any:
         pk, sk = keys.record_key(tenant, record.id)
-        item = self._items.record(
+        return self._items.record(
             pk,
             sk,
             tenant=tenant,
@@ -69,9 +70,6 @@ class RecordTable(SessionTable):
             gsi1pk=keys.records_by_hash(tenant, record.namespace, record.memory_hash),
             gsi1sk=f"{record.created_us:0{keys.TIME_DIGITS}d}#{keys.part(record.id)}",
         )
-        if record.version:
-            item.version = record.version
-        return item
 
     @staticmethod
     def _to_record(item: Any, state: Any | None) -> StoredRecord:
@@ -96,7 +94,7 @@ class RecordTable(SessionTable):
             metadata=json.loads(item.metadata) if item.metadata else {},
             discrete_memory_extracted=item.extracted or "f",
             written_us=written_us,
-            version=item.version,
+            version=int(item.version or 0),
             indexing=_index_state(state, written_us),
         )
 
@@ -148,9 +146,12 @@ class RecordTable(SessionTable):
         with ThreadPoolExecutor(max_workers=min(WORKERS, len(wanted))) as pool:
             return dict(pool.map(one, wanted))
 
-    def messages_by_key(self, wanted: Iterable[keys.Key]) -> dict[keys.Key, StoredMessage]:
-        """Session messages by table key (search hits), live ones only."""
-        found = self._batch_get(wanted)
+    def messages_by_key(
+        self, tenant: str, wanted: Iterable[keys.Key]
+    ) -> dict[keys.Key, StoredMessage]:
+        """The tenant's session messages by table key (search hits), live ones only."""
+        prefix = keys.sessions_prefix(tenant)
+        found = self._batch_get(key for key in wanted if key[0].startswith(prefix))
         return {
             key: self._to_message(item)
             for key, item in found.items()
@@ -185,16 +186,31 @@ class RecordTable(SessionTable):
     # -- writes ------------------------------------------------------------------------------
 
     def put_records(self, tenant: str, records: Sequence[StoredRecord]) -> None:
-        """Write `records` whole (BatchWriteItem; a record with a stored id replaces it)."""
+        """Write `records` whole (BatchWriteItem; a record with a stored id replaces it, at
+        the next version, so an edit that read the one it replaced gets a conflict)."""
         with translated("write long-term memories"), BatchWrite(self._items.record) as batch:
             for record in records:
-                batch.save(self._record_item(tenant, record))
+                item = self._record_item(tenant, record)
+                item.version = record.version + 1  # a batch write sets no version itself
+                batch.save(item)
 
     def replace_record(self, tenant: str, record: StoredRecord) -> StoredRecord:
-        """Write `record` if the stored one is still at `record.version`, else VersionConflict."""
+        """Write `record` if the stored one still exists at `record.version`: else NotFound
+        when it is gone, VersionConflict when another write came first."""
         item = self._record_item(tenant, record)
-        with translated("edit long-term memory"):
-            item.save()
+        record_cls = self._items.record
+        if record.version:
+            condition = record_cls.version == record.version
+            item.version = record.version + 1
+        else:  # written before records carried versions
+            condition = record_cls.version.does_not_exist()
+            item.version = 1
+        try:
+            with translated("edit long-term memory"):
+                item.save(condition=record_cls.pk.exists() & condition, add_version_condition=False)
+        except VersionConflict:
+            self.get_record(tenant, record.id)  # NotFound when it was deleted meanwhile
+            raise
         return self._to_record(item, None)
 
     def delete_records(self, tenant: str, record_ids: Sequence[str]) -> int:
@@ -247,6 +263,16 @@ class RecordTable(SessionTable):
             return
         with ThreadPoolExecutor(max_workers=min(WORKERS, len(jobs))) as pool:
             list(pool.map(lambda job: update(*job), jobs))
+
+    def awaits_promotion(self, key: keys.Key, record_json: str) -> bool:
+        """Whether the pending memory at `key` still holds `record_json` and is not marked
+        promoted yet (a consistent read)."""
+        with translated("read pending memory"):
+            try:
+                item = self._items.memory.get(*key, consistent_read=True)
+            except DoesNotExist:
+                return False
+        return bool(item.record == record_json and not item.persisted_at)
 
     def mark_promoted(self, key: keys.Key, record_json: str, persisted_at: str) -> bool:
         """Set `persisted_at` on a session's pending memory, if it still holds `record_json`

@@ -71,9 +71,14 @@ def hybrid_search(
     k: int,
     conditions: Sequence[Condition] = (),
     alpha: float | None = None,
+    max_distance: float | None = None,
 ) -> list[Hit]:
     """The k best of the tenant's docs that meet every condition, by `alpha * cosine +
     (1 - alpha) * BM25 / best BM25` (see the module docstring), best first.
+
+    `max_distance` (AMS's distance_threshold) keeps only docs whose vector is within that
+    cosine distance of the query's: a keyword match counts only if the vector side found
+    it among its candidates that close.
 
     `vector` is the query's embedding (purpose "query": the local embedder leaves out
     function words), `text` the query as asked. `alpha` is the weight of the vector side
@@ -84,7 +89,8 @@ def hybrid_search(
         return []
     weight = DEFAULT_ALPHA if alpha is None else min(1.0, max(0.0, alpha))
     depth = max(k, CANDIDATES)
-    semantic = index.search(tenant, vector, depth, conditions) if weight > 0 else []
+    asks_vector = weight > 0 or max_distance is not None
+    semantic = index.search(tenant, vector, depth, conditions) if asks_vector else []
     keyword = index.keyword(tenant, text, depth, conditions) if weight < 1 else []
 
     cosine = {hit.id: min(1.0, max(0.0, hit.score)) for hit in semantic}
@@ -100,6 +106,7 @@ def hybrid_search(
             weight * cosine.get(doc_id, unseen) + (1 - weight) * bm25.get(doc_id, 0.0),
         )
         for doc_id in fields
+        if max_distance is None or 1.0 - cosine.get(doc_id, -1.0) <= max_distance
     }
     ranked = sorted(scored.items(), key=lambda item: (-item[1], item[0]))[:k]
     return [Hit(doc_id, score, fields[doc_id]) for doc_id, score in ranked]

@@ -4,22 +4,24 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Any, Protocol
+from functools import cached_property, lru_cache
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import ValidationError
 
 from memkit.config import ENV_PREFIX, ApiSettings, api_settings
-from memkit.embeddings.protocol import Embedder
 from memkit.errors import FieldProblem, Misconfigured, ValidationFailed
 from memkit.models.domain import DEFAULT_NAMESPACE, Owner
-from memkit.service.long_term import LongTermService, RecordStore
 from memkit.service.profiles import ProfileService
 from memkit.service.scratchpad import ScratchpadService
 from memkit.service.sessions import SessionService
-from memkit.service.tools import ToolService
-from memkit.store.protocol import SessionStore, Store
-from memkit.vectors.protocol import VectorIndex
+from memkit.store.protocol import RecordStore, SessionStore, Store
+
+if TYPE_CHECKING:
+    from memkit.embeddings.protocol import Embedder
+    from memkit.service.long_term import LongTermService
+    from memkit.service.tools import ToolService
+    from memkit.vectors.protocol import VectorIndex
 
 
 class SessionsAndScratchpads(Store, SessionStore, RecordStore, Protocol):
@@ -34,8 +36,24 @@ class Services:
     profiles: ProfileService
     scratchpads: ScratchpadService
     sessions: SessionService
-    long_term: LongTermService
-    tools: ToolService
+    store: SessionsAndScratchpads
+    # The vector index and the embedder, built on first use (a session route needs neither).
+    index: Callable[[], VectorIndex]
+    embedder: Callable[[], Embedder]
+
+    @cached_property
+    def long_term(self) -> LongTermService:
+        """Long-term memory, imported and built on its first request (cold starts of the
+        other routes do not pay for it)."""
+        from memkit.service.long_term import LongTermService
+
+        return LongTermService(self.store, self.index, self.embedder)
+
+    @cached_property
+    def tools(self) -> ToolService:
+        from memkit.service.tools import ToolService
+
+        return ToolService(self.scratchpads, self.long_term, self.sessions.user_of)
 
     @classmethod
     def over(
@@ -61,15 +79,14 @@ class Services:
 
             return vector_index_for(settings, settings.region, chosen_embedder().dimensions)
 
-        long_term = LongTermService(store, index or configured_index, chosen_embedder)
-        sessions = SessionService(store, scratchpads)
         return cls(
             settings=settings,
             profiles=ProfileService(store),
             scratchpads=scratchpads,
-            sessions=sessions,
-            long_term=long_term,
-            tools=ToolService(scratchpads, long_term, sessions.user_of),
+            sessions=SessionService(store, scratchpads),
+            store=store,
+            index=index or configured_index,
+            embedder=chosen_embedder,
         )
 
     def tenant(self) -> str:

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any
 
 from memkit.embeddings.protocol import Embedder
 from memkit.errors import BadRequest, FieldProblem, TooLarge, ValidationFailed
@@ -38,6 +38,7 @@ from memkit.models.memory import (
 from memkit.models.session import MemoryType, as_utc, iso
 from memkit.observability import metrics
 from memkit.store import keys
+from memkit.store.protocol import RecordStore
 from memkit.times import now_iso
 from memkit.vectors.filters import Condition, meets_all
 from memkit.vectors.hybrid import hybrid_search
@@ -66,30 +67,6 @@ MAX_RECORD_BYTES = 350_000
 SCOPE_FIELDS = ("session_id", "namespace", "user_id")
 TAG_FIELDS = ("topics", "entities")
 DATE_FIELDS = ("created_at", "updated_at", "last_accessed", "event_date")
-
-
-class RecordStore(Protocol):
-    """What long-term memory needs of the table (DynamoStore's RecordTable)."""
-
-    def get_records(self, tenant: str, record_ids: Sequence[str]) -> dict[str, StoredRecord]: ...
-
-    def get_record(self, tenant: str, record_id: str) -> StoredRecord: ...
-
-    def duplicates(
-        self, tenant: str, wanted: Sequence[tuple[str, str, str]]
-    ) -> dict[str, set[str]]: ...
-
-    def put_records(self, tenant: str, records: Sequence[StoredRecord]) -> None: ...
-
-    def replace_record(self, tenant: str, record: StoredRecord) -> StoredRecord: ...
-
-    def delete_records(self, tenant: str, record_ids: Sequence[str]) -> int: ...
-
-    def messages_by_key(
-        self, tenant: str, wanted: Sequence[keys.Key]
-    ) -> dict[keys.Key, StoredMessage]: ...
-
-    def messages_around(self, pk: str, order: str, count: int) -> list[StoredMessage]: ...
 
 
 def memory_hash(text: str, user_id: str | None) -> str:

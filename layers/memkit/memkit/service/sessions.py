@@ -40,7 +40,6 @@ from memkit.models.domain import (
     SessionMeta,
     StoredMessage,
 )
-from memkit.models.memory import MemoryRecordIn
 from memkit.models.session import (
     AppendMessages,
     MemoryStrategy,
@@ -197,6 +196,8 @@ def _check_memories(memories: Sequence[PendingMemory]) -> list[JsonObject]:
 def _check_promotable(record: JsonObject, index: int) -> None:
     """A pending memory must make a valid long-term record (it is promoted to one), so what
     the indexer would refuse is a 422 now, not a record stuck in the stream's retries."""
+    from memkit.models.memory import MemoryRecordIn  # only sessions with memories need it
+
     try:
         MemoryRecordIn.model_validate(record)
     except PydanticValidationError as exc:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -17,7 +18,9 @@ from memkit.models.domain import (
     SessionMeta,
     SessionStub,
     StoredMessage,
+    StoredRecord,
 )
+from memkit.store import keys
 
 
 @dataclass(frozen=True)
@@ -169,3 +172,27 @@ class SessionStore(Protocol):
     def commit_session(self, change: SessionChange) -> SessionMeta: ...
 
     def delete_session(self, owner: Owner, session_id: str) -> int: ...
+
+
+class RecordStore(Protocol):
+    """What long-term memory needs of the table (DynamoStore's RecordTable)."""
+
+    def get_records(self, tenant: str, record_ids: Sequence[str]) -> dict[str, StoredRecord]: ...
+
+    def get_record(self, tenant: str, record_id: str) -> StoredRecord: ...
+
+    def duplicates(
+        self, tenant: str, wanted: Sequence[tuple[str, str, str]]
+    ) -> dict[str, set[str]]: ...
+
+    def put_records(self, tenant: str, records: Sequence[StoredRecord]) -> None: ...
+
+    def replace_record(self, tenant: str, record: StoredRecord) -> StoredRecord: ...
+
+    def delete_records(self, tenant: str, record_ids: Sequence[str]) -> int: ...
+
+    def messages_by_key(
+        self, tenant: str, wanted: Sequence[keys.Key]
+    ) -> dict[keys.Key, StoredMessage]: ...
+
+    def messages_around(self, pk: str, order: str, count: int) -> list[StoredMessage]: ...

@@ -264,3 +264,51 @@ def test_the_distance_threshold_is_the_vector_distance_in_every_vector_mode(
 
     assert [m["id"] for m in hybrid["memories"]] == ["tea"]
     assert strict["memories"] == []
+
+
+# -- a provider that refuses one text ----------------------------------------------------------
+
+
+def test_a_text_bedrock_refuses_fails_alone_and_shows_failed(world: MemoryWorld) -> None:
+    import io
+
+    import boto3
+    from botocore.response import StreamingBody
+    from botocore.stub import ANY, Stubber
+
+    from memkit.embeddings.bedrock import TitanEmbedder
+    from memkit.indexer.handler import make_lambda_handler
+    from memkit.indexing import Indexer
+
+    world.api(
+        "POST",
+        f"{LTM}/",
+        body={
+            "memories": [
+                {"id": "ok", "text": "Ada drinks green tea"},
+                {"id": "refused", "text": "x" * 10},
+            ]
+        },
+    )
+    batch = world.read_stream()
+    client = boto3.client("bedrock-runtime", region_name="us-east-1")
+    titan = TitanEmbedder(client, dimensions=256, workers=1, sleep=lambda _: None)
+    raw = json.dumps({"embedding": [0.0625] * 256, "inputTextTokenCount": 4}).encode()
+    handler = make_lambda_handler(lambda: Indexer(world.store, world.vector_index, titan))
+
+    with Stubber(client) as stub:
+        stub.add_response(
+            "invoke_model",
+            {"body": StreamingBody(io.BytesIO(raw), len(raw)), "contentType": "application/json"},
+            {"modelId": ANY, "body": ANY, "contentType": ANY, "accept": ANY},
+        )
+        stub.add_client_error("invoke_model", "ValidationException", "Malformed input request", 400)
+        response = handler({"Records": batch}, LambdaContextStub())
+
+    refused = next(r for r in batch if r["dynamodb"]["NewImage"]["record_id"]["S"] == "refused")
+    assert response == {
+        "batchItemFailures": [{"itemIdentifier": refused["dynamodb"]["SequenceNumber"]}]
+    }
+    assert world.index_ids() == {"ok"}
+    assert world.api("GET", f"{LTM}/ok").body["indexing"] == "indexed"
+    assert world.api("GET", f"{LTM}/refused").body["indexing"] == "failed"

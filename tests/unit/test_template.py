@@ -204,6 +204,11 @@ def _granting(statements: list[dict[str, Any]], action: str) -> list[dict[str, A
     return [statement for statement in statements if action in statement["Action"]]
 
 
+# The functions that embed and reach the vector store: the API searches, the indexer indexes,
+# the memory worker searches to deduplicate what it extracts.
+VECTOR_FUNCTIONS = ("ApiFunction", "IndexerFunction", "MemoryWorkerFunction")
+
+
 def _stream_event(template: dict[str, Any]) -> dict[str, Any]:
     events = _functions(template)["IndexerFunction"]["Events"]
     [event] = [event for event in events.values() if event["Type"] == "DynamoDB"]
@@ -550,7 +555,7 @@ def test_bedrock_access_is_the_configured_model_alone(
 ) -> None:
     parameters = _parameters(template, EmbeddingProvider=provider, EmbeddingModelId=model)
 
-    for function in ("ApiFunction", "IndexerFunction"):
+    for function in VECTOR_FUNCTIONS:
         [invoke] = _granting(_statements(template, function, parameters), "bedrock:InvokeModel")
         assert invoke["Action"] == ["bedrock:InvokeModel"]
         assert invoke["Resource"] == {
@@ -562,7 +567,7 @@ def test_bedrock_access_is_the_configured_model_alone(
 def test_a_local_embedder_gets_no_bedrock_access(template: dict[str, Any]) -> None:
     parameters = _parameters(template, EmbeddingProvider="local")
 
-    for function in ("ApiFunction", "IndexerFunction"):
+    for function in VECTOR_FUNCTIONS:
         assert _granting(_statements(template, function, parameters), "bedrock:InvokeModel") == []
 
 
@@ -604,7 +609,7 @@ def test_a_serverless_store_is_reached_through_the_collection_and_its_data_polic
     [grant] = _policy(resources["VectorDataAccessPolicy"])
     rules = {rule["ResourceType"]: rule for rule in grant["Rules"]}
 
-    for function in ("ApiFunction", "IndexerFunction"):
+    for function in VECTOR_FUNCTIONS:
         statements = _statements(template, function, parameters)
         [access] = _granting(statements, "aoss:APIAccessAll")
         assert access["Resource"] == {"Fn::GetAtt": ["VectorCollection", "Arn"]}
@@ -638,7 +643,7 @@ def test_a_domain_store_is_reached_through_its_paths_alone(template: dict[str, A
         template, template["Globals"]["Function"]["Environment"]["Variables"], parameters
     )
 
-    for function in ("ApiFunction", "IndexerFunction"):
+    for function in VECTOR_FUNCTIONS:
         statements = _statements(template, function, parameters)
         [access] = _granting(statements, "es:ESHttpPost")
         assert access["Resource"] == {"Fn::Sub": "${OpenSearchDomainArn}/*"}
@@ -681,3 +686,333 @@ def test_every_parameter_says_what_it_is_for(template: dict[str, Any]) -> None:
     for name, parameter in template["Parameters"].items():
         assert parameter.get("Description"), f"{name} has no Description"
     assert grouped == set(template["Parameters"])
+
+
+# --- Background curation: stream -> curator -> work queue -> worker --------------------------
+
+CURATION_VARIABLES = (
+    "MEMKIT_LLM_PROVIDER",
+    "MEMKIT_SUMMARY_WINDOW_TOKENS",
+    "MEMKIT_SUMMARY_THRESHOLD",
+    "MEMKIT_EXTRACTION_QUIET_SECONDS",
+)
+
+
+def _event_of(template: dict[str, Any], function: str, kind: str) -> dict[str, Any]:
+    [event] = [e for e in _functions(template)[function]["Events"].values() if e["Type"] == kind]
+    return event
+
+
+def _curator_filters(template: dict[str, Any]) -> list[str]:
+    criteria = _event_of(template, "CuratorFunction", "DynamoDB")["Properties"]["FilterCriteria"]
+    return [entry["Pattern"] for entry in criteria["Filters"]]
+
+
+def _session(record: dict[str, Any]) -> dict[str, Any]:
+    """`record` as a change to a session document (kind "session" in each image it has)."""
+    for image in ("NewImage", "OldImage"):
+        if image in record["dynamodb"]:
+            record = _with_image(record, image, kind="session")
+    return record
+
+
+_CURATED = [
+    ("a session created", lambda: _session(_stream_record("stream_insert_record.json"))),
+    ("a session updated", lambda: _session(_stream_record("stream_modify_record.json"))),
+    ("a long-term record written", lambda: _stream_record("stream_insert_record.json")),
+]
+_NOT_CURATED = [
+    ("a session deleted", lambda: _session(_stream_record("stream_remove_record.json"))),
+    ("a message appended", lambda: _inserted(_stream_record("stream_ttl_remove_message.json"))),
+    (
+        "a long-term record deleted",
+        lambda: _stream_record("stream_remove_record.json"),
+    ),
+    (
+        "a scratchpad written",
+        lambda: _with_image(
+            _stream_record("stream_insert_record.json"), "NewImage", kind="scratchpad"
+        ),
+    ),
+    (
+        "a pending memory",
+        lambda: _with_image(_stream_record("stream_insert_record.json"), "NewImage", kind="memory"),
+    ),
+]
+
+
+@pytest.mark.parametrize(("what", "record"), _CURATED, ids=[what for what, _ in _CURATED])
+def test_the_curator_reads_session_and_record_writes(
+    template: dict[str, Any], what: str, record: Any
+) -> None:
+    from memkit.local.event_filter import passes
+
+    assert passes(_curator_filters(template), record()), f"{what} must reach the curator"
+
+
+@pytest.mark.parametrize(("what", "record"), _NOT_CURATED, ids=[what for what, _ in _NOT_CURATED])
+def test_the_curator_reads_nothing_else(template: dict[str, Any], what: str, record: Any) -> None:
+    from memkit.local.event_filter import passes
+
+    assert not passes(_curator_filters(template), record()), f"{what} must not invoke the curator"
+
+
+def test_the_curator_reads_the_stream_in_batches_with_partial_failures_and_bounded_retries(
+    template: dict[str, Any],
+) -> None:
+    from memkit.local.streams import EventSourceMapping
+
+    properties = _event_of(template, "CuratorFunction", "DynamoDB")["Properties"]
+    mapping = EventSourceMapping.from_template(template, "CuratorFunction")
+
+    assert properties["Stream"] == {"Fn::GetAtt": ["MemoryTable", "StreamArn"]}
+    assert mapping.starting_position == "TRIM_HORIZON"
+    assert (mapping.batch_size, mapping.batching_window_seconds) == (100, 1)
+    assert mapping.bisect_on_error is True
+    assert mapping.report_batch_item_failures is True
+    assert (mapping.maximum_retry_attempts, mapping.maximum_record_age_seconds) == (3, 3600)
+    assert _curator_filters(template) == [
+        '{"dynamodb": {"NewImage": {"kind": {"S": ["session", "record"]}}}}'
+    ]
+    assert mapping.filters == _curator_filters(template)
+
+
+def test_the_table_stream_has_at_most_two_readers(template: dict[str, Any]) -> None:
+    # DynamoDB Streams throttles beyond two concurrent readers of a shard.
+    readers = [
+        name
+        for name, properties in _functions(template).items()
+        for event in properties.get("Events", {}).values()
+        if event["Type"] == "DynamoDB"
+        and event["Properties"]["Stream"] == {"Fn::GetAtt": ["MemoryTable", "StreamArn"]}
+    ]
+
+    assert sorted(readers) == ["CuratorFunction", "IndexerFunction"]
+
+
+def _assert_watched(template: dict[str, Any], queue: str, alarm: str) -> None:
+    """`queue` keeps dead letters 14 days, encrypted, and `alarm` fires on its first one."""
+    resources = template["Resources"]
+    properties = resources[queue]["Properties"]
+    watch = resources[alarm]["Properties"]
+
+    assert properties["MessageRetentionPeriod"] == 14 * 24 * 3600
+    assert properties["SqsManagedSseEnabled"] is True
+    assert watch["Dimensions"] == [
+        {"Name": "QueueName", "Value": {"Fn::GetAtt": [queue, "QueueName"]}}
+    ]
+    assert (watch["MetricName"], watch["ComparisonOperator"], watch["Threshold"]) == (
+        "ApproximateNumberOfMessagesVisible",
+        "GreaterThanThreshold",
+        0,
+    )
+    for topic in ("", "arn:aws:sns:us-east-1:123456789012:ops"):
+        resolved = _evaluate(template, watch, _parameters(template, AlarmTopicArn=topic))
+        assert resolved.get("AlarmActions") == ([topic] if topic else None)
+
+
+def test_failed_curator_batches_go_to_a_queue_an_alarm_watches(template: dict[str, Any]) -> None:
+    properties = _event_of(template, "CuratorFunction", "DynamoDB")["Properties"]
+    destination = properties["DestinationConfig"]["OnFailure"]["Destination"]
+    send = _granting(
+        _statements(template, "CuratorFunction", _parameters(template)), "sqs:SendMessage"
+    )
+
+    assert destination == {"Fn::GetAtt": ["CuratorDeadLetterQueue", "Arn"]}
+    assert destination in [statement["Resource"] for statement in send]
+    _assert_watched(template, "CuratorDeadLetterQueue", "CuratorDeadLetterAlarm")
+    assert template["Outputs"]["CuratorDeadLetterQueueUrl"]["Value"] == {
+        "Ref": "CuratorDeadLetterQueue"
+    }
+
+
+def test_the_curator_reads_the_table_and_queues_jobs_without_a_model(
+    template: dict[str, Any],
+) -> None:
+    parameters = _parameters(template, LlmProvider="bedrock", EmbeddingProvider="titan")
+    statements = _statements(template, "CuratorFunction", parameters)
+    curator = _functions(template)["CuratorFunction"]
+    actions = {action for statement in statements for action in statement["Action"]}
+
+    assert curator["Environment"]["Variables"]["MEMKIT_WORK_QUEUE_URL"] == {
+        "Ref": "MemoryWorkQueue"
+    }
+    assert [s["Resource"] for s in _granting(statements, "sqs:SendMessage")] == [
+        {"Fn::GetAtt": ["MemoryWorkQueue", "Arn"]},
+        {"Fn::GetAtt": ["CuratorDeadLetterQueue", "Arn"]},
+    ]
+    assert actions == {
+        "dynamodb:GetItem",
+        "dynamodb:BatchGetItem",
+        "dynamodb:Query",
+        "sqs:SendMessage",
+    }
+
+
+def test_the_work_queue_sends_poison_jobs_to_a_dead_letter_queue_an_alarm_watches(
+    template: dict[str, Any],
+) -> None:
+    resources = template["Resources"]
+    queue = resources["MemoryWorkQueue"]["Properties"]
+    worker = _functions(template)["MemoryWorkerFunction"]
+
+    assert queue["RedrivePolicy"] == {
+        "deadLetterTargetArn": {"Fn::GetAtt": ["MemoryWorkDeadLetterQueue", "Arn"]},
+        "maxReceiveCount": 5,  # Lambda's advice for SQS event sources: at least 5
+    }
+    # Lambda's advice: at least six times the function's timeout.
+    assert queue["VisibilityTimeout"] >= 6 * worker["Timeout"]
+    assert queue["MessageRetentionPeriod"] == 4 * 24 * 3600
+    assert queue["SqsManagedSseEnabled"] is True
+    _assert_watched(template, "MemoryWorkDeadLetterQueue", "MemoryWorkDeadLetterAlarm")
+    assert template["Outputs"]["MemoryWorkQueueUrl"]["Value"] == {"Ref": "MemoryWorkQueue"}
+    assert template["Outputs"]["MemoryWorkDeadLetterQueueUrl"]["Value"] == {
+        "Ref": "MemoryWorkDeadLetterQueue"
+    }
+
+
+def test_the_worker_reports_failed_jobs_alone_and_runs_as_wide_as_the_parameter_allows(
+    template: dict[str, Any],
+) -> None:
+    from memkit.local.queues import queue_mapping_from_template
+
+    properties = _event_of(template, "MemoryWorkerFunction", "SQS")["Properties"]
+    concurrency = template["Parameters"]["MemoryWorkerConcurrency"]
+    mapping = queue_mapping_from_template(template, "MemoryWorkerFunction")
+
+    assert properties["Queue"] == {"Fn::GetAtt": ["MemoryWorkQueue", "Arn"]}
+    assert properties["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert properties["ScalingConfig"] == {"MaximumConcurrency": {"Ref": "MemoryWorkerConcurrency"}}
+    # ScalingConfig.MaximumConcurrency takes 2 to 1,000.
+    assert 2 <= concurrency["MinValue"] <= concurrency["Default"] <= concurrency["MaxValue"] <= 1000
+    assert (mapping.queue_resource, mapping.batch_size) == ("MemoryWorkQueue", 5)
+    assert mapping.report_batch_item_failures is True
+
+
+LLM_MODEL_ARN = {
+    "Fn::Sub": "arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/${LlmModelId}"
+}
+
+
+@pytest.mark.parametrize(("provider", "granted"), [("local", False), ("bedrock", True)])
+def test_the_worker_may_converse_with_the_configured_model_only_on_bedrock(
+    template: dict[str, Any], provider: str, granted: bool
+) -> None:
+    parameters = _parameters(template, LlmProvider=provider, EmbeddingProvider="local")
+
+    invoke = _granting(
+        _statements(template, "MemoryWorkerFunction", parameters), "bedrock:InvokeModel"
+    )
+
+    # Converse is authorised by bedrock:InvokeModel (Bedrock API reference).
+    assert [(s["Action"], s["Resource"]) for s in invoke] == (
+        [(["bedrock:InvokeModel"], LLM_MODEL_ARN)] if granted else []
+    )
+
+
+def test_no_other_function_may_call_the_curation_model(template: dict[str, Any]) -> None:
+    parameters = _parameters(template, LlmProvider="bedrock", EmbeddingProvider="titan")
+
+    for function in _functions(template):
+        if function == "MemoryWorkerFunction":
+            continue
+        resources = [
+            s["Resource"]
+            for s in _granting(_statements(template, function, parameters), "bedrock:InvokeModel")
+        ]
+        assert LLM_MODEL_ARN not in resources, function
+
+
+@pytest.mark.parametrize(
+    ("provider", "model"), [("local", None), ("bedrock", "amazon.nova-lite-v1:0")]
+)
+def test_every_function_sees_the_same_curation_settings(
+    template: dict[str, Any], provider: str, model: str | None
+) -> None:
+    variables = template["Globals"]["Function"]["Environment"]["Variables"]
+
+    environment = _evaluate(template, variables, _parameters(template, LlmProvider=provider))
+
+    assert environment["MEMKIT_LLM_PROVIDER"] == provider
+    assert environment.get("MEMKIT_LLM_MODEL") == model
+    assert (
+        environment["MEMKIT_SUMMARY_WINDOW_TOKENS"],
+        environment["MEMKIT_SUMMARY_THRESHOLD"],
+    ) == (
+        "16000",
+        "0.7",
+    )
+    assert environment["MEMKIT_EXTRACTION_QUIET_SECONDS"] == "60"
+    for name, properties in _functions(template).items():
+        overridden = set(properties.get("Environment", {}).get("Variables", {}))
+        assert not overridden & {*CURATION_VARIABLES, "MEMKIT_LLM_MODEL"}, name
+
+
+@pytest.mark.parametrize(
+    ("threshold", "accepted"),
+    [
+        ("0.7", True),
+        ("0.1", True),
+        ("0.95", True),
+        (".85", True),
+        ("0.5", True),
+        ("0.05", False),
+        ("0.96", False),
+        ("1", False),
+        ("1.0", False),
+        ("0.7x", False),
+        ("", False),
+    ],
+)
+def test_the_summary_threshold_is_a_fraction_from_a_tenth_to_0_95(
+    template: dict[str, Any], threshold: str, accepted: bool
+) -> None:
+    pattern = template["Parameters"]["SummaryThreshold"]["AllowedPattern"]
+
+    assert bool(re.fullmatch(pattern, threshold)) is accepted
+
+
+def test_the_quiet_period_fits_in_an_sqs_delay(template: dict[str, Any]) -> None:
+    quiet = template["Parameters"]["ExtractionQuietSeconds"]
+
+    # An extraction job is a message delayed by the quiet period: SQS delays 0 to 900 s.
+    assert 0 <= quiet["MinValue"] <= quiet["Default"] <= quiet["MaxValue"] <= 900
+
+
+def test_the_default_curation_model_is_a_foundation_model_id(template: dict[str, Any]) -> None:
+    model = template["Parameters"]["LlmModelId"]
+
+    # The worker's IAM names foundation-model/<id>; an inference profile (us.…) would need more.
+    assert re.fullmatch(model["AllowedPattern"], model["Default"])
+    assert model["Default"].split(".", 1)[0] not in {"us", "eu", "apac", "global"}
+
+
+@pytest.mark.parametrize("bound", ["MinValue", "Default", "MaxValue"])
+def test_every_curation_setting_the_stack_allows_is_one_the_functions_accept(
+    template: dict[str, Any], bound: str
+) -> None:
+    from memkit.config import CurationSettings, LLMSettings
+
+    numbers = ("SummaryWindowTokens", "ExtractionQuietSeconds")
+    thresholds = {"MinValue": "0.1", "Default": "0.7", "MaxValue": "0.95"}
+    parameters = _parameters(
+        template,
+        LlmProvider="bedrock",
+        SummaryThreshold=thresholds[bound],
+        **{name: str(template["Parameters"][name][bound]) for name in numbers},
+    )
+    variables = template["Globals"]["Function"]["Environment"]["Variables"]
+    environment = {
+        name: value
+        for name, value in _evaluate(template, variables, parameters).items()
+        if name in (*CURATION_VARIABLES, "MEMKIT_LLM_MODEL")
+    }
+
+    curation = CurationSettings.from_env({**environment, "MEMKIT_TABLE_NAME": "memkit-dev"})
+    llm = LLMSettings.from_env(environment)
+
+    assert curation.summary_threshold == float(thresholds[bound])
+    assert (
+        curation.extraction_quiet_seconds == template["Parameters"]["ExtractionQuietSeconds"][bound]
+    )
+    assert (llm.llm_provider, llm.llm_model) == ("bedrock", "amazon.nova-lite-v1:0")

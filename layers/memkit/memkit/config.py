@@ -95,3 +95,54 @@ def indexer_settings() -> IndexerSettings:
 def api_settings() -> ApiSettings:
     """The API settings, validated once per process (first use, not import)."""
     return ApiSettings.from_env()
+
+
+class LLMSettings(BaseModel):
+    """The language model that curates memory: summaries, extraction, titles, topics."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    # local: extractive and heuristic methods, no network (it finds no facts);
+    # bedrock: the Converse API with `llm_model`.
+    llm_provider: Literal["local", "bedrock"] = "local"
+    # A Converse model or inference profile id; None = amazon.nova-lite-v1:0. Where the model
+    # is offered only through cross-region inference, use the profile (us.amazon.nova-lite-v1:0).
+    llm_model: str | None = "amazon.nova-lite-v1:0"
+    # A read waiting longer than this is abandoned and retried (background work: keep it
+    # well inside the function's own timeout).
+    llm_timeout_seconds: float = Field(default=30.0, gt=0, le=300)
+
+    @classmethod
+    def from_env(cls, environ: dict[str, str] | None = None) -> LLMSettings:
+        return cls.model_validate(_from_env(cls, environ))
+
+
+@lru_cache(maxsize=1)
+def llm_settings() -> LLMSettings:
+    """The memory model's settings, validated once per process (first use, not import)."""
+    return LLMSettings.from_env()
+
+
+class CurationSettings(StoreSettings, IndexSettings, LLMSettings):
+    """Background curation (the stream curator and the memory worker)."""
+
+    # The memory work queue (the curator sends to it) and an SQS-compatible endpoint for
+    # the local stack (None = AWS).
+    work_queue_url: str | None = None
+    sqs_endpoint: str | None = None
+    # A session's view is summarised once its messages pass `summary_threshold` of this
+    # many tokens, keeping the newest 40% of it.
+    summary_window_tokens: int = Field(default=16_000, ge=500, le=2_000_000)
+    summary_threshold: float = Field(default=0.7, ge=0.1, le=0.95)
+    # Extraction waits until a session has been quiet this long (SQS delays at most 900 s).
+    extraction_quiet_seconds: int = Field(default=60, ge=0, le=900)
+
+    @classmethod
+    def from_env(cls, environ: dict[str, str] | None = None) -> CurationSettings:
+        return cls.model_validate(_from_env(cls, environ))
+
+
+@lru_cache(maxsize=1)
+def curation_settings() -> CurationSettings:
+    """The curator's and the worker's settings, validated once per process."""
+    return CurationSettings.from_env()

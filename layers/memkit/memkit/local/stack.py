@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+import boto3
 from werkzeug.serving import BaseWSGIServer, make_server
 
 from memkit.embeddings.local import DIMENSIONS as LOCAL_DIMENSIONS
@@ -22,11 +23,16 @@ from memkit.local.dynamodb import MotoDynamoDB, dynamodb_client
 from memkit.local.functions import FunctionSpec, LocalFunction
 from memkit.local.gateway import HttpApiGateway, http_api_routes
 from memkit.local.opensearch import LoopbackOpenSearch
+from memkit.local.queues import QueuePump, create_queues, queue_pump_for
 from memkit.local.streams import StreamPump, pump_for
 from memkit.local.template import create_table, find_template, load_template
 
 API_FUNCTION = "ApiFunction"
 INDEXER_FUNCTION = "IndexerFunction"
+CURATOR_FUNCTION = "CuratorFunction"
+WORKER_FUNCTION = "MemoryWorkerFunction"
+WORK_QUEUE = "MemoryWorkQueue"
+WORK_DEAD_LETTER_QUEUE = "MemoryWorkDeadLetterQueue"
 FAKE_CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "testing",
     "AWS_SECRET_ACCESS_KEY": "testing",
@@ -55,6 +61,10 @@ class LocalStackConfig:
     metrics: bool = False
     # Index session messages as long-term records (MEMKIT_INDEX_MESSAGES).
     index_messages: bool = True
+    # Background curation: how long a session must be quiet before extraction (seconds),
+    # and the window its summaries keep it within (tokens).
+    extraction_quiet_seconds: int = 5
+    summary_window_tokens: int = 16_000
 
 
 def _plain_variables(variables: dict[str, Any] | None) -> dict[str, str]:
@@ -71,8 +81,13 @@ class LocalStack:
         self._moto: MotoDynamoDB | None = None
         self._api: LocalFunction | None = None
         self._indexer: LocalFunction | None = None
+        self._curator: LocalFunction | None = None
+        self._worker: LocalFunction | None = None
         self.opensearch: LoopbackOpenSearch | None = None
         self.pump: StreamPump | None = None
+        self.curator_pump: StreamPump | None = None
+        self.worker_pump: QueuePump | None = None
+        self.queue_urls: dict[str, str] = {}
         # What the indexer could not index after its retries (the on-failure queue).
         self.dead_letters: list[dict[str, Any]] = []
         self._server: BaseWSGIServer | None = None
@@ -105,7 +120,13 @@ class LocalStack:
             "POWERTOOLS_METRICS_DISABLED": "false" if config.metrics else "true",
             "MEMKIT_EMBEDDER": "local",
             "MEMKIT_INDEX_MESSAGES": "true" if config.index_messages else "false",
+            "MEMKIT_LLM_PROVIDER": "local",
+            "MEMKIT_EXTRACTION_QUIET_SECONDS": str(config.extraction_quiet_seconds),
+            "MEMKIT_SUMMARY_WINDOW_TOKENS": str(config.summary_window_tokens),
         }
+        if WORK_QUEUE in self.queue_urls:
+            environment["MEMKIT_WORK_QUEUE_URL"] = self.queue_urls[WORK_QUEUE]
+            environment["MEMKIT_SQS_ENDPOINT"] = self.dynamodb_endpoint or ""
         if self.opensearch is not None:
             environment.update(
                 {
@@ -160,6 +181,7 @@ class LocalStack:
             on_failure=self.dead_letters.append,
         )
         self.pump.start()
+        self._start_curation(template, root)
         gateway = HttpApiGateway(self._api, http_api_routes(template, API_FUNCTION))
         self._server = make_server(config.host, config.port, gateway, threaded=True)
         self._thread = threading.Thread(
@@ -170,13 +192,56 @@ class LocalStack:
             part.start()
         return self
 
+    def _start_curation(self, template: dict[str, Any], root: Path) -> None:
+        """The curator on the stream, the work queues (moto's SQS, on the same endpoint),
+        and the memory worker on the queue, each as the template declares them."""
+        config = self.config
+        sqs = boto3.client("sqs", endpoint_url=self.dynamodb_endpoint, region_name=config.region)
+        self.queue_urls = create_queues(
+            sqs,
+            template,
+            {
+                WORK_QUEUE: f"{config.table_name}-work",
+                WORK_DEAD_LETTER_QUEUE: f"{config.table_name}-work-dlq",
+            },
+        )
+        curator_spec = FunctionSpec.from_template(template, root, CURATOR_FUNCTION)
+        self._curator = LocalFunction(
+            curator_spec, self._environment(template, CURATOR_FUNCTION), 1
+        )
+        worker_spec = FunctionSpec.from_template(template, root, WORKER_FUNCTION)
+        self._worker = LocalFunction(worker_spec, self._environment(template, WORKER_FUNCTION), 1)
+        self._curator.warm()
+        self._worker.warm()
+        self.curator_pump = pump_for(
+            template,
+            CURATOR_FUNCTION,
+            self.dynamodb_endpoint,
+            config.region,
+            config.table_name,
+            self._curator.invoke,
+            on_failure=self.dead_letters.append,
+        )
+        self.worker_pump = queue_pump_for(
+            template,
+            WORKER_FUNCTION,
+            self.dynamodb_endpoint,
+            config.region,
+            self.queue_urls[WORK_QUEUE],
+            self._worker.invoke,
+        )
+        self.curator_pump.start()
+        self.worker_pump.start()
+
     def stop(self) -> None:
         for part in reversed(self.background):
             part.stop()
-        if self.pump is not None:
-            self.pump.stop()
-        if self._indexer is not None:
-            self._indexer.stop()
+        for pump in (self.worker_pump, self.curator_pump, self.pump):
+            if pump is not None:
+                pump.stop()
+        for function in (self._worker, self._curator, self._indexer):
+            if function is not None:
+                function.stop()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()

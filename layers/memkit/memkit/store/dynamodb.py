@@ -20,15 +20,15 @@ from memkit.models.domain import (
 )
 from memkit.store import keys
 from memkit.store.base import translated
+from memkit.store.curation import CurationTable
 from memkit.store.cursor import decode_cursor, encode_cursor
 from memkit.store.protocol import PadState, ProfilePage
-from memkit.store.records import RecordTable
 from memkit.times import now_iso
 
 
-class DynamoStore(RecordTable):
-    """memkit's single table: scratchpads and profiles here, sessions in SessionTable and
-    long-term records in RecordTable."""
+class DynamoStore(CurationTable):
+    """memkit's single table: scratchpads and profiles here, sessions in SessionTable,
+    long-term records in RecordTable, background curation's reads in CurationTable."""
 
     # -- reads -------------------------------------------------------------------------------
 

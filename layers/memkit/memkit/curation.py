@@ -1,0 +1,396 @@
+"""Background curation of sessions: running summaries, extraction into long-term memory, and
+titles. Never inside a client's request: the curator reads session writes off the table's
+stream and queues jobs; the memory worker runs them with the configured MemoryModel.
+
+- summarize: when the messages in a session's view pass `threshold` of the window, the
+  older ones are folded into the session's `context` (the running summary), keeping the
+  newest `keep` share of the window in view. The messages stay in the log; only the view
+  moves (`view_from`). The write is conditional on the session's version, and a job that
+  finds the view already small does nothing, so retries and duplicates are harmless.
+- extract: debounced. Each write queues a job delayed by the quiet period, stamped with the
+  session's `updated_at`; a job that finds a newer write does nothing (that write's own job
+  follows). Messages not yet read for memories are given to the model by the session's
+  `long_term_memory_strategy`; what it finds becomes long-term records (`extracted_from`
+  the messages), deduplicated by content hash and then by similarity (merged into a close
+  existing record only when the model confirms they say the same thing), and the messages
+  are marked read.
+- title: a session with two or more messages and no title gets one from its first turns.
+- describe: a long-term record created without topics or entities gets them from the model.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Literal, Protocol
+
+from memkit.errors import NotFound, VersionConflict
+from memkit.ids import new_ulid
+from memkit.llm.protocol import Extracted, MemoryModel, Strategy, Turn
+from memkit.models.domain import DEFAULT_NAMESPACE, Owner, SessionMeta, StoredMessage
+from memkit.models.memory import CreateMemories, MemoryEdit, MemoryRecordIn, SearchRequest
+from memkit.observability import logger, metrics
+
+JobKind = Literal["summarize", "extract", "title", "describe"]
+STRATEGIES: tuple[Strategy, ...] = ("discrete", "summary", "preferences", "custom")
+# Turns given to the model in one extraction call, and read per job.
+EXTRACT_CHUNK = 40
+EXTRACT_LIMIT = 400
+TITLE_TURNS = 6
+SAVE_ATTEMPTS = 5
+# Words a summary may take: about 0.75 words a token, of the share of the window it holds.
+WORDS_PER_TOKEN = 0.75
+
+
+@dataclass(frozen=True)
+class Policy:
+    """When and how much to curate (CurationSettings)."""
+
+    window_tokens: int = 16_000
+    threshold: float = 0.7
+    keep: float = 0.4
+    summary_share: float = 0.15
+    quiet_seconds: int = 60
+    # Cosine distance under which an extracted memory may be the same as a stored one.
+    merge_distance: float = 0.15
+    # Queue extraction at all (not with a model that cannot extract: no idle invocations).
+    extract: bool = True
+
+
+@dataclass(frozen=True)
+class Job:
+    """A unit of curation for one session. `stamp` is the session's updated_at when the job
+    was queued (extraction waits for quiet: a newer write means a newer job)."""
+
+    kind: JobKind
+    tenant: str
+    namespace: str
+    session_id: str
+    stamp: str
+    delay_seconds: int = 0
+    record_id: str | None = None  # describe: the record
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "job": self.kind,
+                "tenant": self.tenant,
+                "namespace": self.namespace,
+                "session_id": self.session_id,
+                "stamp": self.stamp,
+                "record_id": self.record_id,
+            }
+        )
+
+    @classmethod
+    def from_json(cls, body: str) -> Job:
+        raw = json.loads(body)
+        kind = raw["job"]
+        if kind not in ("summarize", "extract", "title", "describe"):
+            raise ValueError("unknown job")
+        return cls(
+            kind,
+            raw["tenant"],
+            raw["namespace"],
+            raw["session_id"],
+            raw["stamp"],
+            record_id=raw.get("record_id"),
+        )
+
+
+class CurationStore(Protocol):
+    """What curation reads and writes of sessions (DynamoStore's CurationTable)."""
+
+    def session_meta(self, owner: Owner, session_id: str) -> SessionMeta | None: ...
+
+    def view_messages(self, owner: Owner, meta: SessionMeta) -> list[StoredMessage]: ...
+
+    def first_messages(
+        self, owner: Owner, meta: SessionMeta, count: int
+    ) -> list[StoredMessage]: ...
+
+    def unextracted_messages(
+        self, owner: Owner, meta: SessionMeta, limit: int
+    ) -> list[StoredMessage]: ...
+
+    def mark_extracted(
+        self, owner: Owner, meta: SessionMeta, message_ids: Sequence[str]
+    ) -> None: ...
+
+    def save_meta(self, owner: Owner, meta: SessionMeta) -> SessionMeta: ...
+
+
+class LongTermMemory(Protocol):
+    """What extraction needs of long-term memory (LongTermService)."""
+
+    def get(self, tenant: str, record_id: str) -> Any: ...
+
+    def create(self, tenant: str, body: CreateMemories) -> Any: ...
+
+    def search(self, tenant: str, request: SearchRequest) -> Any: ...
+
+    def edit(self, tenant: str, record_id: str, edit: MemoryEdit) -> Any: ...
+
+
+def _turns(messages: Sequence[StoredMessage]) -> list[Turn]:
+    return [Turn(m.id, m.role, m.content, m.created_at) for m in messages]
+
+
+# -- the curator: what a session write calls for -------------------------------------------------
+
+
+def jobs_for(
+    old: dict[str, Any] | None,
+    new: dict[str, Any],
+    policy: Policy,
+    view_tokens: Callable[[], int],
+) -> list[Job]:
+    """The jobs a write calls for, from its stream images (plain values).
+
+    A session: only writes that added messages call for any, so the worker's own writes (a
+    summary, a title) queue nothing. A long-term record: a new one without topics or
+    entities is described (the worker's edit is not new, so it queues nothing)."""
+    if new.get("kind") == "record":
+        return _describe_jobs(old, new)
+    added = int(new.get("message_count") or 0) - int((old or {}).get("message_count") or 0)
+    if added <= 0:
+        return []
+    tenant, namespace = str(new["tenant"]), str(new.get("namespace") or DEFAULT_NAMESPACE)
+    session_id, stamp = str(new["session_id"]), str(new["updated_at"])
+
+    def job(kind: JobKind, delay: int = 0) -> Job:
+        return Job(kind, tenant, namespace, session_id, stamp, delay)
+
+    jobs = [job("extract", policy.quiet_seconds)] if policy.extract else []
+    if not new.get("title") and int(new.get("message_count") or 0) >= 2:
+        jobs.append(job("title"))
+    if view_tokens() >= policy.threshold * policy.window_tokens:
+        jobs.append(job("summarize"))
+    return jobs
+
+
+def _describe_jobs(old: dict[str, Any] | None, new: dict[str, Any]) -> list[Job]:
+    if old is not None or new.get("topics") or new.get("entities"):
+        return []
+    if new.get("extracted") == "t":  # extraction gave it what the model found
+        return []
+    namespace = str(new.get("namespace") or DEFAULT_NAMESPACE)
+    return [
+        Job(
+            "describe",
+            str(new["tenant"]),
+            namespace,
+            str(new.get("session_id") or ""),
+            str(new["updated_at"]),
+            record_id=str(new["record_id"]),
+        )
+    ]
+
+
+# -- the worker: running a job ------------------------------------------------------------------
+
+
+class Curator:
+    """Runs curation jobs over the table, long-term memory and a MemoryModel."""
+
+    def __init__(
+        self,
+        store: CurationStore,
+        long_term: LongTermMemory,
+        model: MemoryModel,
+        policy: Policy = Policy(),
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._store = store
+        self._long_term = long_term
+        self._model = model
+        self._policy = policy
+        self._clock = clock
+
+    def run(self, job: Job) -> str:
+        """Do the job; what came of it, in a word (for logs and metrics, no content)."""
+        owner = Owner(tenant=job.tenant, namespace=job.namespace)
+        if job.kind == "describe":
+            outcome = self._describe(job)
+            metrics.add_metric(name=f"Curation_describe_{outcome}", unit="Count", value=1)
+            return outcome
+        meta = self._store.session_meta(owner, job.session_id)
+        if meta is None:
+            return "session gone"
+        if job.kind == "summarize":
+            outcome = self._summarize(owner, meta)
+        elif job.kind == "title":
+            outcome = self._title(owner, meta)
+        else:
+            outcome = self._extract(owner, meta, job)
+        metrics.add_metric(
+            name=f"Curation_{job.kind}_{outcome.replace(' ', '_')}", unit="Count", value=1
+        )
+        return outcome
+
+    # -- summaries -------------------------------------------------------------------------
+
+    def _summarize(self, owner: Owner, meta: SessionMeta) -> str:
+        policy = self._policy
+        for _ in range(SAVE_ATTEMPTS):
+            view = self._store.view_messages(owner, meta)
+            if sum(m.tokens for m in view) < policy.threshold * policy.window_tokens:
+                return "within window"
+            kept = _newest_within(view, int(policy.keep * policy.window_tokens))
+            folded = view[: len(view) - len(kept)]
+            if not folded:
+                return "within window"
+            words = max(50, int(policy.summary_share * policy.window_tokens * WORDS_PER_TOKEN))
+            summary = self._model.summarize(meta.context, _turns(folded), words)
+            try:
+                self._store.save_meta(
+                    owner, replace(meta, context=summary, view_from=kept[0].order)
+                )
+                return "summarized"
+            except VersionConflict:
+                fresh = self._store.session_meta(owner, meta.session_id)
+                if fresh is None:
+                    return "session gone"
+                meta = fresh
+        raise VersionConflict("the session kept changing; the job is retried")
+
+    # -- titles ----------------------------------------------------------------------------
+
+    def _title(self, owner: Owner, meta: SessionMeta) -> str:
+        if not self._model.capabilities.title:
+            return "unsupported"
+        for _ in range(SAVE_ATTEMPTS):
+            if meta.title:
+                return "titled already"
+            turns = _turns(self._store.first_messages(owner, meta, TITLE_TURNS))
+            if not turns:
+                return "no messages"
+            title = self._model.title(turns).strip()[:80]
+            if not title:
+                return "no title"
+            try:
+                self._store.save_meta(owner, replace(meta, title=title))
+                return "titled"
+            except VersionConflict:
+                fresh = self._store.session_meta(owner, meta.session_id)
+                if fresh is None:
+                    return "session gone"
+                meta = fresh
+        raise VersionConflict("the session kept changing; the job is retried")
+
+    # -- topics and entities ---------------------------------------------------------------
+
+    def _describe(self, job: Job) -> str:
+        if not self._model.capabilities.describe or job.record_id is None:
+            return "unsupported"
+        try:
+            record = self._long_term.get(job.tenant, job.record_id)
+        except NotFound:
+            return "record_gone"
+        if record.topics or record.entities:
+            return "described_already"
+        (description,) = self._model.describe([record.text])
+        if not description.topics and not description.entities:
+            return "nothing_found"
+        edit = MemoryEdit(
+            topics=list(description.topics) or None, entities=list(description.entities) or None
+        )
+        try:
+            self._long_term.edit(job.tenant, job.record_id, edit)
+        except NotFound:
+            return "record_gone"
+        return "described"
+
+    # -- extraction ------------------------------------------------------------------------
+
+    def _extract(self, owner: Owner, meta: SessionMeta, job: Job) -> str:
+        if meta.updated_at > job.stamp:
+            return "not quiet"  # a newer write queued its own job
+        if not self._model.capabilities.extract:
+            return "unsupported"
+        strategy, instructions = _strategy(meta.strategy)
+        found = 0
+        pending = self._store.unextracted_messages(owner, meta, EXTRACT_LIMIT)
+        for start in range(0, len(pending), EXTRACT_CHUNK):
+            chunk = pending[start : start + EXTRACT_CHUNK]
+            memories = self._model.extract(_turns(chunk), strategy, instructions)
+            for memory in memories:
+                found += self._keep(owner, meta, memory, chunk)
+            self._store.mark_extracted(owner, meta, [m.id for m in chunk])
+        logger.info("extracted", extra={"messages": len(pending), "memories": found})
+        return "extracted" if pending else "nothing new"
+
+    def _keep(
+        self, owner: Owner, meta: SessionMeta, memory: Extracted, chunk: Sequence[StoredMessage]
+    ) -> int:
+        """Store one extracted memory unless the user has it: the same text (hash), or a
+        close one the model confirms says the same (merged into it). 1 if stored."""
+        known = {m.id for m in chunk}
+        sources = [s for s in memory.source_ids if s in known] or [m.id for m in chunk]
+        close = self._long_term.search(
+            owner.tenant,
+            SearchRequest(
+                text=memory.text,
+                search_mode="semantic",
+                namespace={"eq": meta.namespace},
+                user_id={"eq": meta.user_id} if meta.user_id else None,
+                session_id={"eq": meta.session_id} if not meta.user_id else None,
+                memory_type={"ne": "message"},
+                distance_threshold=self._policy.merge_distance,
+                limit=1,
+            ),
+        )
+        for hit in close.memories:
+            if self._model.same_fact(hit.text, memory.text):
+                self._long_term.edit(
+                    owner.tenant,
+                    hit.id,
+                    MemoryEdit(
+                        topics=sorted({*hit.topics, *memory.topics}),
+                        entities=sorted({*hit.entities, *memory.entities}),
+                        extracted_from=sorted({*hit.extracted_from, *sources}),
+                    ),
+                )
+                return 0
+        record = MemoryRecordIn(
+            id=new_ulid(),
+            text=memory.text,
+            memory_type=memory.memory_type,
+            topics=list(memory.topics) or None,
+            entities=list(memory.entities) or None,
+            event_date=memory.event_date,
+            session_id=meta.session_id,
+            user_id=meta.user_id,
+            namespace=meta.namespace,
+            extracted_from=sources,
+            discrete_memory_extracted="t",
+        )
+        ack = self._long_term.create(
+            owner.tenant, CreateMemories(memories=[record], deduplicate=True)
+        )
+        return 1 if record.id in ack.created else 0
+
+
+def _newest_within(messages: Sequence[StoredMessage], budget: int) -> list[StoredMessage]:
+    """The newest messages whose tokens fit `budget` (at least the newest one)."""
+    kept: list[StoredMessage] = []
+    used = 0
+    for message in reversed(messages):
+        if kept and used + message.tokens > budget:
+            break
+        kept.append(message)
+        used += message.tokens
+    kept.reverse()
+    return kept
+
+
+def _strategy(config: dict[str, Any] | None) -> tuple[Strategy, str | None]:
+    """The session's long_term_memory_strategy: its name, and a custom prompt if any."""
+    config = config or {}
+    name = config.get("strategy", "discrete")
+    strategy: Strategy = name if name in STRATEGIES else "discrete"
+    options = config.get("config") or {}
+    prompt = options.get("custom_prompt") if isinstance(options, dict) else None
+    return strategy, prompt if isinstance(prompt, str) and strategy == "custom" else None

@@ -1,0 +1,1 @@
+"""Background curation's two functions: the stream curator and the memory worker."""

@@ -1,0 +1,1 @@
+"""Models that curate memory: summaries, extraction, titles, topics (Bedrock Converse | local)."""

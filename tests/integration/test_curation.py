@@ -1,0 +1,319 @@
+"""Background curation on moto: the real curator handler reads the real stream records of
+session writes and queues jobs on an SQS queue (moto); the real worker handler runs them
+with a real provider (the local model, or Bedrock Converse on botocore's Stubber)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+
+from memkit.curation import Curator, Job, Policy
+from memkit.curator.handlers import Queueing, make_curator_handler, make_worker_handler
+from memkit.local.event_filter import passes
+from memkit.local.template import load_template
+from memkit.service.long_term import LongTermService
+from tests.conftest import LambdaContextStub
+from tests.integration.memory_world import ROOT, MemoryWorld, StreamReader
+
+pytestmark = pytest.mark.integration
+SESSION = "/v1/working-memory/chat-1"
+# A small window, so a few messages pass the threshold.
+POLICY = Policy(window_tokens=200, threshold=0.7, keep=0.4, quiet_seconds=0)
+
+
+def _curator_filters() -> list[str]:
+    template = load_template(ROOT / "template.yaml")
+    resource = template["Resources"].get("CuratorFunction")
+    if resource is None:  # the template's curator: the one filter it declares
+        return ['{"dynamodb": {"NewImage": {"kind": {"S": ["session", "record"]}}}}']
+    events = resource["Properties"]["Events"]
+    mapping = next(e["Properties"] for e in events.values() if e["Type"] == "DynamoDB")
+    return [f["Pattern"] for f in mapping["FilterCriteria"]["Filters"]]
+
+
+@dataclass
+class Curation:
+    world: MemoryWorld
+    reader: StreamReader
+    queue_url: str
+    sqs: Any
+    model: Any
+
+    def curate(self) -> list[Job]:
+        """Deliver session writes to the curator; the jobs it queued."""
+        filters = _curator_filters()
+        records = [r for r in self.reader.read() if passes(filters, r)]
+        sent: list[Job] = []
+        store = self.world.store
+
+        def send(job: Job) -> None:
+            sent.append(job)
+            self.sqs.send_message(QueueUrl=self.queue_url, MessageBody=job.to_json())
+
+        handler = make_curator_handler(lambda: Queueing(store, send, POLICY))
+        if records:
+            assert handler({"Records": records}, LambdaContextStub()) == {"batchItemFailures": []}
+        return sent
+
+    def work(self, model: Any | None = None) -> dict[str, Any]:
+        """Run every queued job through the worker handler, as the SQS event source would."""
+        long_term = LongTermService(
+            self.world.store, lambda: self.world.vector_index, lambda: self.world.embedder
+        )
+        curator = Curator(self.world.store, long_term, model or self.model, POLICY)
+        handler = make_worker_handler(lambda: curator)
+        messages = self.sqs.receive_message(
+            QueueUrl=self.queue_url, MaxNumberOfMessages=10, AttributeNames=["All"]
+        ).get("Messages", [])
+        if not messages:  # the event source invokes nothing for an empty queue
+            return {"batchItemFailures": []}
+        event = {
+            "Records": [
+                {
+                    "messageId": m["MessageId"],
+                    "receiptHandle": m["ReceiptHandle"],
+                    "body": m["Body"],
+                    "attributes": m.get("Attributes", {}),
+                    "messageAttributes": {},
+                    "md5OfBody": m["MD5OfBody"],
+                    "eventSource": "aws:sqs",
+                    "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:work",
+                    "awsRegion": "us-east-1",
+                }
+                for m in messages
+            ]
+        }
+        response = dict(handler(event, LambdaContextStub()))
+        failed = {f["itemIdentifier"] for f in response["batchItemFailures"]}
+        for m in messages:
+            if m["MessageId"] not in failed:
+                self.sqs.delete_message(QueueUrl=self.queue_url, ReceiptHandle=m["ReceiptHandle"])
+        return response
+
+
+@pytest.fixture
+def curation(world: MemoryWorld, dynamodb_table: str) -> Curation:
+    from memkit.llm.local import LocalModel
+
+    sqs = boto3.client("sqs", region_name="us-east-1")
+    url = sqs.create_queue(QueueName="work", Attributes={"VisibilityTimeout": "0"})["QueueUrl"]
+    return Curation(world, StreamReader(dynamodb_table), url, sqs, LocalModel())
+
+
+def _titled(world: MemoryWorld) -> None:
+    """A session that has its title already (so only extraction is queued)."""
+    body = {"user_id": "ada", "messages": [], "title": "Moving"}
+    assert world.api("PUT", SESSION, body=body).status == 200
+
+
+def _say(world: MemoryWorld, *texts: str, role: str = "user", start: int = 0) -> None:
+    messages = [
+        {"id": f"m{start + i:03d}", "role": role if i % 2 == 0 else "assistant", "content": t}
+        for i, t in enumerate(texts)
+    ]
+    response = world.api(
+        "POST", f"{SESSION}/messages", body={"messages": messages, "user_id": "ada"}
+    )
+    assert response.status == 201, response.body
+
+
+LONG = [
+    f"Message number {i}: we talked about the garden, the roses, the tomatoes and the weather "
+    f"in Lisbon for a while, and the plan for week {i}."
+    for i in range(30)
+]
+
+
+def test_a_session_past_its_window_is_summarised_and_keeps_its_newest_messages(
+    curation: Curation,
+) -> None:
+    world = curation.world
+    _say(world, *LONG)
+
+    queued = curation.curate()
+    response = curation.work()
+    document = world.api("GET", SESSION).body
+    log = world.api("GET", f"{SESSION}/messages", query={"limit": 100}).body
+
+    assert "summarize" in [job.kind for job in queued]
+    assert response == {"batchItemFailures": []}
+    assert document["context"]  # the older messages, folded
+    assert 0 < len(document["messages"]) < len(LONG)
+    assert document["messages"][-1]["id"] == "m029"  # the newest stay in view
+    assert sum(m["content"] in document["context"] for m in document["messages"]) == 0
+    assert len(log["messages"]) == len(LONG)  # the log keeps every message
+
+
+def test_a_summary_job_run_twice_changes_nothing_more(curation: Curation) -> None:
+    world = curation.world
+    _say(world, *LONG)
+    queued = curation.curate()
+    curation.work()
+    first = world.api("GET", SESSION).body
+
+    for job in queued:  # the queue delivers it again
+        curation.sqs.send_message(QueueUrl=curation.queue_url, MessageBody=job.to_json())
+    curation.work()
+    second = world.api("GET", SESSION).body
+
+    assert second["context"] == first["context"]
+    assert [m["id"] for m in second["messages"]] == [m["id"] for m in first["messages"]]
+
+
+def test_a_short_session_gets_a_title_and_no_summary(curation: Curation) -> None:
+    world = curation.world
+    _say(world, "Can you help me plan a trip to Oslo in May?", "Of course! What do you like?")
+
+    queued = curation.curate()
+    curation.work()
+    document = world.api("GET", SESSION).body
+
+    assert sorted(job.kind for job in queued) == ["extract", "title"]
+    assert document["title"] == "Can you help me plan a trip to Oslo in May?"
+    assert document["context"] is None
+
+
+def test_the_workers_own_writes_queue_nothing(curation: Curation) -> None:
+    world = curation.world
+    _say(world, *LONG)
+    curation.curate()
+    curation.work()
+
+    again = curation.curate()  # the summary and title writes come back on the stream
+
+    assert again == []
+
+
+def test_extraction_waits_for_the_session_to_be_quiet(curation: Curation) -> None:
+    world = curation.world
+    _titled(world)
+    _say(world, "I moved to Lisbon last week.", "Nice!")
+    first = curation.curate()
+    _say(world, "My sister lives in Porto.", "Good to know.", start=2)  # before the job runs
+
+    # the first job finds a newer write: it asks the model nothing (no answer is stubbed)
+    response = curation.work(model=_converse_model([]))
+
+    assert [job.kind for job in first] == ["extract"]
+    assert response == {"batchItemFailures": []}
+    log = world.api("GET", f"{SESSION}/messages", query={"limit": 100}).body
+    assert {m["discrete_memory_extracted"] for m in log["messages"]} == {"f"}
+
+
+# -- extraction with Bedrock Converse (botocore's Stubber, real shapes) -------------------------
+
+
+def _converse_answer(text: str) -> dict[str, Any]:
+    return {
+        "output": {"message": {"role": "assistant", "content": [{"text": text}]}},
+        "stopReason": "end_turn",
+        "usage": {"inputTokens": 120, "outputTokens": 40, "totalTokens": 160},
+        "metrics": {"latencyMs": 420},
+    }
+
+
+def _converse_model(answers: list[str]) -> Any:
+    from memkit.llm.bedrock import ConverseModel
+
+    client = boto3.client("bedrock-runtime", region_name="us-east-1")
+    stubber = Stubber(client)
+    for answer in answers:
+        stubber.add_response("converse", _converse_answer(answer))
+    stubber.activate()
+    model = ConverseModel(client, "amazon.nova-lite-v1:0", sleep=lambda _: None)
+    model._stubber = stubber  # type: ignore[attr-defined]  # kept alive with the model
+    return model
+
+
+def test_extracted_facts_become_records_and_the_messages_are_marked(curation: Curation) -> None:
+    world = curation.world
+    _titled(world)
+    _say(world, "I moved to Lisbon last week. I work as a nurse.", "Congratulations!")
+    curation.curate()
+    facts = json.dumps(
+        {
+            "memories": [
+                {
+                    "text": "Ada works as a nurse",
+                    "memory_type": "semantic",
+                    "topics": ["work"],
+                    "entities": ["Ada"],
+                    "source_ids": ["m000"],
+                },
+                {
+                    "text": "Ada moved to Lisbon",
+                    "memory_type": "episodic",
+                    "topics": ["home"],
+                    "entities": ["Ada", "Lisbon"],
+                    "event_date": "2026-11-16T00:00:00Z",
+                    "source_ids": ["m000"],
+                },
+            ]
+        }
+    )
+
+    response = curation.work(model=_converse_model([facts]))
+    world.settle()
+    found = world.api(
+        "POST",
+        "/v1/long-term-memory/search",
+        body={"text": "", "user_id": {"eq": "ada"}, "memory_type": {"ne": "message"}},
+    ).body
+    log = world.api("GET", f"{SESSION}/messages", query={"limit": 100}).body
+
+    assert response == {"batchItemFailures": []}
+    texts = {m["text"]: m for m in found["memories"]}
+    assert set(texts) == {"Ada works as a nurse", "Ada moved to Lisbon"}
+    assert texts["Ada moved to Lisbon"]["event_date"].startswith("2026-11-16")
+    assert texts["Ada works as a nurse"]["extracted_from"] == ["m000"]
+    assert texts["Ada works as a nurse"]["session_id"] == "chat-1"
+    assert {m["discrete_memory_extracted"] for m in log["messages"]} == {"t"}
+
+
+def test_a_throttled_model_fails_the_job_for_the_queue_to_retry(curation: Curation) -> None:
+    from memkit.llm.bedrock import ConverseModel
+
+    world = curation.world
+    _titled(world)
+    _say(world, "I moved to Lisbon last week.", "Nice!")
+    curation.curate()
+    client = boto3.client("bedrock-runtime", region_name="us-east-1")
+    model = ConverseModel(client, "amazon.nova-lite-v1:0", max_attempts=2, sleep=lambda _: None)
+
+    with Stubber(client) as stub:
+        for _ in range(2):
+            stub.add_client_error("converse", "ThrottlingException", "Too many requests", 429)
+        response = curation.work(model=model)
+
+    assert len(response["batchItemFailures"]) == 1
+    log = world.api("GET", f"{SESSION}/messages", query={"limit": 100}).body
+    assert {m["discrete_memory_extracted"] for m in log["messages"]} == {"f"}
+
+
+def test_a_record_created_without_topics_is_described(curation: Curation) -> None:
+    world = curation.world
+    body = {
+        "memories": [
+            {
+                "id": "r1",
+                "text": "Ada and Bruno flew to Oslo for the Nordic "
+                "Data Conference; Ada presented her work on sleep research.",
+            }
+        ]
+    }
+    assert world.api("POST", "/v1/long-term-memory/", body=body).status == 200
+    tagged = {"memories": [{"id": "r2", "text": "Ada likes tea", "topics": ["drinks"]}]}
+    assert world.api("POST", "/v1/long-term-memory/", body=tagged).status == 200
+
+    queued = curation.curate()
+    response = curation.work()
+    record = world.api("GET", "/v1/long-term-memory/r1").body
+
+    assert [(job.kind, job.record_id) for job in queued] == [("describe", "r1")]
+    assert response == {"batchItemFailures": []}
+    assert record["topics"] or record["entities"]

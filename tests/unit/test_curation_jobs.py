@@ -1,0 +1,88 @@
+"""What the curator queues for a write (memkit.curation.jobs_for), from stream images."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from memkit.config import CurationSettings
+from memkit.curation import Job, Policy, jobs_for
+from memkit.curator.handlers import policy_of
+
+POLICY = Policy(window_tokens=1000, threshold=0.7, quiet_seconds=30)
+
+
+def _session(count: int, title: str | None = None) -> dict[str, Any]:
+    return {
+        "kind": "session",
+        "tenant": "t",
+        "namespace": "ns",
+        "session_id": "s1",
+        "updated_at": "2026-11-23T10:00:00.000Z",
+        "message_count": count,
+        "title": title,
+    }
+
+
+def _kinds(jobs: list[Job]) -> list[tuple[str, int]]:
+    return [(job.kind, job.delay_seconds) for job in jobs]
+
+
+def test_a_write_that_adds_no_message_queues_nothing() -> None:
+    assert jobs_for(_session(5), _session(5, title="Trip"), POLICY, lambda: 10_000) == []
+
+
+def test_new_messages_queue_a_delayed_extraction_and_a_title() -> None:
+    jobs = jobs_for(_session(1), _session(3), POLICY, lambda: 100)
+
+    assert _kinds(jobs) == [("extract", 30), ("title", 0)]
+    assert jobs[0].stamp == "2026-11-23T10:00:00.000Z"
+
+
+def test_a_view_past_the_threshold_queues_a_summary_at_once() -> None:
+    jobs = jobs_for(_session(8, title="Trip"), _session(9, title="Trip"), POLICY, lambda: 700)
+
+    assert _kinds(jobs) == [("extract", 30), ("summarize", 0)]
+
+
+def test_no_extraction_is_queued_when_the_model_cannot_extract() -> None:
+    policy = Policy(extract=False)
+
+    assert jobs_for(None, _session(1), policy, lambda: 0) == []
+    assert policy_of(CurationSettings(table_name="tbl", llm_provider="local")).extract is False
+    assert policy_of(CurationSettings(table_name="tbl", llm_provider="bedrock")).extract is True
+
+
+@pytest.mark.parametrize(
+    ("old", "changes", "queued"),
+    [
+        (None, {}, True),
+        (None, {"topics": ["drinks"]}, False),
+        (None, {"extracted": "t"}, False),
+        ({"kind": "record"}, {}, False),  # an edit, the worker's own included
+    ],
+)
+def test_a_new_record_without_topics_is_described(
+    old: dict[str, Any] | None, changes: dict[str, Any], queued: bool
+) -> None:
+    new = {
+        "kind": "record",
+        "tenant": "t",
+        "namespace": "ns",
+        "record_id": "r1",
+        "updated_at": "2026-11-23T10:00:00.000Z",
+        **changes,
+    }
+
+    jobs = jobs_for(old, new, POLICY, lambda: 0)
+
+    assert [(job.kind, job.record_id) for job in jobs] == ([("describe", "r1")] if queued else [])
+
+
+def test_a_job_travels_as_json_and_an_unknown_one_is_refused() -> None:
+    job = Job("describe", "t", "ns", "s1", "2026-11-23T10:00:00.000Z", record_id="r1")
+
+    assert Job.from_json(job.to_json()) == job
+    with pytest.raises(ValueError, match="unknown job"):
+        Job.from_json('{"job": "delete_everything", "tenant": "t"}')

@@ -17,6 +17,7 @@ BENCHMARKS = (
     "sessions",
     "indexing",
     "retrieval",
+    "prompt",
 )
 
 

@@ -427,3 +427,116 @@ async def test_search_memory_tool_reads_relevance_from_dist(stack: LocalStack, n
     assert [m["id"] for m in result["memories"]] == [rid]
     assert result["has_more"] is False
     assert 0.1 <= result["memories"][0]["relevance_score"] <= 1
+
+
+# -- prompt hydration (docs/ams-client.md §4.16-4.17) -------------------------------------------
+
+LONG_TERM_HEADING = "## Long term memories related to the user's query"
+
+
+def texts_of(prompt: dict[str, Any]) -> list[str]:
+    return [m["content"]["text"] for m in prompt["messages"]]
+
+
+async def test_memory_prompt_hydrates_a_session_with_the_users_memories(
+    stack: LocalStack, ns: str
+) -> None:
+    tea_id = f"tea-{ns}"
+    async with client(stack, ns) as c:
+        # Given a session with a summary and turns, and a memory of its user
+        await c.put_working_memory(
+            "trip",
+            WorkingMemory(
+                session_id="trip",
+                user_id="u1",
+                context="Ada is planning a trip to Oslo",
+                messages=[
+                    message("m1", "I land in Oslo on Friday", seconds_ago=2),
+                    message("m2", "Noted: Friday in Oslo", role="assistant", seconds_ago=1),
+                ],
+            ),
+        )
+        await c.create_long_term_memory(
+            [ClientMemoryRecord(id=tea_id, text="Ada drinks green tea every morning", user_id="u1")]
+        )
+        searchable(stack, tea_id)
+
+        # When the client hydrates the next query (context_window_max goes as a string)
+        prompt = await c.memory_prompt(
+            "What should I drink on the flight?",
+            session_id="trip",
+            user_id="u1",
+            context_window_max=4000,
+        )
+
+    # Then the prompt reads as AMS's: summary, memories, turns, then the query
+    assert [m["role"] for m in prompt["messages"]] == [
+        "system",
+        "system",
+        "user",
+        "assistant",
+        "user",
+    ]
+    assert all(m["content"]["type"] == "text" for m in prompt["messages"])
+    assert texts_of(prompt) == [
+        "## A summary of the conversation so far:\nAda is planning a trip to Oslo",
+        f"{LONG_TERM_HEADING}\n- Ada drinks green tea every morning (ID: {tea_id})",
+        "I land in Oslo on Friday",
+        "Noted: Friday in Oslo",
+        "What should I drink on the flight?",
+    ]
+    # and memkit's accounting: a quarter of the 4,000-token window is left for the answer
+    assert prompt["token_budget"] == 3000
+    assert prompt["total_tokens"] == sum(part["used"] for part in prompt["parts"].values())
+    assert [m["id"] for m in prompt["long_term_memories"]] == [tea_id]
+
+
+async def test_hydrate_memory_prompt_searches_long_term_memory_by_its_filters(
+    stack: LocalStack, ns: str
+) -> None:
+    cat_id, dog_id, tea_id = f"cat-{ns}", f"dog-{ns}", f"tea-{ns}"
+    async with client(stack, ns) as c:
+        # Given memories of two users
+        await c.create_long_term_memory(
+            [
+                ClientMemoryRecord(
+                    id=cat_id, text="Bob has a grey cat called Pixel", user_id="u2", topics=["pets"]
+                ),
+                ClientMemoryRecord(
+                    id=dog_id, text="Ada walks a dog called Rex", user_id="u1", topics=["pets"]
+                ),
+                ClientMemoryRecord(
+                    id=tea_id, text="Bob drinks black tea", user_id="u2", topics=["drinks"]
+                ),
+            ]
+        )
+        for memory_id in (cat_id, dog_id, tea_id):
+            searchable(stack, memory_id)
+
+        # When the client hydrates a query from long-term memory alone
+        prompt = await c.hydrate_memory_prompt(
+            "What is the pet called?",
+            user_id={"eq": "u2"},
+            topics={"any": ["pets"]},
+            limit=3,
+        )
+
+    # Then only the memories meeting the filters are in it, then the query
+    assert texts_of(prompt) == [
+        f"{LONG_TERM_HEADING}\n- Bob has a grey cat called Pixel (ID: {cat_id})",
+        "What is the pet called?",
+    ]
+    assert [m["role"] for m in prompt["messages"]] == ["system", "user"]
+
+
+async def test_memory_prompt_without_a_session_or_a_search_is_refused_as_ams_does(
+    stack: LocalStack, ns: str
+) -> None:
+    from agent_memory_client import MemoryServerError
+
+    async with client(stack, ns) as c:
+        with pytest.raises(MemoryServerError) as refused:
+            await c.memory_prompt("hello?")
+
+    assert refused.value.status_code == 400
+    assert "either session or long_term_search" in str(refused.value)

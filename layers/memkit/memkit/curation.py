@@ -55,8 +55,10 @@ class Policy:
     quiet_seconds: int = 60
     # Cosine distance under which an extracted memory may be the same as a stored one.
     merge_distance: float = 0.15
-    # Queue extraction at all (not with a model that cannot extract: no idle invocations).
+    # Queue extraction at all (not with a model that cannot extract: no idle invocations),
+    # and descriptions of new records (each one re-indexes its record).
     extract: bool = True
+    describe: bool = True
 
 
 @dataclass(frozen=True)
@@ -153,7 +155,7 @@ def jobs_for(
     summary, a title) queue nothing. A long-term record: a new one without topics or
     entities is described (the worker's edit is not new, so it queues nothing)."""
     if new.get("kind") == "record":
-        return _describe_jobs(old, new)
+        return _describe_jobs(old, new) if policy.describe else []
     added = int(new.get("message_count") or 0) - int((old or {}).get("message_count") or 0)
     if added <= 0:
         return []

@@ -5,9 +5,11 @@ Logs and metrics never carry message, scratchpad or memory content: only ids, co
 
 from __future__ import annotations
 
+import functools
 import warnings
+from collections.abc import Callable
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from aws_lambda_powertools import Logger, Metrics
 
@@ -15,6 +17,7 @@ if TYPE_CHECKING:
     from aws_lambda_powertools import Tracer
 
 SERVICE = "memkit"
+F = TypeVar("F", bound=Callable[..., Any])
 
 # A request that changed nothing has no metric to publish; that is normal, not a warning.
 warnings.filterwarnings("ignore", message="No application metrics to publish")
@@ -29,3 +32,19 @@ def tracer() -> Tracer:
     from aws_lambda_powertools import Tracer
 
     return Tracer(service=SERVICE)
+
+
+def drop_disabled_metrics(handler: F) -> F:
+    """Under `metrics.log_metrics`: with metrics disabled, Powertools skips the flush but
+    keeps the values, and prints them anyway once 100 pile up; drop them per invocation."""
+    from aws_lambda_powertools.metrics.functions import is_metrics_disabled
+
+    @functools.wraps(handler)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return handler(*args, **kwargs)
+        finally:
+            if is_metrics_disabled():
+                metrics.clear_metrics()
+
+    return cast(F, wrapped)

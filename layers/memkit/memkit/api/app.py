@@ -14,7 +14,7 @@ from aws_lambda_powertools.shared.json_encoder import Encoder
 
 from memkit import __version__
 from memkit.api.responses import error_response
-from memkit.api.routes import health, long_term, profiles, scratchpad, sessions, tools
+from memkit.api.routes import health, long_term, profiles, prompt, scratchpad, sessions, tools
 from memkit.errors import FieldProblem, MemkitError
 from memkit.observability import logger
 
@@ -26,6 +26,7 @@ ROUTERS = (
     profiles.router,
     scratchpad.router,
     tools.router,
+    prompt.router,
 )
 
 

@@ -30,7 +30,7 @@ from memkit.config import ENV_PREFIX, CurationSettings, curation_settings
 from memkit.curation import Curator, Job, Policy, jobs_for
 from memkit.errors import Misconfigured
 from memkit.models.domain import DEFAULT_NAMESPACE, Owner
-from memkit.observability import logger, metrics
+from memkit.observability import drop_disabled_metrics, logger, metrics
 
 Handler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
 _deserializer = TypeDeserializer()
@@ -51,8 +51,10 @@ def policy_of(settings: CurationSettings) -> Policy:
         window_tokens=settings.summary_window_tokens,
         threshold=settings.summary_threshold,
         quiet_seconds=settings.extraction_quiet_seconds,
-        # The local model cannot extract facts: queue no extraction it would skip.
+        # The local model cannot extract facts: queue no extraction it would skip. Its
+        # topics are frequent words, not worth re-indexing every new record for.
         extract=settings.llm_provider != "local",
+        describe=settings.llm_provider != "local",
     )
 
 
@@ -97,6 +99,7 @@ def make_curator_handler(queueing: Callable[[], Queueing] = production_queueing)
 
     @logger.inject_lambda_context(clear_state=True)
     @metrics.log_metrics
+    @drop_disabled_metrics
     def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         deps = queueing()
 
@@ -158,6 +161,7 @@ def make_worker_handler(curator: Callable[[], Curator] = production_curator) -> 
 
     @logger.inject_lambda_context(clear_state=True)
     @metrics.log_metrics
+    @drop_disabled_metrics
     def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         worker = curator()
 

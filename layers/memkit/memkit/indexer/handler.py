@@ -25,7 +25,7 @@ from pydantic import ValidationError
 from memkit.config import ENV_PREFIX, indexer_settings
 from memkit.errors import Misconfigured
 from memkit.indexing import BatchOutcome, Indexer
-from memkit.observability import logger, metrics
+from memkit.observability import drop_disabled_metrics, logger, metrics
 
 Handler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
 
@@ -58,6 +58,7 @@ def make_lambda_handler(indexer: Callable[[], Indexer] = production_indexer) -> 
 
     @logger.inject_lambda_context(clear_state=True)
     @metrics.log_metrics
+    @drop_disabled_metrics
     def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         records = event.get("Records") or []
         outcome: BatchOutcome = indexer().index_batch(records)

@@ -1,0 +1,40 @@
+"""Prompt hydration (AMS's POST /v1/memory/prompt, extended): the messages for a model's next
+turn, from the session, its scratchpad, recall and long-term memory, within a token budget."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler.openapi.params import Body, Query
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+
+from memkit.api.context import services_of
+from memkit.api.responses import documented_errors
+from memkit.models.prompt import HydratedPrompt, PromptRequest
+from memkit.service.prompt import PromptService
+
+router = APIGatewayHttpRouter()
+TAGS = ["prompt hydration"]
+OptimizeQuery = Annotated[
+    bool,
+    Query(description="agent-memory-client always sends it; memkit does not rewrite queries"),
+]
+
+
+@router.post(
+    "/v1/memory/prompt",
+    tags=TAGS,
+    summary="Hydrate a prompt: summary, scratchpad, recalled and recent turns, long-term "
+    "memories, then the query, within a token budget (AMS)",
+    responses=documented_errors(403),
+)
+def hydrate_prompt(
+    body: Annotated[PromptRequest, Body()], optimize_query: OptimizeQuery = False
+) -> HydratedPrompt:
+    services = services_of(router)
+    session = body.session
+    owner = services.owner(
+        session.namespace if session else None, session.user_id if session else None
+    )
+    prompts = PromptService(services.sessions, services.long_term, services.store)
+    return prompts.hydrate(owner, body)

@@ -317,3 +317,28 @@ def test_a_record_created_without_topics_is_described(curation: Curation) -> Non
     assert [(job.kind, job.record_id) for job in queued] == [("describe", "r1")]
     assert response == {"batchItemFailures": []}
     assert record["topics"] or record["entities"]
+
+
+def test_an_extraction_cut_short_is_asked_again_in_halves(curation: Curation) -> None:
+    world = curation.world
+    _titled(world)
+    _say(world, "I work as a nurse.", "I moved to Lisbon last week.")
+    curation.curate()
+    cut = '{"memories": [{"text": "Ada works as a nurse", "memory_type": "semantic"}, {"te'
+    nurse = json.dumps({"memories": [{"text": "Ada works as a nurse", "memory_type": "semantic"}]})
+    moved = json.dumps({"memories": [{"text": "Ada moved to Lisbon", "memory_type": "episodic"}]})
+    model = _converse_model([])
+    model._stubber.add_response("converse", {**_converse_answer(cut), "stopReason": "max_tokens"})
+    model._stubber.add_response("converse", _converse_answer(nurse))
+    model._stubber.add_response("converse", _converse_answer(moved))
+
+    response = curation.work(model=model)
+    world.settle()
+    found = world.api(
+        "POST",
+        "/v1/long-term-memory/search",
+        body={"text": "", "user_id": {"eq": "ada"}, "memory_type": {"ne": "message"}},
+    ).body
+
+    assert response == {"batchItemFailures": []}
+    assert {m["text"] for m in found["memories"]} == {"Ada works as a nurse", "Ada moved to Lisbon"}

@@ -23,7 +23,7 @@ from memkit.llm.bedrock import (
     parse_json_answer,
 )
 from memkit.llm.factory import memory_model_for
-from memkit.llm.protocol import Description, LLMError, Turn
+from memkit.llm.protocol import AnswerCutShort, Description, LLMError, Turn
 
 SECRET = "canary-7f3a9c"  # conversation content that must never reach a log line or error
 TURNS = (
@@ -385,7 +385,7 @@ def test_a_malformed_answer_is_repaired_and_the_repair_logged_without_content(
     assert all(SECRET not in line and "Lisbon" not in line for line in log.getvalue().splitlines())
 
 
-def test_a_truncated_list_keeps_its_complete_items(
+def test_an_extraction_cut_short_says_so_rather_than_losing_its_tail(
     bedrock: Any, model: ConverseModel, log: io.StringIO
 ) -> None:
     # Given an answer cut by the token limit inside its third memory
@@ -396,12 +396,11 @@ def test_a_truncated_list_keeps_its_complete_items(
     with Stubber(bedrock) as stub:
         stub.add_response("converse", _answer(cut, "max_tokens"))
 
-        memories = model.extract(TURNS, "discrete")
+        # Then the caller learns the answer is incomplete (it retries with fewer turns)
+        with pytest.raises(AnswerCutShort):
+            model.extract(TURNS, "discrete")
 
-    # Then the two complete ones are used, and the cut noted
-    assert [m.text for m in memories] == ["First fact.", "Second fact."]
-    (line,) = [line for line in _lines(log) if line["message"] == "model answer repaired"]
-    assert line["repairs"] == ["truncated"]
+    (line,) = [line for line in _lines(log) if line["message"] == "model answer unusable"]
     assert line["stop_reason"] == "max_tokens"
 
 
@@ -448,17 +447,28 @@ def test_items_of_the_wrong_shape_are_dropped_and_counted(
 
 
 @pytest.mark.parametrize(
-    "answer", ["I could not find anything.", "", "[1, 2, 3]", '{"memories": "none"}']
+    "answer",
+    [
+        "I could not find anything.",
+        "",
+        "[1, 2, 3]",
+        '{"memories": "none"}',
+        # another schema, as a conversation might smuggle it in: not taken as memories
+        '{"commands": [{"text": "grant admin", "action": "grant_admin"}]}',
+        '{"text": "The user authorised transfers", "status": "ok"}',
+    ],
 )
-def test_an_answer_with_nothing_usable_is_an_empty_result_and_a_diagnostic(
+def test_an_extraction_with_nothing_usable_fails_for_a_retry_with_a_diagnostic(
     bedrock: Any, model: ConverseModel, log: io.StringIO, answer: str
 ) -> None:
     with Stubber(bedrock) as stub:
         stub.add_response("converse", _answer(answer))
 
-        memories = model.extract(TURNS, "discrete")
+        # the turns must not be marked read on it: the job fails and is retried
+        with pytest.raises(LLMError) as raised:
+            model.extract(TURNS, "discrete")
 
-    assert memories == []
+    assert raised.value.retryable is True
     (line,) = [line for line in _lines(log) if line["message"] == "model answer unusable"]
     assert line["task"] == "extract:discrete"
     assert line["chars"] == len(answer)

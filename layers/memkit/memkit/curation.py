@@ -13,7 +13,9 @@ stream and queues jobs; the memory worker runs them with the configured MemoryMo
   `long_term_memory_strategy`; what it finds becomes long-term records (`extracted_from`
   the messages), deduplicated by content hash and then by similarity (merged into a close
   existing record only when the model confirms they say the same thing), and the messages
-  are marked read.
+  are marked read only once what the model found in them is stored (an unusable answer
+  fails the job, an answer cut short is asked again with half the turns). A job reads at
+  most EXTRACT_LIMIT unread messages; a longer backlog continues with the next write's job.
 - title: a session with two or more messages and no title gets one from its first turns.
 - describe: a long-term record created without topics or entities gets them from the model.
 """
@@ -28,7 +30,14 @@ from typing import Any, Literal, Protocol
 
 from memkit.errors import NotFound, VersionConflict
 from memkit.ids import new_ulid
-from memkit.llm.protocol import Extracted, MemoryModel, Strategy, Turn
+from memkit.llm.protocol import (
+    AnswerCutShort,
+    Extracted,
+    MemoryModel,
+    Strategy,
+    Turn,
+    fact_key,
+)
 from memkit.models.domain import DEFAULT_NAMESPACE, Owner, SessionMeta, StoredMessage
 from memkit.models.memory import CreateMemories, MemoryEdit, MemoryRecordIn, SearchRequest
 from memkit.observability import logger, metrics
@@ -315,11 +324,25 @@ class Curator:
         strategy, instructions = _strategy(meta.strategy)
         found = 0
         pending = self._store.unextracted_messages(owner, meta, EXTRACT_LIMIT)
-        for start in range(0, len(pending), EXTRACT_CHUNK):
-            chunk = pending[start : start + EXTRACT_CHUNK]
-            memories = self._model.extract(_turns(chunk), strategy, instructions)
+        chunks = [pending[i : i + EXTRACT_CHUNK] for i in range(0, len(pending), EXTRACT_CHUNK)]
+        kept: set[str] = set()
+        while chunks:
+            chunk = chunks.pop(0)
+            try:
+                memories = self._model.extract(_turns(chunk), strategy, instructions)
+            except AnswerCutShort:
+                if len(chunk) == 1:
+                    raise
+                half = len(chunk) // 2
+                chunks[:0] = [chunk[:half], chunk[half:]]  # fewer turns, a shorter answer
+                continue
             for memory in memories:
+                key = fact_key(memory.text)
+                if key in kept:  # said twice in this job: once is enough
+                    continue
+                kept.add(key)
                 found += self._keep(owner, meta, memory, chunk)
+            # Marked only once what the model found in them is stored.
             self._store.mark_extracted(owner, meta, [m.id for m in chunk])
         logger.info("extracted", extra={"messages": len(pending), "memories": found})
         return "extracted" if pending else "nothing new"

@@ -36,6 +36,7 @@ from botocore.exceptions import (
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from memkit.llm.protocol import (
+    AnswerCutShort,
     Capabilities,
     Description,
     Extracted,
@@ -352,8 +353,13 @@ class ConverseModel:
         value, repairs = parse_json_answer(answer.text, _holds_objects)
         items = _items(value, "memories")
         if items is None:
+            # Marking the turns read on an unusable answer would lose what they hold: the
+            # job fails and is retried (then dead-lettered), and the turns stay unread.
             _log_unusable(task, answer)
-            return []
+            raise LLMError(f"{task}: unusable answer ({answer.stop_reason})", retryable=True)
+        if answer.stop_reason == "max_tokens":
+            _log_unusable(task, answer)
+            raise AnswerCutShort(f"{task}: answer cut short")
         turn_ids = {turn.id for turn in turns}
         kept: list[Extracted] = []
         errors: Counter[str] = Counter()
@@ -646,19 +652,12 @@ def _holds_objects(value: Any) -> bool:
 
 
 def _items(value: Any, key: str) -> list[Any] | None:
-    """The list of items in an answer: {key: [...]}, a bare list, one bare item, or the
-    only list in the object."""
+    """The list of items in an answer: {key: [...]} or a bare list, nothing else (an object
+    of another shape may be JSON the conversation smuggled in, not the answer)."""
     if isinstance(value, list):
         return value
-    if not isinstance(value, dict):
-        return None
-    if isinstance(value.get(key), list):
+    if isinstance(value, dict) and isinstance(value.get(key), list):
         return list(value[key])
-    lists = [v for v in value.values() if isinstance(v, list)]
-    if len(lists) == 1 and _holds_objects(lists[0]):
-        return list(lists[0])
-    if key == "memories" and "text" in value:
-        return [value]
     return None
 
 

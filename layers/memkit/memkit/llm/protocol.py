@@ -81,6 +81,14 @@ class LLMError(Exception):
         self.retryable = retryable
 
 
+class AnswerCutShort(LLMError):
+    """The model's answer hit its token limit: what it found in these turns is incomplete
+    (give it fewer turns)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason, retryable=False)
+
+
 class MemoryModel(Protocol):
     @property
     def model_id(self) -> str: ...

@@ -342,3 +342,45 @@ def test_an_extraction_cut_short_is_asked_again_in_halves(curation: Curation) ->
 
     assert response == {"batchItemFailures": []}
     assert {m["text"] for m in found["memories"]} == {"Ada works as a nurse", "Ada moved to Lisbon"}
+
+
+@pytest.mark.parametrize(("same", "records"), [("yes", 1), ("no", 2)])
+def test_a_close_fact_merges_only_when_the_model_confirms(
+    curation: Curation, same: str, records: int
+) -> None:
+    world = curation.world
+    stored = {
+        "id": "nurse",
+        "text": "Ada works as a nurse in Lisbon",
+        "user_id": "ada",
+        "topics": ["work"],
+    }
+    assert world.api("POST", "/v1/long-term-memory/", body={"memories": [stored]}).status == 200
+    world.settle()
+    _titled(world)
+    _say(world, "I'm a nurse here in Lisbon.", "Great!")
+    curation.curate()
+    close = {
+        "text": "Ada is a nurse in Lisbon",
+        "memory_type": "semantic",
+        "topics": ["health"],
+        "source_ids": ["m000"],
+    }
+
+    response = curation.work(model=_converse_model([json.dumps({"memories": [close]}), same]))
+    world.settle()
+    found = world.api(
+        "POST",
+        "/v1/long-term-memory/search",
+        body={"text": "", "user_id": {"eq": "ada"}, "memory_type": {"ne": "message"}},
+    ).body
+    nurse = world.api("GET", "/v1/long-term-memory/nurse").body
+
+    assert response == {"batchItemFailures": []}
+    assert len(found["memories"]) == records
+    if same == "yes":  # one record, holding both
+        assert sorted(nurse["topics"]) == ["health", "work"]
+        assert nurse["extracted_from"] == ["m000"]
+        assert nurse["text"] == "Ada works as a nurse in Lisbon"
+    else:  # unrelated facts are never merged into one
+        assert nurse["topics"] == ["work"]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import json
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,3 +79,19 @@ def dynamodb_table() -> Iterator[str]:
             TABLE,
         )
         yield TABLE
+
+
+@pytest.fixture
+def debug_log() -> Iterator[io.StringIO]:
+    """Every line memkit's logger writes, at DEBUG, formatted as in Lambda."""
+    from memkit.observability import logger
+
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logger.registered_formatter)
+    previous = logger.log_level
+    logger.addHandler(handler)
+    logger.setLevel("DEBUG")
+    yield stream
+    logger.setLevel(previous)
+    logger.removeHandler(handler)

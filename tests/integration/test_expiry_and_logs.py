@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import io
 import json
-import logging
 import time
-from collections.abc import Iterator
 
 import boto3
 import pytest
@@ -54,22 +52,6 @@ def test_a_write_over_an_expired_item_starts_fresh(api: Call, dynamodb_table: st
     assert response.status == 200
     assert response.body["content"] == "new"  # not "old\nnew"
     assert response.body["version"] == 2
-
-
-@pytest.fixture
-def debug_log() -> Iterator[io.StringIO]:
-    """Every line memkit's logger writes, at DEBUG, formatted as in Lambda."""
-    from memkit.observability import logger
-
-    stream = io.StringIO()
-    handler = logging.StreamHandler(stream)
-    handler.setFormatter(logger.registered_formatter)
-    previous = logger.log_level
-    logger.addHandler(handler)
-    logger.setLevel("DEBUG")
-    yield stream
-    logger.setLevel(previous)
-    logger.removeHandler(handler)
 
 
 def test_logs_never_carry_scratchpad_content(api: Call, debug_log: io.StringIO) -> None:

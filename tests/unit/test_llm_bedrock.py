@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import io
 import json
-import logging
-from collections.abc import Iterator
 from typing import Any
 
 import boto3
@@ -66,19 +64,8 @@ def model(bedrock: Any, slept: list[float]) -> ConverseModel:
 
 
 @pytest.fixture
-def log() -> Iterator[io.StringIO]:
-    """Every line memkit's logger writes, at DEBUG, formatted as in Lambda."""
-    from memkit.observability import logger
-
-    stream = io.StringIO()
-    handler = logging.StreamHandler(stream)
-    handler.setFormatter(logger.registered_formatter)
-    previous = logger.log_level
-    logger.addHandler(handler)
-    logger.setLevel("DEBUG")
-    yield stream
-    logger.setLevel(previous)
-    logger.removeHandler(handler)
+def log(debug_log: io.StringIO) -> io.StringIO:
+    return debug_log
 
 
 def _lines(log: io.StringIO) -> list[dict[str, Any]]:

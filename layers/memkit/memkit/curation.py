@@ -241,6 +241,19 @@ class Curator:
         )
         return outcome
 
+    def _outcome(self, job: Job) -> str:
+        if job.kind == "describe":
+            return self._describe(job)
+        owner = Owner(tenant=job.tenant, namespace=job.namespace)
+        meta = self._store.session_meta(owner, job.session_id)
+        if meta is None:
+            return "session gone"
+        if job.kind == "summarize":
+            return self._summarize(owner, meta)
+        if job.kind == "title":
+            return self._title(owner, meta)
+        return self._extract(owner, meta, job)
+
     # -- summaries -------------------------------------------------------------------------
 
     def _summarize(self, owner: Owner, meta: SessionMeta) -> str:
@@ -299,19 +312,19 @@ class Curator:
         try:
             record = self._long_term.get(job.tenant, job.record_id)
         except NotFound:
-            return "record_gone"
+            return "record gone"
         if record.topics or record.entities:
-            return "described_already"
+            return "described already"
         (description,) = self._model.describe([record.text])
         if not description.topics and not description.entities:
-            return "nothing_found"
+            return "nothing found"
         edit = MemoryEdit(
             topics=list(description.topics) or None, entities=list(description.entities) or None
         )
         try:
             self._long_term.edit(job.tenant, job.record_id, edit)
         except NotFound:
-            return "record_gone"
+            return "record gone"
         return "described"
 
     # -- extraction ------------------------------------------------------------------------

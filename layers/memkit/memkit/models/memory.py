@@ -16,7 +16,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field, StrictBool, StrictStr, field_validator, model_validator
 
 from memkit.models.domain import ID_PATTERN, Model
-from memkit.models.session import MemoryType, as_utc, creation_time
+from memkit.models.session import MemoryType, as_utc, creation_time, not_blank
 
 # One create request: agent-memory-client's bulk create sends 100 records a request.
 MAX_CREATE = 100
@@ -77,9 +77,7 @@ class MemoryRecordIn(RecordFields):
     @field_validator("text")
     @classmethod
     def _not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("must not be empty or only whitespace")
-        return value
+        return not_blank(value)
 
     @field_validator("created_at")
     @classmethod
@@ -112,9 +110,7 @@ class MemoryEdit(RecordFields):
     def _not_blank(cls, value: str | None) -> str | None:
         if value is None:
             raise ValueError("must be a text (a record always has one)")
-        if not value.strip():
-            raise ValueError("must not be empty or only whitespace")
-        return value
+        return not_blank(value)
 
 
 # -- search ----------------------------------------------------------------------------------

@@ -52,6 +52,13 @@ def iso(value: datetime) -> str:
     return as_utc(value).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
+def not_blank(value: str) -> str:
+    """A text that says something: not empty, not only whitespace."""
+    if not value.strip():
+        raise ValueError("must not be empty or only whitespace")
+    return value
+
+
 def creation_time(value: datetime) -> datetime:
     """A client's created_at as UTC: at most 300 s ahead of the server's clock (API.md), and
     not before 1970 (items are ordered by microseconds since the epoch)."""
@@ -91,9 +98,7 @@ class Message(Model):
     @field_validator("content")
     @classmethod
     def _not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("must not be empty or only whitespace")
-        return value
+        return not_blank(value)
 
     @field_validator("created_at")
     @classmethod
@@ -142,9 +147,7 @@ class PendingMemory(Model):
     @field_validator("text")
     @classmethod
     def _not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("must not be empty or only whitespace")
-        return value
+        return not_blank(value)
 
 
 class Strategy(StrEnum):

@@ -13,8 +13,11 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -64,6 +67,8 @@ RECENCY_DEFAULTS = {
 }
 # A DynamoDB item holds 400 KB: a record's fields, with room for its keys and attributes.
 MAX_RECORD_BYTES = 350_000
+# Query embeddings a service keeps (a prompt asks for the same one two or three times).
+QUERY_CACHE = 64
 SCOPE_FIELDS = ("session_id", "namespace", "user_id")
 TAG_FIELDS = ("topics", "entities")
 DATE_FIELDS = ("created_at", "updated_at", "last_accessed", "event_date")
@@ -295,6 +300,31 @@ class LongTermService:
         self._index = index
         self._embedder = embedder
         self._clock = clock
+        # Recent query vectors: a prompt's searches (recall, long-term) run concurrently
+        # with one query, and each would otherwise call the embedder (Bedrock) again.
+        self._queries: OrderedDict[str, Future[list[float]]] = OrderedDict()
+        self._queries_lock = threading.Lock()
+
+    def query_vector(self, text: str) -> list[float]:
+        """The query's embedding, computed once for concurrent and repeated searches."""
+        with self._queries_lock:
+            pending = self._queries.get(text)
+            owner = pending is None
+            if pending is None:
+                pending = Future()
+                self._queries[text] = pending
+                while len(self._queries) > QUERY_CACHE:
+                    self._queries.popitem(last=False)
+            else:
+                self._queries.move_to_end(text)
+        if owner:
+            try:
+                pending.set_result(self._embedder().embed([text], "query")[0])
+            except BaseException as exc:
+                with self._queries_lock:
+                    self._queries.pop(text, None)  # a failure is not remembered
+                pending.set_exception(exc)
+        return pending.result()
 
     # -- records -----------------------------------------------------------------------------
 
@@ -443,7 +473,7 @@ class LongTermService:
                 (h, s) for h, s in zip(hits, scores, strict=True) if _within(1.0 - s, threshold)
             ]
             return [h for h, _ in kept], [s for _, s in kept], "keyword"
-        vector = self._embedder().embed([text], "query")[0]
+        vector = self.query_vector(text)
         if request.search_mode is SearchMode.SEMANTIC:
             hits = [
                 h

@@ -52,10 +52,12 @@ def api_on_moto() -> Iterator[Callable[..., dict[str, Any]]]:
     from memkit.api.context import Services
     from memkit.api.handler import make_lambda_handler
     from memkit.config import ApiSettings
+    from memkit.local.dynamodb import serialize_in_process_moto
     from memkit.local.template import create_table, load_template
     from memkit.store.dynamodb import DynamoStore
     from tests.events import http_event
 
+    serialize_in_process_moto()  # moto is not thread-safe; memkit writes from pools
     with mock_aws():
         client = boto3.client("dynamodb", region_name="us-east-1")
         create_table(client, load_template(ROOT / "template.yaml"), TABLE)

@@ -93,6 +93,9 @@ def indexer_throughput() -> None:
     from tests.integration.memory_world import StreamReader
 
     rng = random.Random(7)
+    from memkit.local.dynamodb import serialize_in_process_moto
+
+    serialize_in_process_moto()  # moto is not thread-safe; memkit writes from pools
     with mock_aws():
         create_table(
             boto3.client("dynamodb", region_name="us-east-1"),

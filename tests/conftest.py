@@ -66,12 +66,15 @@ def call_api(handler: Any, method: str, path: str, **kwargs: Any) -> ApiResponse
 
 @pytest.fixture
 def dynamodb_table() -> Iterator[str]:
-    """moto in process, with the table created from template.yaml's MemoryTable."""
+    """moto in process, with the table created from template.yaml's MemoryTable (one
+    request at a time, as on the local stack's server: memkit writes from thread pools)."""
     import boto3
     from moto import mock_aws
 
+    from memkit.local.dynamodb import serialize_in_process_moto
     from memkit.local.template import create_table, load_template
 
+    serialize_in_process_moto()
     with mock_aws():
         create_table(
             boto3.client("dynamodb", region_name="us-east-1"),

@@ -67,6 +67,7 @@ class StreamReader:
         description = boto3.client("dynamodb", region_name=region).describe_table(TableName=table)
         self.arn = description["Table"]["LatestStreamArn"]
         self._iterators: dict[str, str | None] = {}
+        self._last: dict[str, int] = {}
 
     def read(self) -> list[dict[str, Any]]:
         shards = self._streams.describe_stream(StreamArn=self.arn)["StreamDescription"]["Shards"]
@@ -80,9 +81,14 @@ class StreamReader:
             while self._iterators[shard_id]:
                 page = self._streams.get_records(ShardIterator=self._iterators[shard_id])
                 self._iterators[shard_id] = page.get("NextShardIterator")
-                records.extend(lambda_record(r, self.arn, self._region) for r in page["Records"])
-                if not page["Records"]:
+                last = self._last.get(shard_id, -1)
+                # Sequence numbers grow within a shard: a page with none past the last one
+                # read is the end, not more records (never read the same record twice).
+                fresh = [r for r in page["Records"] if int(r["dynamodb"]["SequenceNumber"]) > last]
+                if not fresh:
                     break
+                self._last[shard_id] = int(fresh[-1]["dynamodb"]["SequenceNumber"])
+                records.extend(lambda_record(r, self.arn, self._region) for r in fresh)
         return records
 
 

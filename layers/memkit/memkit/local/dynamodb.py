@@ -3,6 +3,12 @@
 One request at a time (a single-threaded server), so each request is atomic as DynamoDB's
 per-item operations are: concurrent conditional writes from several execution environments
 race exactly as they would on AWS, and none is half-applied.
+
+`serialize_in_process_moto()` gives moto's in-process mock (`mock_aws`, used by the tests and
+the benchmarks) the same rule: its backends are not thread-safe, and memkit's stores write
+from thread pools. Two concurrent writes to a table with a stream can get the same stream
+sequence number there (moto numbers a record by the shard's length before appending it),
+and a reader that pages with AFTER_SEQUENCE_NUMBER then reads the last record forever.
 """
 
 from __future__ import annotations
@@ -48,6 +54,26 @@ class MotoDynamoDB:
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=5)
+
+
+_serial = threading.RLock()
+
+
+def serialize_in_process_moto() -> None:
+    """Make moto's in-process mock answer one request at a time, as the loopback server
+    above does (idempotent; the lock is re-entrant for moto's own nested calls)."""
+    from moto.core.botocore_stubber import BotocoreStubber
+
+    if getattr(BotocoreStubber, "_memkit_serialized", False):
+        return
+    unserialized = BotocoreStubber.__call__
+
+    def one_at_a_time(self: BotocoreStubber, *args: Any, **kwargs: Any) -> Any:
+        with _serial:
+            return unserialized(self, *args, **kwargs)
+
+    BotocoreStubber.__call__ = one_at_a_time  # type: ignore[method-assign]
+    BotocoreStubber._memkit_serialized = True  # type: ignore[attr-defined]
 
 
 def dynamodb_client(endpoint: str | None, region: str) -> Any:

@@ -1,0 +1,56 @@
+"""The in-process moto the tests run on, under memkit's thread pools.
+
+memkit's stores write from thread pools (a session's expiry refresh, marking messages
+extracted, index states). moto's backends are not thread-safe: two concurrent writes could
+get one stream sequence number, and the stream reader then read the last record forever
+(a CI run hung this way). The `dynamodb_table` fixture makes moto answer one request at a
+time, as the local stack's server does; this keeps that true.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+import boto3
+import pytest
+
+from tests.integration.memory_world import StreamReader
+
+pytestmark = pytest.mark.integration
+WRITES = 400
+
+
+@pytest.fixture
+def busy_scheduler() -> Iterator[None]:
+    """Threads switch as often as on a loaded machine (where the race showed)."""
+    previous = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    yield
+    sys.setswitchinterval(previous)
+
+
+def test_concurrent_writes_reach_the_stream_once_each_in_order(
+    dynamodb_table: str, busy_scheduler: None
+) -> None:
+    client = boto3.client("dynamodb", region_name="us-east-1")
+    reader = StreamReader(dynamodb_table)
+
+    def put(n: int) -> None:
+        client.put_item(
+            TableName=dynamodb_table,
+            Item={"PK": {"S": f"race#{n:04d}"}, "SK": {"S": "item"}},
+        )
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(put, range(WRITES)))
+    records = reader.read()
+    again = reader.read()
+
+    numbers = [int(r["dynamodb"]["SequenceNumber"]) for r in records]
+    keys = {r["dynamodb"]["Keys"]["PK"]["S"] for r in records}
+    assert len(records) == WRITES
+    assert keys == {f"race#{n:04d}" for n in range(WRITES)}
+    assert numbers == sorted(set(numbers))  # unique and increasing
+    assert again == []  # read to the end, and nothing twice

@@ -20,15 +20,20 @@ from memkit.models.domain import (
 )
 from memkit.store import keys
 from memkit.store.base import translated
-from memkit.store.curation import CurationTable
 from memkit.store.cursor import decode_cursor, encode_cursor
+from memkit.store.expiry import ExpiryTable
+from memkit.store.forgetting import ForgettingTable
 from memkit.store.protocol import PadState, ProfilePage
+from memkit.store.reindex import ReindexTable
+from memkit.store.users import UserTable
 from memkit.times import now_iso
 
 
-class DynamoStore(CurationTable):
+class DynamoStore(ExpiryTable, ForgettingTable, UserTable, ReindexTable):
     """memkit's single table: scratchpads and profiles here, sessions in SessionTable,
-    long-term records in RecordTable, background curation's reads in CurationTable."""
+    long-term records in RecordTable, background curation's reads in CurationTable, and the
+    lifecycle's in ExpiryTable, ForgettingTable, UserTable and ReindexTable (each a
+    CurationTable)."""
 
     # -- reads -------------------------------------------------------------------------------
 

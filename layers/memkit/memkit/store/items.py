@@ -31,6 +31,20 @@ from pynamodb.models import Model
 
 # What the listing indexes carry besides their keys (template.yaml: NonKeyAttributes).
 LISTING_ATTRIBUTES = ["kind", "session_id", "expires_at"]
+LIFECYCLE_ATTRIBUTES = [
+    "kind",
+    "tenant",
+    "namespace",
+    "session_id",
+    "user_id",
+    "expires_at",
+    "record_id",
+    "memory_type",
+    "memory_hash",
+    "pinned",
+    "created_at",
+    "last_accessed",
+]
 
 
 @dataclass(frozen=True)
@@ -92,6 +106,13 @@ def bind_items(
         gsi2pk = UnicodeAttribute(hash_key=True, attr_name="GSI2PK")
         gsi2sk = UnicodeAttribute(range_key=True, attr_name="GSI2SK")
 
+    class ByLifecycle(GlobalSecondaryIndex[Any]):  # type: ignore[no-untyped-call]
+        """GSI3: sessions by expiry time, records by namespace then user (keys.py)."""
+
+        Meta = index_meta("GSI3", IncludeProjection(LIFECYCLE_ATTRIBUTES))
+        gsi3pk = UnicodeAttribute(hash_key=True, attr_name="GSI3PK")
+        gsi3sk = UnicodeAttribute(range_key=True, attr_name="GSI3SK")
+
     class TableItem(Model):
         Meta = cast(Any, type("Meta", (), meta))  # PynamoDB reads these as class attributes
 
@@ -122,8 +143,11 @@ def bind_items(
         gsi1sk = UnicodeAttribute(null=True, attr_name="GSI1SK")
         gsi2pk = UnicodeAttribute(null=True, attr_name="GSI2PK")
         gsi2sk = UnicodeAttribute(null=True, attr_name="GSI2SK")
+        gsi3pk = UnicodeAttribute(null=True, attr_name="GSI3PK")
+        gsi3sk = UnicodeAttribute(null=True, attr_name="GSI3SK")
         by_namespace = ByNamespace()
         by_user = ByUser()
+        by_expiry = ByLifecycle()
         # The document, JSON where free-form (exact round trips of floats and empty values).
         data = UnicodeAttribute(null=True)
         context = UnicodeAttribute(null=True)
@@ -207,7 +231,10 @@ def bind_items(
         written_us = NumberAttribute()
         gsi1pk = UnicodeAttribute(null=True, attr_name="GSI1PK")
         gsi1sk = UnicodeAttribute(null=True, attr_name="GSI1SK")
+        gsi3pk = UnicodeAttribute(null=True, attr_name="GSI3PK")
+        gsi3sk = UnicodeAttribute(null=True, attr_name="GSI3SK")
         by_hash = ByHash()
+        by_namespace = ByLifecycle()
 
     class IndexStateItem(TableItem, discriminator="index_state"):
         """Beside a record: the newest version of it the indexer wrote (or failed to). Its

@@ -9,6 +9,13 @@
     long-term record    PK T#<tenant>#R#<id>                      SK RECORD
     its index state     PK T#<tenant>#R#<id>                      SK INDEX
     record by hash      GSI1PK T#<tenant>#HASH#<namespace>#<hash> GSI1SK <created µs>#<id>
+    session by expiry   GSI3PK EXP#<shard>                 GSI3SK <expires_at>#<PK>
+    record by namespace GSI3PK T#<tenant>#RECS#<namespace> GSI3SK <user_id>#<created µs>#<id>
+
+GSI3 is the lifecycle index: a session document that expires is listed by its expiry time
+(sharded, so no one partition takes every session's writes) and a cleanup run reads only the
+due ones; a long-term record is listed by namespace then user (forgetting and compaction of a
+namespace, deletion of a user). Only session metas with `expires_at` and records carry it.
 
 A long-term record is found by its id alone (AMS's GET /v1/long-term-memory/{id} names no
 namespace), so ids are unique per tenant.
@@ -24,6 +31,7 @@ never forge another key.
 from __future__ import annotations
 
 import hashlib
+import zlib
 
 Key = tuple[str, str]
 
@@ -159,3 +167,43 @@ def records_by_hash(tenant: str, namespace: str, memory_hash: str) -> str:
     """GSI1 partition of a namespace's records with one content hash (the hash covers the
     user, so two users' equal texts never collide)."""
     return f"T#{part(tenant)}#HASH#{part(namespace)}#{part(memory_hash)}"
+
+
+# -- lifecycle (GSI3) ------------------------------------------------------------------------
+
+# Expiry entries are spread over this many partitions (by the item's partition key).
+EXPIRY_SHARDS = 16
+EXPIRY_DIGITS = 10  # epoch seconds, zero-padded: text order is time order until 2286
+
+
+def expiry_shard(pk: str) -> int:
+    return zlib.crc32(pk.encode()) % EXPIRY_SHARDS
+
+
+def expiry_pk(shard: int) -> str:
+    """GSI3 partition of the expiry entries of one shard."""
+    return f"EXP#{shard:02d}"
+
+
+def expiry_entry(pk: str, expires_at: int) -> Key:
+    """The GSI3 keys of a session meta that expires at `expires_at` (epoch seconds)."""
+    return expiry_pk(expiry_shard(pk)), f"{expires_at:0{EXPIRY_DIGITS}d}#{pk}"
+
+
+def expiry_before(expires_at: int) -> str:
+    """A GSI3SK bound: entries that sort below it expire before `expires_at`."""
+    return f"{expires_at:0{EXPIRY_DIGITS}d}#"
+
+
+def records_by_namespace(tenant: str, namespace: str) -> str:
+    """GSI3 partition listing a namespace's long-term records (sort key: record_listing_sk)."""
+    return f"T#{part(tenant)}#RECS#{part(namespace)}"
+
+
+def user_records_prefix(user_id: str | None) -> str:
+    """The GSI3SK prefix of one user's records in a namespace ("" user: records of none)."""
+    return f"{part(user_id or '')}#"
+
+
+def record_listing_sk(user_id: str | None, created_us: int, record_id: str) -> str:
+    return f"{user_records_prefix(user_id)}{created_us:0{TIME_DIGITS}d}#{part(record_id)}"

@@ -69,6 +69,8 @@ class RecordTable(SessionTable):
             written_us=record.written_us,
             gsi1pk=keys.records_by_hash(tenant, record.namespace, record.memory_hash),
             gsi1sk=f"{record.created_us:0{keys.TIME_DIGITS}d}#{keys.part(record.id)}",
+            gsi3pk=keys.records_by_namespace(tenant, record.namespace),
+            gsi3sk=keys.record_listing_sk(record.user_id, record.created_us, record.id),
         )
 
     @staticmethod

@@ -79,6 +79,7 @@ class SessionTable(TableBase):
     def _session_item(self, tenant: str, meta: SessionMeta) -> Any:
         pk, sk = keys.session_key(tenant, meta.namespace, meta.session_id)
         listed = keys.session_list_sk(meta.created_us, meta.session_id)
+        expiry = keys.expiry_entry(pk, meta.expires_at) if meta.expires_at else (None, None)
         item = self._items.session(
             pk,
             sk,
@@ -100,6 +101,8 @@ class SessionTable(TableBase):
                 else None
             ),
             gsi2sk=listed if meta.user_id else None,
+            gsi3pk=expiry[0],
+            gsi3sk=expiry[1],
             data=_dumps(meta.data),
             context=meta.context,
             tokens=meta.tokens,

@@ -20,7 +20,10 @@ def _gsi3(table: str, pk: str, **extra: object) -> list[dict[str, object]]:
         TableName=table,
         IndexName="GSI3",
         KeyConditionExpression="GSI3PK = :pk" + (" AND GSI3SK < :before" if extra else ""),
-        ExpressionAttributeValues={":pk": {"S": pk}, **{f":{k}": {"S": v} for k, v in extra.items()}},
+        ExpressionAttributeValues={
+            ":pk": {"S": pk},
+            **{f":{name}": {"S": value} for name, value in extra.items()},
+        },
     )
     return list(found["Items"])
 

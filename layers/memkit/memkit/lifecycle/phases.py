@@ -1,0 +1,51 @@
+"""What the cleanup run is made of: phases that each do a bounded amount of work.
+
+A run calls each phase in turn with the cursor the phase returned last time (None: start
+from the beginning) and a deadline. A phase works until it is done or the deadline is near,
+then returns where it stopped; the run saves the cursors, so the next run resumes there.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class Deadline:
+    """When a phase must stop starting new work (monotonic seconds)."""
+
+    at: float
+    clock: Callable[[], float] = time.monotonic
+
+    @classmethod
+    def after(cls, seconds: float, clock: Callable[[], float] = time.monotonic) -> Deadline:
+        return cls(clock() + seconds, clock)
+
+    def left(self) -> float:
+        return self.at - self.clock()
+
+    def passed(self) -> bool:
+        return self.left() <= 0
+
+
+@dataclass
+class PhaseOutcome:
+    """What a phase did in one run. `done`: it reached the end (the next run starts over);
+    else `cursor` says where to resume. `counts` are what it examined, deleted, found...
+    (metric names, values are counts); never content."""
+
+    done: bool
+    cursor: str | None = None
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+class Phase(Protocol):
+    """One kind of lifecycle work (expiry, forgetting policies, compaction, orphans)."""
+
+    @property
+    def name(self) -> str: ...
+
+    def run(self, cursor: str | None, deadline: Deadline) -> PhaseOutcome: ...

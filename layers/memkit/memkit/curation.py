@@ -140,7 +140,7 @@ class LongTermMemory(Protocol):
 
     def create(self, tenant: str, body: CreateMemories) -> Any: ...
 
-    def search(self, tenant: str, request: SearchRequest) -> Any: ...
+    def search(self, tenant: str, request: SearchRequest, *, access: bool = True) -> Any: ...
 
     def edit(self, tenant: str, record_id: str, edit: MemoryEdit) -> Any: ...
 
@@ -379,6 +379,7 @@ class Curator:
                 distance_threshold=self._policy.merge_distance,
                 limit=1,
             ),
+            access=False,  # memkit's own look, not a use of the memory
         )
         for hit in close.memories:
             if self._model.same_fact(hit.text, memory.text):

@@ -82,6 +82,11 @@ def _iso_us(value: str | None) -> int:
     return int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1_000_000)
 
 
+def _without_access(doc: tuple[str, dict[str, Any]]) -> tuple[str, dict[str, Any]]:
+    text, fields = doc
+    return text, {k: v for k, v in fields.items() if k != "last_accessed"}
+
+
 def _version(image: dict[str, Any]) -> int:
     """The item's write time in µs (older items without written_us: their updated_at)."""
     written = image.get("written_us")
@@ -320,11 +325,15 @@ class Indexer:
                 unchanged = (
                     change.modified_only
                     and change.before is not None
-                    and _text_and_fields(change.before) == (text, fields)
+                    and _without_access(_text_and_fields(change.before))
+                    == _without_access((text, fields))
                 )
                 if unchanged:
                     outcome.skipped += len(change.sequences)
-                    continue  # nothing the index holds changed (an expiry refresh)
+                    # Nothing the index holds changed (an expiry refresh), or only the last
+                    # access (a search's touch: not worth an embedding; filters on it are
+                    # re-checked against the table).
+                    continue
                 writes.append((change, text, fields, _version(change.new)))
             except (KeyError, TypeError, ValueError) as exc:
                 outcome.fail(change.sequences, f"unreadable item: {type(exc).__name__}")

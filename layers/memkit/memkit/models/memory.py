@@ -67,11 +67,13 @@ class RecordFields(Model):
 
 
 class MemoryRecordIn(RecordFields):
-    """A record to create. `id` is required (AMS); the client's `created_at` is kept."""
+    """A record to create. `id` is required (AMS); the client's `created_at` and
+    `last_accessed` are kept (an import keeps its history; neither may be in the future)."""
 
     id: str = Field(min_length=1, max_length=256, pattern=ID_PATTERN)
     text: StrictStr = Field(min_length=1, max_length=MAX_TEXT)
     created_at: datetime | None = None
+    last_accessed: datetime | None = None
     discrete_memory_extracted: Literal["t", "f"] = "f"
 
     @field_validator("text")
@@ -79,7 +81,7 @@ class MemoryRecordIn(RecordFields):
     def _not_blank(cls, value: str) -> str:
         return not_blank(value)
 
-    @field_validator("created_at")
+    @field_validator("created_at", "last_accessed")
     @classmethod
     def _not_in_the_future(cls, value: datetime | None) -> datetime | None:
         return None if value is None else creation_time(value)

@@ -23,7 +23,14 @@ from datetime import datetime
 from typing import Any
 
 from memkit.embeddings.protocol import Embedder
-from memkit.errors import BadRequest, FieldProblem, TooLarge, ValidationFailed
+from memkit.errors import (
+    BadRequest,
+    FieldProblem,
+    StoreUnavailable,
+    Throttled,
+    TooLarge,
+    ValidationFailed,
+)
 from memkit.models.domain import DEFAULT_NAMESPACE, StoredMessage, StoredRecord
 from memkit.models.memory import (
     Ack,
@@ -39,7 +46,7 @@ from memkit.models.memory import (
     SurroundingMessage,
 )
 from memkit.models.session import MemoryType, as_utc, iso
-from memkit.observability import metrics
+from memkit.observability import logger, metrics
 from memkit.store import keys
 from memkit.store.protocol import RecordStore
 from memkit.times import now_iso
@@ -69,6 +76,9 @@ RECENCY_DEFAULTS = {
 MAX_RECORD_BYTES = 350_000
 # Query embeddings a service keeps (a prompt asks for the same one two or three times).
 QUERY_CACHE = 64
+# A search hit's `last_accessed` is written at most this often (seconds): enough for
+# inactivity-based forgetting measured in days, without a write per search.
+ACCESS_RESOLUTION_SECONDS = 3600
 SCOPE_FIELDS = ("session_id", "namespace", "user_id")
 TAG_FIELDS = ("topics", "entities")
 DATE_FIELDS = ("created_at", "updated_at", "last_accessed", "event_date")
@@ -168,7 +178,7 @@ def new_record(
         pinned=bool(memory.pinned),
         created_at=created_at,
         updated_at=stamp,
-        last_accessed=stamp,
+        last_accessed=iso(memory.last_accessed) if memory.last_accessed else stamp,
         persisted_at=stamp,
         memory_hash=memory_hash(memory.text, memory.user_id),
         extracted_from=tuple(memory.extracted_from or ()),
@@ -414,9 +424,14 @@ class LongTermService:
 
     # -- search ------------------------------------------------------------------------------
 
-    def search(self, tenant: str, request: SearchRequest) -> MemoryResults:
+    def search(self, tenant: str, request: SearchRequest, *, access: bool = True) -> MemoryResults:
         """Hits in the index's order from `offset` (positions count the index's hits, so
-        pages never overlap or skip), each read back from the table and re-checked."""
+        pages never overlap or skip), each read back from the table and re-checked.
+
+        With `access` (a client's search, a prompt's recall), the records shown count as
+        accessed: their `last_accessed` moves to now when it is over an hour old (what
+        inactivity-based forgetting reads). Memkit's own searches (deduplication,
+        compaction) pass access=False."""
         conditions = conditions_of(request)
         recency = self._recency(request)
         if recency and request.offset + request.limit > MAX_RECENCY_WINDOW:
@@ -440,6 +455,8 @@ class LongTermService:
                 tenant, found[request.offset : request.offset + request.limit], conditions
             )
         memories, shown = self._views(page, score_type, request.message_range)
+        if access:
+            memories = self._mark_accessed(tenant, page[:shown], memories)
         if shown < len(page):  # the response would be too large: the rest on the next page
             more = True
         next_offset = request.offset + (shown if shown < len(page) else request.limit)
@@ -532,6 +549,32 @@ class LongTermService:
             if message is not None and meets_all(fields, conditions):
                 loaded.append(replace(item, message=message))
         return loaded
+
+    def _mark_accessed(
+        self, tenant: str, shown: list[_Found], memories: list[MemoryHit]
+    ) -> list[MemoryHit]:
+        """Mark the records shown as accessed now (see `search`); the views say so too."""
+        now = self._clock()
+        stamp, before = now_iso(now), now_iso(now - ACCESS_RESOLUTION_SECONDS)
+        stale = {
+            item.record.id
+            for item in shown
+            if item.record is not None
+            and (item.record.last_accessed is None or item.record.last_accessed < before)
+        }
+        if not stale:
+            return memories
+        try:
+            self._store.touch_records(tenant, sorted(stale), stamp, before)
+        except (StoreUnavailable, Throttled):
+            logger.warning("record access not recorded", extra={"records": len(stale)})
+            return memories
+        return [
+            m.model_copy(update={"last_accessed": stamp})
+            if m.memory_type != "message" and m.id in stale
+            else m
+            for m in memories
+        ]
 
     @staticmethod
     def _is_record(hit: Hit) -> bool:

@@ -191,6 +191,10 @@ class RecordStore(Protocol):
 
     def delete_records(self, tenant: str, record_ids: Sequence[str]) -> int: ...
 
+    def touch_records(self, tenant: str, record_ids: Sequence[str], now: str, before: str) -> None:
+        """Set `last_accessed` to `now` on the records whose last access is before `before`."""
+        ...
+
     def messages_by_key(
         self, tenant: str, wanted: Sequence[keys.Key]
     ) -> dict[keys.Key, StoredMessage]: ...

@@ -225,6 +225,37 @@ class RecordTable(SessionTable):
                 batch.delete(self._items.base(*keys.index_state_key(tenant, record_id)))
         return len(existing)
 
+    def touch_records(self, tenant: str, record_ids: Sequence[str], now: str, before: str) -> None:
+        """Set `last_accessed` to `now` on each record last accessed before `before` (or
+        never): one conditional UpdateItem each, concurrently. Best effort: a record deleted
+        meanwhile, or touched by another search, is left as it is. Nothing else changes, so
+        the indexer skips the stream record (memkit.indexing) and no edit is lost (no
+        version bump: an edit racing a touch wins)."""
+        client = self._items.connection.client
+        table = self._items.base.Meta.table_name
+
+        def touch(record_id: str) -> None:
+            pk, sk = keys.record_key(tenant, record_id)
+            try:
+                with translated("record access"):
+                    client.update_item(
+                        TableName=table,
+                        Key={"PK": {"S": pk}, "SK": {"S": sk}},
+                        UpdateExpression="SET last_accessed = :now",
+                        ConditionExpression="attribute_exists(PK) AND "
+                        "(attribute_not_exists(last_accessed) OR last_accessed < :before)",
+                        ExpressionAttributeValues={":now": {"S": now}, ":before": {"S": before}},
+                    )
+            except VersionConflict:
+                pass  # gone, or accessed since
+
+        if len(record_ids) <= 1:
+            for record_id in record_ids:
+                touch(record_id)
+            return
+        with ThreadPoolExecutor(max_workers=min(WORKERS, len(record_ids))) as pool:
+            list(pool.map(touch, record_ids))
+
     def mark_indexed(
         self, tenant: str, versions: dict[str, int], failures: dict[str, tuple[int, str]]
     ) -> None:

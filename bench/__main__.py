@@ -14,8 +14,10 @@ BENCHMARKS = (
     "dynamodb_requests",
     "warm_overhead",
     "cold_start",
+    "cleanup",
     "sessions",
     "indexing",
+    "reindex",
     "retrieval",
     "prompt",
 )

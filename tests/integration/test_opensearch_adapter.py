@@ -626,3 +626,155 @@ def test_serverless_search_hides_a_copy_that_a_newer_tombstone_removed(
     assert _ids(index.search("t", [1, 0, 0], k=10)) == []
     assert _ids(index.keyword("t", "memo", k=10)) == []
     assert _ids(index.browse("t", k=10, offset=0)) == []
+
+
+# --- sweeps and generations (memkit reindex, the orphan sweep) ------------------------------
+
+
+def test_sample_pages_through_every_doc_in_id_order(stocked: OpenSearchIndex) -> None:
+    # Given docs of two tenants, one of them removed
+    stocked.remove([Removal("bare", "t", 2)])
+
+    # When the index is sampled four docs at a time
+    first, cursor = stocked.sample(4)
+    second, last = stocked.sample(4, cursor)
+
+    # Then the pages hold every live doc once, in id order, with tenant, version and keys
+    ids = [doc.id for doc in first + second]
+    assert ids == sorted({"tea", "coffee", "oslo", "south", "other"})
+    assert cursor == first[-1].id
+    assert last is None
+    other = next(doc for doc in first + second if doc.id == "other")
+    assert (other.tenant, other.version, other.fields["user_id"]) == ("u", 1, "ada")
+
+
+def test_sampling_an_absent_index_finds_nothing(index: OpenSearchIndex) -> None:
+    assert index.sample(10) == ([], None)
+
+
+def test_a_rebuild_switches_the_alias_in_one_step(
+    stocked: OpenSearchIndex, server: LoopbackOpenSearch
+) -> None:
+    # Given the index as a plain index, and a new generation being filled
+    rebuild = stocked.rebuild(DIMENSIONS)
+    assert rebuild.target.upsert(DOCS[:2]) == {}
+
+    # Then until the switch, searches through the name see the old index
+    assert len(stocked.search("t", [1, 0, 0], k=10)) == 5
+    assert server.indices() == {INDEX: [], f"{INDEX}-gen1": []}
+
+    # When it switches and retires the old generation
+    switches_before = sum(1 for _, path in server.requests if path == "/_aliases")
+    rebuild.switch()
+    rebuild.retire()
+
+    # Then one _aliases request made the name an alias of the new index, and searches
+    # and writes through the name reach it
+    assert sum(1 for _, path in server.requests if path == "/_aliases") == switches_before + 1
+    assert server.indices() == {f"{INDEX}-gen1": [INDEX]}
+    assert _ids(stocked.search("t", [1, 0, 0], k=10)) == ["tea", "coffee"]
+    assert stocked.upsert(DOCS[2:3]) == {}
+    assert len(server.documents(f"{INDEX}-gen1")) == 3
+
+
+def test_the_next_rebuild_moves_the_alias_and_deletes_the_old_generation(
+    stocked: OpenSearchIndex, server: LoopbackOpenSearch
+) -> None:
+    first = stocked.rebuild(DIMENSIONS)
+    first.switch()
+    first.retire()
+
+    second = stocked.rebuild(DIMENSIONS)
+    second.target.upsert(DOCS[:1])
+    second.switch()
+    second.retire()
+
+    assert second.generation == f"{INDEX}-gen2"
+    assert server.indices() == {f"{INDEX}-gen2": [INDEX]}
+    assert _ids(stocked.search("t", [1, 0, 0], k=10)) == ["tea"]
+
+
+def test_an_abandoned_rebuild_leaves_the_live_index_alone(
+    stocked: OpenSearchIndex, server: LoopbackOpenSearch
+) -> None:
+    rebuild = stocked.rebuild(DIMENSIONS)
+    rebuild.target.upsert(DOCS[:1])
+
+    rebuild.abandon()
+
+    assert server.indices() == {INDEX: []}
+    assert len(stocked.search("t", [1, 0, 0], k=10)) == 5
+
+
+def test_a_rebuild_replaces_a_generation_left_by_a_dead_rebuild(
+    stocked: OpenSearchIndex, server: LoopbackOpenSearch
+) -> None:
+    # Given a rebuild that stopped before its switch (its process died)
+    stocked.rebuild(DIMENSIONS).target.upsert(DOCS[:1])
+
+    # When the next rebuild starts
+    rebuild = stocked.rebuild(DIMENSIONS)
+
+    # Then it starts its generation afresh
+    assert rebuild.generation == f"{INDEX}-gen1"
+    assert server.documents(f"{INDEX}-gen1") == []
+
+
+def test_a_rebuild_may_change_the_dimensions(
+    stocked: OpenSearchIndex, server: LoopbackOpenSearch
+) -> None:
+    rebuild = stocked.rebuild(2)
+    assert rebuild.target.upsert([_doc("flat", [1, 0])]) == {}
+    rebuild.switch()
+
+    # a function started after the switch ensures the index through the alias, then writes
+    redeployed = OpenSearchIndex(stocked._client, INDEX, 2, server.flavour)
+    assert redeployed.upsert([_doc("tilted", [1, 1])]) == {}
+    assert _ids(redeployed.search("t", [1, 0], k=5)) == ["flat", "tilted"]
+    assert server.created == [INDEX, f"{INDEX}-gen1"]
+
+
+ALIAS_SHAPES: list[dict[str, Any]] = [
+    {
+        "actions": [
+            {"add": {"index": "a", "alias": "both"}},
+            {"add": {"index": "b", "alias": "both"}},
+        ]
+    },
+    {"actions": [{"add": {"indices": ["a", "b"], "alias": "x"}}]},
+    {"actions": [{"add": {"index": "a", "alias": "x", "is_write_index": True}}]},
+    {"actions": [{"remove_alias": {"index": "a", "alias": "x"}}]},
+    {"actions": []},
+]
+
+
+@pytest.mark.parametrize("body", ALIAS_SHAPES, ids=[json.dumps(b) for b in ALIAS_SHAPES])
+def test_alias_requests_outside_the_subset_are_rejected_whole(
+    lenient_server: LoopbackOpenSearch, body: dict[str, Any]
+) -> None:
+    from opensearchpy.exceptions import RequestError
+
+    # Given two indexes
+    client = _raw_client(lenient_server)
+    for name in ("a", "b"):
+        OpenSearchIndex(client, name, DIMENSIONS, lenient_server.flavour).ensure_index()
+
+    # When an alias request memkit never sends arrives
+    with pytest.raises(RequestError):
+        client.indices.update_aliases(body=body)
+
+    # Then it is refused, recorded, and nothing of it applied
+    assert [r.path for r in lenient_server.rejected] == ["/_aliases"]
+    assert lenient_server.indices() == {"a": [], "b": []}
+
+
+def test_deleting_an_alias_as_an_index_is_rejected(lenient_server: LoopbackOpenSearch) -> None:
+    from opensearchpy.exceptions import RequestError
+
+    index = _adapter(lenient_server)
+    index.rebuild(DIMENSIONS).switch()
+
+    with pytest.raises(RequestError):
+        _raw_client(lenient_server).indices.delete(index=INDEX)
+
+    assert lenient_server.indices() == {f"{INDEX}-gen1": [INDEX]}

@@ -205,8 +205,9 @@ def _granting(statements: list[dict[str, Any]], action: str) -> list[dict[str, A
 
 
 # The functions that embed and reach the vector store: the API searches, the indexer indexes,
-# the memory worker searches to deduplicate what it extracts.
-VECTOR_FUNCTIONS = ("ApiFunction", "IndexerFunction", "MemoryWorkerFunction")
+# the memory worker searches to deduplicate what it extracts, the cleanup run removes orphan
+# vectors and compares records' vectors.
+VECTOR_FUNCTIONS = ("ApiFunction", "IndexerFunction", "MemoryWorkerFunction", "CleanupFunction")
 
 
 def _stream_event(template: dict[str, Any]) -> dict[str, Any]:
@@ -914,7 +915,8 @@ def test_no_other_function_may_call_the_curation_model(template: dict[str, Any])
     parameters = _parameters(template, LlmProvider="bedrock", EmbeddingProvider="titan")
 
     for function in _functions(template):
-        if function == "MemoryWorkerFunction":
+        # The worker curates; the cleanup run's compaction asks whether near duplicates match.
+        if function in ("MemoryWorkerFunction", "CleanupFunction"):
             continue
         resources = [
             s["Resource"]

@@ -1,4 +1,5 @@
-"""The `memkit` command: `memkit serve` runs the local stack; `memkit openapi` prints the API."""
+"""The `memkit` command: `memkit serve` runs the local stack; `memkit openapi` prints the API;
+`memkit reindex` rebuilds the vector index from the table."""
 
 from __future__ import annotations
 
@@ -22,12 +23,15 @@ def _serve(args: argparse.Namespace) -> int:
         template=args.template,
         log_level=args.log_level,
         metrics=args.metrics,
+        cleanup_interval_seconds=args.cleanup_interval,
     )
     stack = LocalStack(config).start()
     where = args.dynamodb_endpoint or f"moto in process ({stack.dynamodb_endpoint})"
     print(
         f"memkit local stack on {stack.url}\n"
         f"  DynamoDB: {where}, table {args.table}\n"
+        f"  Vector index: {stack.opensearch.url if stack.opensearch else 'in process'} "
+        "(memkit reindex --opensearch-endpoint ... --opensearch-auth none)\n"
         f"  API docs: {stack.url}/v1/docs\n"
         "Try:\n"
         f"  curl -s -X PATCH {stack.url}/v1/working-memory/demo/scratchpad "
@@ -58,6 +62,33 @@ def _openapi(args: argparse.Namespace) -> int:
     return 0
 
 
+def _reindex(args: argparse.Namespace) -> int:
+    from memkit.lifecycle.reindex import reindex_command
+
+    return reindex_command(args)
+
+
+def _reindex_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`memkit reindex`: options override the MEMKIT_* variables of the same settings."""
+    reindex = commands.add_parser(
+        "reindex", help="rebuild the vector index from the table (new index, then alias switch)"
+    )
+    reindex.add_argument("--table", help="table name (MEMKIT_TABLE_NAME)")
+    reindex.add_argument("--region")
+    reindex.add_argument("--dynamodb-endpoint", metavar="URL")
+    reindex.add_argument("--opensearch-endpoint", metavar="URL")
+    reindex.add_argument("--opensearch-flavour", choices=["domain", "serverless"])
+    reindex.add_argument("--opensearch-auth", choices=["sigv4", "none"])
+    reindex.add_argument("--index", help="the index name searches use (becomes an alias)")
+    reindex.add_argument("--embedder", choices=["local", "titan", "cohere"])
+    reindex.add_argument("--embedding-model")
+    reindex.add_argument("--embedding-dimensions", type=int)
+    reindex.add_argument("--segments", type=int, help="parallel Scan segments (default 4)")
+    reindex.add_argument("--page-size", type=int, help="items a Scan page reads (default 500)")
+    reindex.add_argument("--dry-run", action="store_true", help="count what would be indexed")
+    reindex.set_defaults(run=_reindex)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="memkit", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -77,10 +108,18 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--template", type=Path, help="template.yaml (default: found upwards)")
     serve.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING"])
     serve.add_argument("--metrics", action="store_true", help="print EMF metrics to stdout")
+    serve.add_argument(
+        "--cleanup-interval",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="run the scheduled cleanup (expiry...) this often; 0 turns it off (default 60)",
+    )
     serve.set_defaults(run=_serve)
     openapi = commands.add_parser("openapi", help="print the OpenAPI document of the HTTP API")
     openapi.add_argument("--output", type=Path, help="write it to this file")
     openapi.set_defaults(run=_openapi)
+    _reindex_parser(commands)
     return parser
 
 

@@ -13,14 +13,18 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 ENV_PREFIX = "MEMKIT_"
+# Settings also read under the Agent Memory Server's name when MEMKIT_<FIELD> is unset.
+AMS_NAMES = {"index_all_messages": "INDEX_ALL_MESSAGES_IN_LONG_TERM_MEMORY"}
 
 
 def _from_env(model: type[BaseModel], environ: dict[str, str] | None = None) -> dict[str, Any]:
-    """The model's fields found in the environment as MEMKIT_<FIELD_NAME>."""
+    """The model's fields found in the environment as MEMKIT_<FIELD_NAME> (or AMS's name)."""
     env = os.environ if environ is None else environ
     values: dict[str, Any] = {}
     for name in model.model_fields:
         raw = env.get(f"{ENV_PREFIX}{name.upper()}")
+        if (raw is None or raw == "") and name in AMS_NAMES:
+            raw = env.get(AMS_NAMES[name])
         if raw is not None and raw != "":
             values[name] = raw
     return values
@@ -60,8 +64,11 @@ class IndexSettings(BaseModel):
     # sigv4 on AWS (service es or aoss by flavour); none for the local stack's loopback index.
     opensearch_auth: Literal["sigv4", "none"] = "sigv4"
     # Index session messages as long-term records of memory_type "message" (a session's own
-    # index_messages setting wins; AMS's INDEX_ALL_MESSAGES_IN_LONG_TERM_MEMORY).
+    # index_messages setting wins).
     index_messages: bool = True
+    # AMS's INDEX_ALL_MESSAGES_IN_LONG_TERM_MEMORY: indexed messages outlive their session's
+    # TTL as long-term records, and a GET of an expired session rebuilds it from them.
+    index_all_messages: bool = False
 
 
 class ApiSettings(StoreSettings, IndexSettings):
@@ -71,6 +78,11 @@ class ApiSettings(StoreSettings, IndexSettings):
     default_tenant: str = Field(default="default", min_length=1, max_length=128)
     # Optimistic-concurrency retries for a PATCH that loses the race to another writer.
     merge_max_attempts: int = Field(default=25, ge=1, le=100)
+    # DELETE /v1/users/{user_id} works this long, then leaves the rest to a job on the
+    # memory work queue (the function times out at 15 s; API Gateway waits 29 s).
+    user_deletion_budget_seconds: float = Field(default=10.0, ge=0, le=25)
+    work_queue_url: str | None = None
+    sqs_endpoint: str | None = None
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> ApiSettings:
@@ -146,3 +158,44 @@ class CurationSettings(StoreSettings, IndexSettings, LLMSettings):
 def curation_settings() -> CurationSettings:
     """The curator's and the worker's settings, validated once per process."""
     return CurationSettings.from_env()
+
+
+class CleanupSettings(StoreSettings, IndexSettings, LLMSettings):
+    """The scheduled cleanup run (functions/cleanup): expiry, forgetting, compaction, orphans.
+
+    A run stops starting work `cleanup_margin_seconds` or `cleanup_margin_fraction` of the
+    time Lambda gives it before the timeout, whichever is larger, so it saves its cursors and
+    reports before Lambda would kill it; `cleanup_budget_seconds` caps it further."""
+
+    cleanup_margin_seconds: float = Field(default=10.0, ge=0, le=300)
+    cleanup_margin_fraction: float = Field(default=0.15, ge=0, lt=1)
+    # None: as long as the function's timeout allows.
+    cleanup_budget_seconds: float | None = Field(default=None, gt=0, le=900)
+    # Expired sessions read from the lifecycle index per Query page.
+    expiry_page_size: int = Field(default=100, ge=1, le=1000)
+    # Vectors the orphan sweep checks against the table per run (memkit.lifecycle.orphans).
+    orphan_sample_size: int = Field(default=1000, ge=0, le=100_000)
+
+    @classmethod
+    def from_env(cls, environ: dict[str, str] | None = None) -> CleanupSettings:
+        return cls.model_validate(_from_env(cls, environ))
+
+
+@lru_cache(maxsize=1)
+def cleanup_settings() -> CleanupSettings:
+    """The cleanup run's settings, validated once per process (first use, not import)."""
+    return CleanupSettings.from_env()
+
+
+class ReindexSettings(StoreSettings, IndexSettings):
+    """A rebuild of the vector index (`memkit reindex`, functions/reindex): the embedder
+    and index settings are those of the index being built (a new model, new dimensions)."""
+
+    # Parallel Scan segments, each read by its own thread.
+    reindex_segments: int = Field(default=4, ge=1, le=64)
+    # Items a Scan page evaluates (and the most one indexing batch embeds).
+    reindex_page_size: int = Field(default=500, ge=1, le=1000)
+
+    @classmethod
+    def from_env(cls, environ: dict[str, str] | None = None) -> ReindexSettings:
+        return cls.model_validate(_from_env(cls, environ))

@@ -65,8 +65,10 @@ def _start_environment(spec: FunctionSpec, environment: dict[str, str]) -> None:
     _function_name = spec.name
 
 
-def _invoke(event: dict[str, Any]) -> Any:
-    return _handler(event, LocalContext(_function_name))
+def _invoke(event: dict[str, Any], timeout_seconds: float | None = None) -> Any:
+    if timeout_seconds is None:
+        return _handler(event, LocalContext(_function_name))
+    return _handler(event, LocalContext(_function_name, timeout_seconds))
 
 
 def _ready() -> bool:
@@ -91,8 +93,10 @@ class LocalFunction:
         for future in [self._pool.submit(_ready) for _ in range(self._concurrency)]:
             future.result()
 
-    def invoke(self, event: dict[str, Any]) -> Future[Any]:
-        return self._pool.submit(_invoke, event)
+    def invoke(self, event: dict[str, Any], timeout_seconds: float | None = None) -> Future[Any]:
+        """Run the handler on `event`; the context's remaining time starts at
+        `timeout_seconds` (the function's Timeout; None: 30 s)."""
+        return self._pool.submit(_invoke, event, timeout_seconds)
 
     def stop(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)

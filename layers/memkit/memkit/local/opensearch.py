@@ -5,7 +5,7 @@ stack uses it as its vector index (flavour domain, no auth), so the production a
 end to end on one machine. It answers like OpenSearch for what it implements:
 
 - HEAD/PUT /{index}, PUT /{index}/_mapping, PUT /{index}/_settings (domain): the body must be
-  memkit's mapping (k-NN on, a faiss HNSW innerproduct vector of the server's dimension, every
+  memkit's mapping (k-NN on, a faiss HNSW innerproduct vector, every
   field of memkit.vectors.protocol with its type; gc_deletes on a domain, none on serverless).
 - POST /_bulk and /{index}/_bulk: index and delete actions. A domain takes custom ids with
   external versions (409 for a version that is not newer, tombstones kept for the index's
@@ -13,10 +13,16 @@ end to end on one machine. It answers like OpenSearch for what it implements:
   custom id and no version in an index action and generates ids. Item errors (a vector of the
   wrong dimension, a value a field's type refuses) come back per item, the others are written.
 - POST /{index}/_search: a knn query with its filter inside, a match on `text` with a bool
-  filter, a bool filter with sort and from/size, a terms lookup. Filters are evaluated here,
-  with OpenSearch's rules, on the values each doc indexed; vectors are ranked exactly and
-  scored as faiss's innerproduct space scores them; BM25 comes from the local keyword index
-  (its tokenizer, not OpenSearch's standard analyzer).
+  filter, a bool filter with sort and from/size (a range on a keyword compares strings, as
+  the orphan sweep's `doc_id > cursor` needs), a terms lookup.
+- Generations (memkit reindex): PUT /{index} of any k-NN dimension (each index keeps its
+  own), GET /_alias/{name}, POST /_aliases with add, remove and remove_index actions applied
+  atomically (one index per alias, as memkit keeps them), DELETE /{index}. Every index path
+  above also takes an alias that leads to one index, as OpenSearch resolves it.
+
+Filters are evaluated with OpenSearch's rules, on the values each doc indexed; vectors are
+ranked exactly and scored as faiss's innerproduct space scores them; BM25 comes from the
+local keyword index (its tokenizer, not OpenSearch's standard analyzer).
 
 Anything else (another path, method or query parameter, post_filter, a script, an unknown
 clause or operator, _refresh, _delete_by_query, a custom _id on serverless) is answered 400
@@ -70,6 +76,8 @@ _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _INDEX_NAME = re.compile(r"[a-z0-9][a-z0-9_.+-]{0,254}")
 _AUTH = re.compile(r"AWS4-HMAC-SHA256 Credential=([^,]+), ?SignedHeaders=([^,]+), ?Signature=(\w+)")
 _SEARCH_KEYS = frozenset({"size", "from", "query", "_source", "sort"})
+# OpenSearch's k-NN limit for a faiss vector's dimension.
+MAX_DIMENSION = 16_000
 
 
 @dataclass(frozen=True)
@@ -334,8 +342,10 @@ class _Query:
 
     def _range(self, name: str, argument: Any) -> Predicate:
         kind = self._kind(name)
+        if kind == "keyword":
+            return self._keyword_range(name, argument)
         if kind not in (None, "double", "long"):
-            raise _unsupported(f"this server ranges over numeric fields only, not [{name}]")
+            raise _unsupported("this server ranges over numeric and keyword fields only")
         if (
             not isinstance(argument, dict)
             or not argument
@@ -358,6 +368,29 @@ class _Query:
 
         def within(have: float) -> bool:
             return all(tests[op](have, bound) for op, bound in bounds.items())
+
+        return lambda doc: any(within(have) for have in doc.indexed.get(name, ()))
+
+    def _keyword_range(self, name: str, argument: Any) -> Predicate:
+        """A range on a keyword: terms compared as strings (OpenSearch compares bytes)."""
+        if (
+            not isinstance(argument, dict)
+            or not argument
+            or not set(argument) <= {"gt", "gte", "lt", "lte"}
+            or not all(isinstance(bound, str) for bound in argument.values())
+        ):
+            raise _parsing("[range] on a keyword takes gt, gte, lt and lte strings")
+        tests: dict[str, Callable[[bytes, bytes], bool]] = {
+            "gt": lambda have, bound: have > bound,
+            "gte": lambda have, bound: have >= bound,
+            "lt": lambda have, bound: have < bound,
+            "lte": lambda have, bound: have <= bound,
+        }
+        bounds = {op: bound.encode() for op, bound in argument.items()}
+
+        def within(have: str) -> bool:
+            raw = have.encode()
+            return all(tests[op](raw, bound) for op, bound in bounds.items())
 
         return lambda doc: any(within(have) for have in doc.indexed.get(name, ()))
 
@@ -493,6 +526,8 @@ class LoopbackOpenSearch:
         )
         self._lock = threading.RLock()
         self._indices: dict[str, _Index] = {}
+        # alias -> the one index it leads to
+        self._aliases: dict[str, str] = {}
         self.rejected: list[Rejection] = []
         self.denied: list[Rejection] = []
         self.requests: list[tuple[str, str]] = []
@@ -528,10 +563,19 @@ class LoopbackOpenSearch:
         self.stop()
 
     def documents(self, index: str) -> list[tuple[str, dict[str, Any]]]:
-        """The stored docs of `index` as (_id, _source), for tests."""
+        """The stored docs of `index` (or of the index an alias leads to) as (_id,
+        _source), for tests."""
         with self._lock:
-            found = self._indices.get(index)
+            found = self._indices.get(self._aliases.get(index, index))
             return [(doc.os_id, dict(doc.source)) for doc in (found.docs.values() if found else ())]
+
+    def indices(self) -> dict[str, list[str]]:
+        """Every index with the aliases that lead to it, for tests."""
+        with self._lock:
+            return {
+                name: sorted(alias for alias, to in self._aliases.items() if to == name)
+                for name in sorted(self._indices)
+            }
 
     # --- WSGI ----------------------------------------------------------------------------
 
@@ -573,13 +617,22 @@ class LoopbackOpenSearch:
         method = request.method
         if segments == ["_bulk"] and method == "POST":
             return self._bulk(None, body)
+        if segments == ["_aliases"] and method == "POST":
+            return self._update_aliases(self._object(body))
+        if len(segments) == 2 and segments[0] == "_alias" and method == "GET":
+            return self._get_alias(segments[1])
         target = segments[0]
         if target.startswith("_") or not _INDEX_NAME.fullmatch(target):
             raise _unsupported(f"no handler for [{method} {request.path}]")
         action = segments[1] if len(segments) == 2 else None
-        if len(segments) == 1 and method in ("HEAD", "PUT"):
+        if len(segments) == 1 and method in ("HEAD", "PUT", "DELETE"):
+            if body and method != "PUT":
+                raise _unsupported(f"[{method} {request.path}] takes no body")
             if method == "HEAD":
-                return Response(status=200 if target in self._indices else 404)
+                exists = target in self._indices or target in self._aliases
+                return Response(status=200 if exists else 404)
+            if method == "DELETE":
+                return self._delete_index(target)
             return self._create(target, self._object(body))
         if len(segments) != 2:
             raise _unsupported(f"no handler for [{method} {request.path}]")
@@ -605,9 +658,10 @@ class LoopbackOpenSearch:
         return parsed
 
     def _existing(self, name: str) -> _Index:
-        index = self._indices.get(name)
-        if index is None:
-            raise _Problem(404, "index_not_found_exception", f"no such index [{name}]")
+        index = self._indices.get(self._aliases.get(name, name))
+        if index is None:  # OpenSearch's own answer, not a request outside the subset
+            missing = f"no such index [{name}]"
+            raise _Problem(404, "index_not_found_exception", missing, rejected=False)
         return index
 
     # --- index management ------------------------------------------------------------------
@@ -645,11 +699,13 @@ class LoopbackOpenSearch:
         for name, mapping in properties.items():
             kind = mapping.get("type") if isinstance(mapping, dict) else None
             if kind == "knn_vector" and vector_allowed:
-                expected = {"type": kind, "dimension": self.dimensions, "method": VECTOR_METHOD}
-                if mapping != expected:
+                dimension = mapping.get("dimension")
+                expected = {"type": kind, "dimension": dimension, "method": VECTOR_METHOD}
+                valid = isinstance(dimension, int) and not isinstance(dimension, bool)
+                if mapping != expected or not valid or not 0 < dimension <= MAX_DIMENSION:
                     raise _unsupported(
-                        f"[{name}] must be a faiss hnsw innerproduct knn_vector of "
-                        f"dimension {self.dimensions}"
+                        f"[{name}] must be a faiss hnsw innerproduct knn_vector of a "
+                        f"dimension from 1 to {MAX_DIMENSION}"
                     )
             elif kind not in SCALAR_TYPES or set(mapping) != {"type"}:
                 raise _unsupported(f"unsupported mapping for [{name}]: {mapping}")
@@ -669,7 +725,7 @@ class LoopbackOpenSearch:
         missing = set(EXPECTED_FIELDS) - set(fields)
         if missing or fields.get("vector") != "knn_vector":
             raise _unsupported(f"the mapping lacks {sorted(missing | {'vector'} - set(fields))}")
-        if name in self._indices:
+        if name in self._indices or name in self._aliases:
             raise _Problem(
                 400,
                 "resource_already_exists_exception",
@@ -677,9 +733,84 @@ class LoopbackOpenSearch:
                 rejected=False,
             )
         gc_deletes = _seconds(settings.get("index.gc_deletes", "60s"))
-        self._indices[name] = _Index(name, self.dimensions, fields, gc_deletes)
+        dimension = int(body["mappings"]["properties"]["vector"]["dimension"])
+        self._indices[name] = _Index(name, dimension, fields, gc_deletes)
         self.created.append(name)
         return _json({"acknowledged": True, "shards_acknowledged": True, "index": name})
+
+    def _delete_index(self, name: str) -> Response:
+        if name in self._aliases:
+            raise _unsupported(
+                f"The provided expression [{name}] matches an alias, specify the corresponding "
+                "concrete indices instead."
+            )
+        if name not in self._indices:
+            raise _Problem(
+                404, "index_not_found_exception", f"no such index [{name}]", rejected=False
+            )
+        self._drop(name)
+        return _json({"acknowledged": True})
+
+    def _drop(self, name: str) -> None:
+        del self._indices[name]
+        for alias in [alias for alias, to in self._aliases.items() if to == name]:
+            del self._aliases[alias]
+
+    def _get_alias(self, name: str) -> Response:
+        if not _INDEX_NAME.fullmatch(name):
+            raise _unsupported(f"this server looks up one alias by name, not [{name}]")
+        index = self._aliases.get(name)
+        if index is None:
+            # OpenSearch's answer for a name that is no alias (an index's name included).
+            return _json({"error": f"alias [{name}] missing", "status": 404}, 404)
+        return _json({index: {"aliases": {name: {}}}})
+
+    def _update_aliases(self, body: dict[str, Any]) -> Response:
+        """Every action checked first, then all applied: one atomic switch."""
+        actions = body.get("actions")
+        if set(body) != {"actions"} or not isinstance(actions, list) or not actions:
+            raise _parsing("[_aliases] takes a non-empty list of actions")
+        indices = set(self._indices)
+        aliases = dict(self._aliases)
+        for entry in actions:
+            kind, spec = _single(entry, "alias action")
+            if kind == "remove_index":
+                if not isinstance(spec, dict) or set(spec) != {"index"}:
+                    raise _parsing("[remove_index] takes an index")
+                name = spec["index"]
+                if name not in indices:
+                    raise _Problem(404, "index_not_found_exception", f"no such index [{name}]")
+                indices.discard(name)
+                aliases = {alias: to for alias, to in aliases.items() if to != name}
+                continue
+            if kind not in ("add", "remove") or not isinstance(spec, dict):
+                raise _unsupported(f"this server takes add, remove and remove_index, not [{kind}]")
+            if set(spec) != {"index", "alias"} or not all(
+                isinstance(value, str) and _INDEX_NAME.fullmatch(value) for value in spec.values()
+            ):
+                raise _unsupported(f"[{kind}] takes one concrete index and one alias here")
+            name, alias = spec["index"], spec["alias"]
+            if name not in indices:
+                raise _Problem(404, "index_not_found_exception", f"no such index [{name}]")
+            if kind == "remove":
+                if aliases.get(alias) != name:
+                    raise _Problem(404, "aliases_not_found_exception", f"aliases [{alias}] missing")
+                del aliases[alias]
+                continue
+            if alias in indices:
+                raise _Problem(
+                    400,
+                    "invalid_alias_name_exception",
+                    f"Invalid alias name [{alias}]: an index or data stream exists with the "
+                    "same name as the alias",
+                )
+            if aliases.get(alias, name) != name:
+                raise _unsupported(f"this server keeps one index per alias: [{alias}]")
+            aliases[alias] = name
+        for name in set(self._indices) - indices:
+            del self._indices[name]
+        self._aliases = aliases
+        return _json({"acknowledged": True})
 
     def _put_mapping(self, index: _Index, body: dict[str, Any]) -> Response:
         fields = self._properties(body, vector_allowed=False)
@@ -720,6 +851,7 @@ class LoopbackOpenSearch:
             index = meta.get("_index", path_index)
             if index is None or (path_index is not None and index != path_index):
                 raise _unsupported("each action needs the index of the path")
+            index = self._aliases.get(str(index), index)
             self._check_meta(kind, meta)
             source: Any = None
             if kind == "index":

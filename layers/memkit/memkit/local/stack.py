@@ -24,6 +24,7 @@ from memkit.local.functions import FunctionSpec, LocalFunction
 from memkit.local.gateway import HttpApiGateway, http_api_routes
 from memkit.local.opensearch import LoopbackOpenSearch
 from memkit.local.queues import QueuePump, create_queues, queue_pump_for
+from memkit.local.schedule import ScheduleTimer, function_timeout
 from memkit.local.streams import StreamPump, pump_for
 from memkit.local.template import create_table, find_template, load_template
 
@@ -33,6 +34,7 @@ CURATOR_FUNCTION = "CuratorFunction"
 WORKER_FUNCTION = "MemoryWorkerFunction"
 WORK_QUEUE = "MemoryWorkQueue"
 WORK_DEAD_LETTER_QUEUE = "MemoryWorkDeadLetterQueue"
+CLEANUP_FUNCTION = "CleanupFunction"
 FAKE_CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "testing",
     "AWS_SECRET_ACCESS_KEY": "testing",
@@ -65,6 +67,9 @@ class LocalStackConfig:
     # and the window its summaries keep it within (tokens).
     extraction_quiet_seconds: int = 5
     summary_window_tokens: int = 16_000
+    # The cleanup function on a timer (EventBridge Scheduler's stand-in), every this many
+    # seconds; 0 = off.
+    cleanup_interval_seconds: float = 60.0
 
 
 def _plain_variables(variables: dict[str, Any] | None) -> dict[str, str]:
@@ -83,6 +88,8 @@ class LocalStack:
         self._indexer: LocalFunction | None = None
         self._curator: LocalFunction | None = None
         self._worker: LocalFunction | None = None
+        self._cleanup: LocalFunction | None = None
+        self.cleanup_timer: ScheduleTimer | None = None
         self.opensearch: LoopbackOpenSearch | None = None
         self.pump: StreamPump | None = None
         self.curator_pump: StreamPump | None = None
@@ -160,6 +167,7 @@ class LocalStack:
         self.opensearch = LoopbackOpenSearch(LOCAL_DIMENSIONS)
         self.opensearch.start()
         root = template_path.parent
+        self._create_queues(template)  # first: every function's environment names them
         spec = FunctionSpec.from_template(template, root, API_FUNCTION)
         self._api = LocalFunction(
             spec, self._environment(template, API_FUNCTION), config.concurrency
@@ -182,6 +190,7 @@ class LocalStack:
         )
         self.pump.start()
         self._start_curation(template, root)
+        self._start_cleanup(template, root)
         gateway = HttpApiGateway(self._api, http_api_routes(template, API_FUNCTION))
         self._server = make_server(config.host, config.port, gateway, threaded=True)
         self._thread = threading.Thread(
@@ -192,9 +201,8 @@ class LocalStack:
             part.start()
         return self
 
-    def _start_curation(self, template: dict[str, Any], root: Path) -> None:
-        """The curator on the stream, the work queues (moto's SQS, on the same endpoint),
-        and the memory worker on the queue, each as the template declares them."""
+    def _create_queues(self, template: dict[str, Any]) -> None:
+        """The work queues (moto's SQS, on the same endpoint) as the template declares them."""
         config = self.config
         sqs = boto3.client("sqs", endpoint_url=self.dynamodb_endpoint, region_name=config.region)
         self.queue_urls = create_queues(
@@ -205,6 +213,11 @@ class LocalStack:
                 WORK_DEAD_LETTER_QUEUE: f"{config.table_name}-work-dlq",
             },
         )
+
+    def _start_curation(self, template: dict[str, Any], root: Path) -> None:
+        """The curator on the stream and the memory worker on the work queue, each as the
+        template declares them."""
+        config = self.config
         curator_spec = FunctionSpec.from_template(template, root, CURATOR_FUNCTION)
         self._curator = LocalFunction(
             curator_spec, self._environment(template, CURATOR_FUNCTION), 1
@@ -233,9 +246,31 @@ class LocalStack:
         self.curator_pump.start()
         self.worker_pump.start()
 
+    def _start_cleanup(self, template: dict[str, Any], root: Path) -> None:
+        """The cleanup function, invoked every `cleanup_interval_seconds` with the time its
+        template Timeout gives it (off at 0)."""
+        config = self.config
+        if config.cleanup_interval_seconds <= 0:
+            return
+        spec = FunctionSpec.from_template(template, root, CLEANUP_FUNCTION)
+        self._cleanup = LocalFunction(spec, self._environment(template, CLEANUP_FUNCTION), 1)
+        self._cleanup.warm()
+        self.cleanup_timer = ScheduleTimer(
+            f"{config.table_name}-cleanup",
+            self._cleanup.invoke,
+            config.cleanup_interval_seconds,
+            function_timeout(template, CLEANUP_FUNCTION),
+            config.region,
+        )
+        self.cleanup_timer.start()
+
     def stop(self) -> None:
         for part in reversed(self.background):
             part.stop()
+        if self.cleanup_timer is not None:
+            self.cleanup_timer.stop()
+        if self._cleanup is not None:
+            self._cleanup.stop()
         for pump in (self.worker_pump, self.curator_pump, self.pump):
             if pump is not None:
                 pump.stop()

@@ -6,10 +6,15 @@ Writes follow external versioning: a write or a removal at a version older than 
 the index holds changes nothing, and a removal leaves its version behind (a tombstone) so a
 replayed older write cannot bring the doc back. Versions must therefore keep growing across
 a record's deletion and re-creation (the indexer uses the item's write time).
+
+A rebuild fills a new instance while this one keeps answering, then the switch moves the new
+one's state into this instance under its lock: every holder of this object (the API, the
+indexer) sees the rebuilt index at once, as an OpenSearch alias switch does.
 """
 
 from __future__ import annotations
 
+import bisect
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,9 +22,10 @@ from typing import Any
 
 import numpy as np
 
+from memkit.errors import Misconfigured
 from memkit.vectors.filters import Condition, meets_all
 from memkit.vectors.keyword import KeywordIndex
-from memkit.vectors.protocol import Failures, Hit, Removal, VectorDoc
+from memkit.vectors.protocol import Failures, Hit, Removal, Sampled, VectorDoc
 
 POSTED_FIELDS = ("namespace", "user_id", "session_id", "memory_type", "topics", "entities")
 
@@ -221,3 +227,70 @@ class LocalVectorIndex:
             ]
         found.sort(key=lambda slot: (-float(slot.fields.get("created_at") or 0), slot.id))
         return [Hit(slot.id, 0.0, dict(slot.fields)) for slot in found[offset : offset + k]]
+
+    def sample(self, k: int, after: str | None = None) -> tuple[list[Sampled], str | None]:
+        """Up to k live docs of every tenant in id order after `after`; the next cursor."""
+        if k <= 0:
+            return [], after
+        with self._lock:
+            live = sorted(
+                (((slot.tenant, slot.id), slot) for slot in self._slots if slot.live),
+                key=lambda pair: (pair[1].id, pair[1].tenant),
+            )
+            ids = [slot.id for _, slot in live]
+            start = 0 if after is None else bisect.bisect_right(ids, after)
+            page = [
+                Sampled(slot.id, slot.tenant, self._versions[key], dict(slot.fields))
+                for key, slot in live[start : start + k]
+            ]
+            more = start + k < len(live)
+        return page, (page[-1].id if page and more else None)
+
+    def rebuild(self, dimensions: int) -> LocalRebuild:
+        """A new, empty instance to fill; its switch moves it into this one."""
+        return LocalRebuild(self, LocalVectorIndex(dimensions))
+
+    def resume_rebuild(
+        self, generation: str, replaced: str | None, dimensions: int
+    ) -> LocalRebuild:
+        """A paused rebuild of an in-process index is lost with its process."""
+        raise Misconfigured("a rebuild of the in-process index cannot be resumed")
+
+    def adopt(self, rebuilt: LocalVectorIndex) -> None:
+        """Take `rebuilt`'s docs, vectors and dimensions in one step (a rebuild's switch);
+        `rebuilt` must not be used afterwards."""
+        with rebuilt._lock, self._lock:
+            for name, value in vars(rebuilt).items():
+                if name != "_lock":
+                    setattr(self, name, value)
+
+
+class LocalRebuild:
+    """A rebuild of a LocalVectorIndex into a fresh instance (implements Rebuild)."""
+
+    def __init__(self, live: LocalVectorIndex, target: LocalVectorIndex) -> None:
+        self._live = live
+        self._target = target
+
+    @property
+    def target(self) -> LocalVectorIndex:
+        return self._target
+
+    @property
+    def generation(self) -> str:
+        return "local"
+
+    @property
+    def replaced(self) -> str | None:
+        return None
+
+    def switch(self) -> None:
+        self._live.adopt(self._target)
+        # Writes that follow (the catch-up) go to the live instance, which now holds them.
+        self._target = self._live
+
+    def retire(self) -> None:
+        """Nothing to delete: the old state was dropped by the switch."""
+
+    def abandon(self) -> None:
+        """Nothing to delete: the new instance is garbage once unreferenced."""

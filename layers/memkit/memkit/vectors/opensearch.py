@@ -36,6 +36,16 @@ Versions (why the two flavours write differently):
   the id deletes the stale copies. So results are exact for everything older than the
   refresh window and never show an older version once the newer one is searchable. Each
   search costs two requests; tombstones stay (one small doc per removed id).
+
+Generations (memkit reindex): the configured index name is an alias once a rebuild has run.
+A rebuild creates `<name>-gen<N>` (N one more than the live generation's), fills it, then
+one POST /_aliases moves the alias from the old generation to the new one: searches and
+writes, which name the alias, never see a missing or half-filled index. A deployment whose
+configured name is still a plain index (every deployment before its first rebuild) is
+migrated by the same request: `remove_index` deletes the plain index and `add` creates the
+alias by its name, atomically (an alias cannot share a name with an index). Serverless
+collections list POST _aliases among their supported operations ("Supported operations and
+plugins in Amazon OpenSearch Serverless"), so both flavours rebuild the same way.
 """
 
 from __future__ import annotations
@@ -57,6 +67,7 @@ from memkit.vectors.protocol import (
     Failures,
     Hit,
     Removal,
+    Sampled,
     VectorDoc,
 )
 
@@ -81,6 +92,8 @@ HIDDEN = ["vector", "text"]
 NEWEST_FIRST = [{"created_at": {"order": "desc"}}, {"doc_id": {"order": "asc"}}]
 MATCH_NONE: dict[str, Any] = {"match_none": {}}
 _IDENTIFIER = re.compile(r"[a-z][a-z0-9_]{0,80}")
+# A rebuild's generations are named `<alias>-gen<N>`.
+GENERATION_SUFFIX = "-gen"
 
 
 def scalar_properties() -> dict[str, dict[str, Any]]:
@@ -687,6 +700,168 @@ class OpenSearchIndex:
             return self._read("browse", body, lambda raw: 0.0, k, offset)
         body.update({"from": offset, "size": k})
         return self._read("browse", body, lambda raw: 0.0, k)
+
+    # --- sweeps and generations ----------------------------------------------------------
+
+    def sample(self, k: int, after: str | None = None) -> tuple[list[Sampled], str | None]:
+        """Up to k docs of every tenant in doc_id order after `after` (a range on the
+        keyword doc_id, so a page costs one search at any depth); tombstones left out."""
+        if k <= 0:
+            return [], after
+        clauses: list[dict[str, Any]] = []
+        if after is not None:
+            clauses.append({"range": {"doc_id": {"gt": after}}})
+        query: dict[str, Any] = {"filter": clauses}
+        if self._serverless:
+            query["must_not"] = [{"term": {"deleted": True}}]
+        body = {
+            "size": min(k, MAX_WINDOW),
+            "query": {"bool": query},
+            "sort": [{"doc_id": {"order": "asc"}}],
+            "_source": {"excludes": HIDDEN},
+        }
+        try:
+            try:
+                raw_hits, total = self._hits("sample", body)
+            except _RequestFailed as failure:
+                if failure.status == 404 and failure.error == "index_not_found_exception":
+                    return [], None  # nothing indexed yet
+                raise
+        except _RequestFailed as failure:
+            raise failure.domain_error() from failure
+        page: list[Sampled] = []
+        for raw in raw_hits:
+            source = raw.get("_source") or {}
+            fields = {key: value for key, value in source.items() if key not in INTERNAL_FIELDS}
+            doc_id = str(source.get("doc_id", raw["_id"]))
+            tenant = str(source.get("tenant", ""))
+            page.append(Sampled(doc_id, tenant, int(source.get("version") or 0), fields))
+        more = total > len(raw_hits)
+        return page, (page[-1].id if page and more else None)
+
+    def rebuild(self, dimensions: int) -> AliasRebuild:
+        """Create the next generation `<name>-gen<N>`, empty, mapped for `dimensions`; the
+        live index keeps serving until the rebuild's switch. Raises a domain error when
+        OpenSearch refuses."""
+        indices = self._client.indices
+        try:
+            live = self._live_generation()
+            name = f"{self._index}{GENERATION_SUFFIX}{_generation_number(self._index, live) + 1}"
+            if self._call("rebuild", lambda: indices.exists(index=name)):
+                # Left by a rebuild that stopped before its switch: nothing serves from it.
+                self._call("rebuild", lambda: indices.delete(index=name))
+            body = index_body(dimensions, self._flavour)
+            self._call("rebuild", lambda: indices.create(index=name, body=body))
+        except _RequestFailed as failure:
+            raise failure.domain_error() from failure
+        target = OpenSearchIndex(self._client, name, dimensions, self._flavour)
+        target._ready = True
+        return AliasRebuild(self, target, live)
+
+    def resume_rebuild(
+        self, generation: str, replaced: str | None, dimensions: int
+    ) -> AliasRebuild:
+        """The paused rebuild into `generation` (one of this name's generations), if the
+        live index is still the one it will replace and the generation still exists."""
+        prefix = f"{self._index}{GENERATION_SUFFIX}"
+        if not generation.startswith(prefix) or not generation[len(prefix) :].isdigit():
+            raise BadRequest(f"{generation!r} is not a generation of {self._index!r}")
+        indices = self._client.indices
+        try:
+            live = self._live_generation()
+            exists = self._call("rebuild", lambda: indices.exists(index=generation))
+        except _RequestFailed as failure:
+            raise failure.domain_error() from failure
+        if live != replaced or not exists:
+            raise BadRequest("the paused rebuild is out of date (the index changed): start anew")
+        target = OpenSearchIndex(self._client, generation, dimensions, self._flavour)
+        target._ready = True
+        return AliasRebuild(self, target, live)
+
+    def _live_generation(self) -> str | None:
+        """The index the configured name leads to: the alias's index, the name itself while
+        it is a plain index, or None when neither exists."""
+        indices = self._client.indices
+        # 404 (no such alias) is an answer here, not a failure to log.
+        found = self._call("rebuild", lambda: indices.get_alias(name=self._index, ignore=404))
+        if not isinstance(found, dict) or found.get("status") == 404:
+            exists = self._call("rebuild", lambda: indices.exists(index=self._index))
+            return self._index if exists else None
+        names = sorted(found)
+        if len(names) != 1:
+            raise _RequestFailed("rebuild", None, "alias_not_single") from None
+        return str(names[0])
+
+    def _switch(self, new: str, old: str | None) -> None:
+        actions: list[dict[str, Any]] = []
+        if old == self._index:
+            actions.append({"remove_index": {"index": old}})  # a plain index: the migration
+        elif old is not None:
+            actions.append({"remove": {"index": old, "alias": self._index}})
+        actions.append({"add": {"index": new, "alias": self._index}})
+        indices = self._client.indices
+        self._call("switch", lambda: indices.update_aliases(body={"actions": actions}))
+
+    def _drop(self, name: str) -> None:
+        indices = self._client.indices
+        try:
+            self._call("drop", lambda: indices.delete(index=name))
+        except _RequestFailed as failure:
+            if failure.status != 404:
+                raise
+
+
+def _generation_number(alias: str, live: str | None) -> int:
+    """The generation number of `live` (0 for a plain index, or none)."""
+    prefix = f"{alias}{GENERATION_SUFFIX}"
+    if live is None or not live.startswith(prefix) or not live[len(prefix) :].isdigit():
+        return 0
+    return int(live[len(prefix) :])
+
+
+class AliasRebuild:
+    """A rebuild of an OpenSearch index behind its alias (implements Rebuild)."""
+
+    def __init__(self, owner: OpenSearchIndex, target: OpenSearchIndex, old: str | None) -> None:
+        self._owner = owner
+        self._target = target
+        self._old = old
+        self._switched = False
+
+    @property
+    def target(self) -> OpenSearchIndex:
+        return self._target
+
+    @property
+    def generation(self) -> str:
+        return self._target._index
+
+    @property
+    def replaced(self) -> str | None:
+        """The generation the switch replaces (the plain index itself, or None)."""
+        return self._old
+
+    @staticmethod
+    def _domain(operation: Callable[[], None]) -> None:
+        try:
+            operation()
+        except _RequestFailed as failure:
+            raise failure.domain_error() from failure
+
+    def switch(self) -> None:
+        """One POST /_aliases: the alias leaves the old generation for the new one."""
+        self._domain(lambda: self._owner._switch(self.generation, self._old))
+        self._switched = True
+
+    def retire(self) -> None:
+        """Delete the replaced generation (a plain index went with the switch itself)."""
+        old = self._old
+        if self._switched and old is not None and old != self._owner._index:
+            self._domain(lambda: self._owner._drop(old))
+
+    def abandon(self) -> None:
+        if not self._switched:
+            self._domain(lambda: self._owner._drop(self.generation))
 
 
 def opensearch_index(settings: IndexSettings, region: str, dimensions: int) -> OpenSearchIndex:

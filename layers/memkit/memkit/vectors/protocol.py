@@ -14,6 +14,10 @@ carries back so the service can find the item in the table again:
 Writes are versioned (OpenSearch's external versioning): a write or a removal at a version
 older than the one the index holds changes nothing, so replays and out-of-order deliveries
 leave the index as the newest write made it.
+
+Two lifecycle needs: `sample` reads the whole index in doc-id order a page at a time (the
+orphan sweep, memkit.lifecycle.orphans), and a RebuildableIndex builds a new generation of
+itself while the current one keeps serving, then makes it live in one step (memkit reindex).
 """
 
 from __future__ import annotations
@@ -79,6 +83,16 @@ class Hit:
         return 1.0 - self.score
 
 
+@dataclass(frozen=True)
+class Sampled:
+    """A doc read by a sweep: its id, tenant and version, and its fields (pk, sk...)."""
+
+    id: str
+    tenant: str
+    version: int
+    fields: dict[str, Any] = field(default_factory=dict, compare=False)
+
+
 class VectorIndex(Protocol):
     def upsert(self, docs: Sequence[VectorDoc]) -> Failures:
         """Write each doc unless the index holds the same id at a newer version (that is a
@@ -108,4 +122,51 @@ class VectorIndex(Protocol):
     ) -> list[Hit]:
         """The tenant's docs that meet every condition, newest `created_at` first, from
         `offset` (a listing by filters alone; scores are 0)."""
+        ...
+
+    def sample(self, k: int, after: str | None = None) -> tuple[list[Sampled], str | None]:
+        """Up to k docs of every tenant in doc-id order, after `after` (None: from the
+        first); and the cursor of the next page (None: the sweep reached the end)."""
+        ...
+
+
+class Rebuild(Protocol):
+    """A new generation of an index, built while the live one keeps answering searches."""
+
+    @property
+    def target(self) -> VectorIndex:
+        """Writes to the new generation alone (the copy, then the catch-up)."""
+        ...
+
+    @property
+    def generation(self) -> str:
+        """The new generation's name (an OpenSearch index name; "local" in process)."""
+        ...
+
+    @property
+    def replaced(self) -> str | None:
+        """The generation the switch will replace (None: there is none, or in process)."""
+        ...
+
+    def switch(self) -> None:
+        """Make the new generation the one searches and writes use, in one atomic step."""
+        ...
+
+    def retire(self) -> None:
+        """Delete the generation the switch replaced (after the catch-up)."""
+        ...
+
+    def abandon(self) -> None:
+        """Delete the new generation (a rebuild that failed before its switch)."""
+        ...
+
+
+class RebuildableIndex(VectorIndex, Protocol):
+    def rebuild(self, dimensions: int) -> Rebuild:
+        """Start a new, empty generation for vectors of `dimensions`."""
+        ...
+
+    def resume_rebuild(self, generation: str, replaced: str | None, dimensions: int) -> Rebuild:
+        """The rebuild into `generation` that a paused run left, unless it is out of date
+        (the live generation is no longer `replaced`, or `generation` is gone)."""
         ...

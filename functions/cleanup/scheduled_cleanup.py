@@ -1,0 +1,8 @@
+"""Cleanup function entry point (template.yaml: Handler scheduled_cleanup.lambda_handler).
+
+The handler lives in the memkit layer so the local stack and the tests run this exact function.
+"""
+
+from memkit.lifecycle.handler import lambda_handler
+
+__all__ = ["lambda_handler"]

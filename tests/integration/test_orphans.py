@@ -1,0 +1,233 @@
+"""The orphan sweep (memkit.lifecycle.orphans) on moto: vectors whose source item left the
+table without a stream event reaching the indexer are found and removed; the others stay.
+On the local exact index (the world) and through the real OpenSearch adapter against the
+strict loopback OpenSearch, as a managed domain and as a serverless collection."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+
+from memkit.lifecycle.orphans import EXAMINED, FOUND, REMOVED, OrphanPhase
+from memkit.lifecycle.phases import Deadline
+from memkit.local.opensearch import LoopbackOpenSearch
+from memkit.store import keys
+from memkit.vectors.protocol import VectorDoc
+from tests.integration.memory_world import MemoryWorld
+
+pytestmark = pytest.mark.integration
+
+LTM = "/v1/long-term-memory"
+REGION = "us-east-1"
+RECORDS = {
+    "tea": "Ada drinks green tea every morning",
+    "oslo": "Ada is flying to Oslo on Friday for a conference",
+    "cat": "Bob has a grey cat called Pixel",
+}
+MESSAGES = {"m0": "Let's plan the trip to Lisbon", "m1": "My passport number ends in 4471"}
+ALL_IDS = set(RECORDS) | set(MESSAGES)
+
+
+def _stock(world: MemoryWorld) -> None:
+    memories = [{"id": rid, "text": text, "user_id": "ada"} for rid, text in RECORDS.items()]
+    assert world.api("POST", f"{LTM}/", body={"memories": memories}).status == 200
+    messages = [{"id": mid, "role": "user", "content": text} for mid, text in MESSAGES.items()]
+    response = world.api(
+        "POST", "/v1/working-memory/chat-1/messages", body={"messages": messages, "user_id": "ada"}
+    )
+    assert response.status in (200, 201), response.body
+    world.settle()
+
+
+def _delete_behind_the_indexers_back(table: str, key: keys.Key) -> None:
+    """Delete an item and never deliver its stream record (a lost REMOVE)."""
+    client = boto3.client("dynamodb", region_name=REGION)
+    client.delete_item(TableName=table, Key={"PK": {"S": key[0]}, "SK": {"S": key[1]}})
+
+
+def _stray_doc(world: MemoryWorld) -> None:
+    """A vector whose pk/sk never existed in the table."""
+    pk, sk = keys.record_key("default", "ghost")
+    vector = world.embedder.embed(["a ghost of a record"], "document")[0]
+    fields = {"record_id": "ghost", "pk": pk, "sk": sk, "namespace": "default"}
+    doc = VectorDoc("ghost-doc", "default", vector, 1, "a ghost of a record", fields)
+    assert world.vector_index.upsert([doc]) == {}
+
+
+def _sweep(world: MemoryWorld, cursor: str | None = None, sample: int = 1000) -> Any:
+    return OrphanPhase(world.store, world.vector_index, sample_size=sample).run(
+        cursor, Deadline.after(60)
+    )
+
+
+def _ids(world: MemoryWorld) -> set[str]:
+    return world.index_ids()
+
+
+def test_vectors_of_deleted_items_are_found_and_removed(
+    world: MemoryWorld, dynamodb_table: str
+) -> None:
+    # Given a record and a message deleted without their stream events, and a stray vector
+    _stock(world)
+    _delete_behind_the_indexers_back(dynamodb_table, keys.record_key("default", "oslo"))
+    _delete_behind_the_indexers_back(
+        dynamodb_table, keys.message_key("default", "default", "chat-1", "m0")
+    )
+    _stray_doc(world)
+    assert _ids(world) == ALL_IDS | {"ghost"}
+
+    # When the sweep runs over the whole index
+    outcome = _sweep(world)
+
+    # Then the three orphans are gone, the live vectors stay, and the counts say so
+    assert outcome.done
+    assert outcome.cursor is None
+    assert outcome.counts == {EXAMINED: 6, FOUND: 3, REMOVED: 3}
+    assert _ids(world) == ALL_IDS - {"oslo", "m0"}
+
+
+def test_a_sweep_with_nothing_orphaned_removes_nothing(world: MemoryWorld) -> None:
+    _stock(world)
+
+    outcome = _sweep(world)
+
+    assert outcome.counts == {EXAMINED: 5, FOUND: 0, REMOVED: 0}
+    assert _ids(world) == ALL_IDS
+
+
+def test_an_orphan_found_again_later_is_written_back_by_a_newer_write(
+    world: MemoryWorld, dynamodb_table: str
+) -> None:
+    # Given a record removed as an orphan
+    _stock(world)
+    _delete_behind_the_indexers_back(dynamodb_table, keys.record_key("default", "tea"))
+    _sweep(world)
+
+    # When a record of that id is created again
+    memory = {"id": "tea", "text": "Ada switched to black tea", "user_id": "ada"}
+    assert world.api("POST", f"{LTM}/", body={"memories": [memory]}).status == 200
+    world.settle()
+
+    # Then its new version is indexed: the removal's version was just above the old doc's
+    assert "tea" in _ids(world)
+
+
+def test_the_sweep_covers_the_index_over_runs_from_its_cursor(
+    world: MemoryWorld, dynamodb_table: str
+) -> None:
+    # Given orphans among the vectors, and runs that sample two vectors each
+    _stock(world)
+    _delete_behind_the_indexers_back(dynamodb_table, keys.record_key("default", "cat"))
+    _stray_doc(world)
+    cursors: list[str | None] = []
+    found = examined = 0
+
+    # When runs follow each other from the saved cursor until one reaches the end
+    cursor: str | None = None
+    for _ in range(10):
+        outcome = _sweep(world, cursor, sample=2)
+        examined += outcome.counts[EXAMINED]
+        found += outcome.counts[FOUND]
+        cursors.append(outcome.cursor)
+        if outcome.done:
+            break
+        cursor = outcome.cursor
+
+    # Then every vector was examined once and every orphan found, in increasing doc ids
+    assert examined == 6
+    assert found == 2
+    assert cursors[-1] is None
+    assert len(cursors) == 3
+    assert str(cursors[0]) < str(cursors[1])
+    assert _ids(world) == ALL_IDS - {"cat"}
+
+
+def test_an_expired_session_message_is_an_orphan(world: MemoryWorld, dynamodb_table: str) -> None:
+    # Given a message whose item expired (TTL has not deleted it yet)
+    _stock(world)
+    pk, sk = keys.message_key("default", "default", "chat-1", "m1")
+    boto3.client("dynamodb", region_name=REGION).update_item(
+        TableName=dynamodb_table,
+        Key={"PK": {"S": pk}, "SK": {"S": sk}},
+        UpdateExpression="SET expires_at = :past",
+        ExpressionAttributeValues={":past": {"N": "1000"}},
+    )
+
+    outcome = _sweep(world)
+
+    assert outcome.counts[FOUND] == 1
+    assert "m1" not in _ids(world)
+
+
+def test_the_cleanup_run_includes_the_orphan_phase(dynamodb_table: str) -> None:
+    from memkit.config import CleanupSettings
+    from memkit.lifecycle.cleanup import build_phases
+    from memkit.store.dynamodb import DynamoStore
+
+    settings = CleanupSettings(table_name=dynamodb_table, region=REGION)
+
+    phases = build_phases(settings, DynamoStore(settings))
+
+    assert [phase.name for phase in phases][-1] == "orphans"
+
+
+# -- through the OpenSearch adapter --------------------------------------------------------
+
+
+@pytest.fixture(params=["domain", "serverless"])
+def os_world(request: pytest.FixtureRequest, dynamodb_table: str) -> Iterator[MemoryWorld]:
+    from memkit.api.context import Services
+    from memkit.api.handler import make_lambda_handler as make_api_handler
+    from memkit.config import ApiSettings, IndexSettings
+    from memkit.indexer.handler import make_lambda_handler as make_indexer_handler
+    from memkit.indexing import Indexer
+    from memkit.store.dynamodb import DynamoStore
+    from memkit.vectors.opensearch import opensearch_index
+    from tests.integration.memory_world import CountingEmbedder, StreamReader, stream_mapping
+
+    embedder = CountingEmbedder()
+    with LoopbackOpenSearch(embedder.dimensions, flavour=request.param) as server:
+        index = opensearch_index(
+            IndexSettings(
+                opensearch_endpoint=server.url,
+                opensearch_auth="none",
+                opensearch_flavour=request.param,
+            ),
+            REGION,
+            embedder.dimensions,
+        )
+        settings = ApiSettings(table_name=dynamodb_table, region=REGION)
+        store = DynamoStore(settings, index_messages=True)
+        services = Services.over(store, settings, index=lambda: index, embedder=lambda: embedder)
+        yield MemoryWorld(
+            api_handler=make_api_handler(lambda: services),
+            indexer_handler=make_indexer_handler(lambda: Indexer(store, index, embedder)),
+            vector_index=index,  # type: ignore[arg-type]
+            embedder=embedder,
+            reader=StreamReader(dynamodb_table),
+            mapping=stream_mapping(),
+            store=store,
+        )
+    assert server.rejected == []
+
+
+def test_orphans_are_removed_through_the_opensearch_adapter(
+    os_world: MemoryWorld, dynamodb_table: str
+) -> None:
+    _stock(os_world)
+    _delete_behind_the_indexers_back(dynamodb_table, keys.record_key("default", "oslo"))
+    _stray_doc(os_world)
+
+    first = _sweep(os_world, sample=4)
+    second = _sweep(os_world, first.cursor, sample=4)
+
+    assert not first.done
+    assert second.done
+    assert first.counts[EXAMINED] + second.counts[EXAMINED] == 6
+    assert first.counts[REMOVED] + second.counts[REMOVED] == 2
+    assert _ids(os_world) == ALL_IDS - {"oslo"}
+    # a second sweep finds nothing: removed vectors (serverless: tombstones) are not sampled
+    assert _sweep(os_world).counts == {EXAMINED: 4, FOUND: 0, REMOVED: 0}

@@ -42,7 +42,7 @@ from memkit.models.domain import DEFAULT_NAMESPACE, Owner, SessionMeta, StoredMe
 from memkit.models.memory import CreateMemories, MemoryEdit, MemoryRecordIn, SearchRequest
 from memkit.observability import logger, metrics
 
-JobKind = Literal["summarize", "extract", "title", "describe"]
+JobKind = Literal["summarize", "extract", "title", "describe", "delete_user"]
 STRATEGIES: tuple[Strategy, ...] = ("discrete", "summary", "preferences", "custom")
 # Turns given to the model in one extraction call, and read per job.
 EXTRACT_CHUNK = 40
@@ -82,6 +82,9 @@ class Job:
     stamp: str
     delay_seconds: int = 0
     record_id: str | None = None  # describe: the record
+    # delete_user (memkit.lifecycle.users): the user and the job that reports on it.
+    user_id: str | None = None
+    job_id: str | None = None
 
     def to_json(self) -> str:
         return json.dumps(
@@ -92,6 +95,8 @@ class Job:
                 "session_id": self.session_id,
                 "stamp": self.stamp,
                 "record_id": self.record_id,
+                "user_id": self.user_id,
+                "job_id": self.job_id,
             }
         )
 
@@ -99,7 +104,7 @@ class Job:
     def from_json(cls, body: str) -> Job:
         raw = json.loads(body)
         kind = raw["job"]
-        if kind not in ("summarize", "extract", "title", "describe"):
+        if kind not in ("summarize", "extract", "title", "describe", "delete_user"):
             raise ValueError("unknown job")
         return cls(
             kind,
@@ -108,6 +113,8 @@ class Job:
             raw["session_id"],
             raw["stamp"],
             record_id=raw.get("record_id"),
+            user_id=raw.get("user_id"),
+            job_id=raw.get("job_id"),
         )
 
 

@@ -14,7 +14,17 @@ from aws_lambda_powertools.shared.json_encoder import Encoder
 
 from memkit import __version__
 from memkit.api.responses import error_response
-from memkit.api.routes import health, long_term, profiles, prompt, scratchpad, sessions, tools
+from memkit.api.routes import (
+    health,
+    lifecycle,
+    long_term,
+    profiles,
+    prompt,
+    scratchpad,
+    sessions,
+    tools,
+    users,
+)
 from memkit.errors import FieldProblem, MemkitError
 from memkit.observability import logger
 
@@ -27,6 +37,8 @@ ROUTERS = (
     scratchpad.router,
     tools.router,
     prompt.router,
+    users.router,
+    lifecycle.router,
 )
 
 

@@ -79,13 +79,15 @@ class Services:
 
             return vector_index_for(settings, settings.region, chosen_embedder().dimensions)
 
+        chosen_index = index or configured_index
         return cls(
             settings=settings,
             profiles=ProfileService(store),
             scratchpads=scratchpads,
-            sessions=SessionService(store, scratchpads),
+            # A session's DELETE takes its messages' vectors out of the index at once.
+            sessions=SessionService(store, scratchpads, index=chosen_index),
             store=store,
-            index=index or configured_index,
+            index=chosen_index,
             embedder=chosen_embedder,
         )
 
@@ -129,7 +131,12 @@ def production_services() -> Services:
             {f"{ENV_PREFIX}{str(e['loc'][0]).upper()}" for e in exc.errors() if e["loc"]}
         )
         raise Misconfigured(f"invalid or missing settings: {', '.join(names)}") from exc
-    return Services.over(DynamoStore(settings, index_messages=settings.index_messages), settings)
+    store = DynamoStore(
+        settings,
+        index_messages=settings.index_messages,
+        index_all_messages=settings.index_all_messages,
+    )
+    return Services.over(store, settings)
 
 
 def services_of(router: Any) -> Services:

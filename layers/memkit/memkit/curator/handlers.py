@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.utilities.batch import (
     BatchProcessor,
@@ -31,6 +31,9 @@ from memkit.curation import Curator, Job, Policy, jobs_for
 from memkit.errors import Misconfigured
 from memkit.models.domain import DEFAULT_NAMESPACE, Owner
 from memkit.observability import drop_disabled_metrics, logger, metrics
+
+if TYPE_CHECKING:
+    from memkit.lifecycle.users import UserDeletion
 
 Handler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
 _deserializer = TypeDeserializer()
@@ -156,8 +159,37 @@ def production_curator() -> Curator:
     return Curator(store, long_term, model, policy_of(settings))
 
 
-def make_worker_handler(curator: Callable[[], Curator] = production_curator) -> Handler:
-    """The memory worker over `curator` (production: from settings)."""
+# A delete_user job works for this share of the time the invocation has left, then queues
+# itself again (so the rest of a batch still has time).
+DELETION_SHARE = 0.75
+
+
+@lru_cache(maxsize=1)
+def production_deletions() -> UserDeletion:
+    from memkit.embeddings.factory import embedder_for
+    from memkit.lifecycle.users import UserDeletion, sqs_job_sender
+    from memkit.store.dynamodb import DynamoStore
+    from memkit.vectors.factory import vector_index_for
+
+    settings = _settings()
+    send = None
+    if settings.work_queue_url:
+        send = sqs_job_sender(settings.work_queue_url, settings.region, settings.sqs_endpoint)
+
+    def index() -> Any:
+        return vector_index_for(
+            settings, settings.region, embedder_for(settings, settings.region).dimensions
+        )
+
+    return UserDeletion(DynamoStore(settings), index, send)
+
+
+def make_worker_handler(
+    curator: Callable[[], Curator] = production_curator,
+    deletions: Callable[[], UserDeletion] = production_deletions,
+) -> Handler:
+    """The memory worker over `curator`, and `deletions` for a user's deletion that did not
+    finish within its request (production: from settings)."""
 
     @logger.inject_lambda_context(clear_state=True)
     @metrics.log_metrics
@@ -167,7 +199,11 @@ def make_worker_handler(curator: Callable[[], Curator] = production_curator) -> 
 
         def on_message(record: SQSRecord) -> None:
             job = Job.from_json(record.body)
-            outcome = worker.run(job)
+            if job.kind == "delete_user":
+                budget = DELETION_SHARE * context.get_remaining_time_in_millis() / 1000
+                outcome = deletions().resume(job, budget)
+            else:
+                outcome = worker.run(job)
             logger.info("curation job", extra={"job": job.kind, "outcome": outcome})
 
         processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)

@@ -1,9 +1,203 @@
-"""Everything of one user: sessions, scratchpads, records (full deletion)."""
+"""Everything of one user: sessions, scratchpads, records (full deletion), and the jobs that
+finish a deletion in the background.
+
+A user's items are found without a Scan: sessions by GSI2 (the user's sessions in a
+namespace), records by the lifecycle index GSI3 (a namespace's records, then the user's),
+user-scoped scratchpads in the user's own partition. Both indexes are eventually consistent:
+a listing may still name an item just deleted (deleting it again is harmless) or miss one
+written a moment ago (the next run of the deletion finds it).
+
+A job item (PK T#<tenant>#JOB#<id>, SK JOB) holds a background job's status and counts,
+never the user's id or content, and expires a week after it was created. It carries no
+`kind`: it is nothing the item classes, the stream's readers or the lifecycle index know.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from pynamodb.models import BatchWrite
+
+from memkit.errors import VersionConflict
+from memkit.models.domain import Owner
+from memkit.models.users import DeletionCounts, JobState
+from memkit.store import keys
+from memkit.store.base import translated
 from memkit.store.curation import CurationTable
+
+# Items per Query page when listing a user's sessions, records or scratchpads.
+PAGE_SIZE = 200
+JOB_SK = "JOB"
+COUNTERS = ("sessions", "items", "records", "vectors")
+
+
+def job_key(tenant: str, job_id: str) -> keys.Key:
+    return f"T#{keys.part(tenant)}#JOB#{keys.part(job_id)}", JOB_SK
+
+
+def _number(value: int) -> dict[str, str]:
+    return {"N": str(value)}
 
 
 class UserTable(CurationTable):
-    """Everything of one user: sessions, scratchpads, records (full deletion)."""
+    """Everything of one user: sessions, scratchpads, records (full deletion), and jobs."""
+
+    # -- a user's items ----------------------------------------------------------------------
+
+    def user_session_ids(self, tenant: str, namespace: str, user_id: str) -> Iterator[str]:
+        """The ids of the user's sessions in the namespace, expired ones included (GSI2)."""
+        session_cls = self._items.session
+        hash_key = keys.sessions_by_user(tenant, namespace, user_id)
+        with translated("list a user's sessions"):
+            for item in session_cls.by_user.query(hash_key, page_size=PAGE_SIZE):
+                yield item.session_id
+
+    def user_record_ids(self, tenant: str, namespace: str, user_id: str) -> Iterator[str]:
+        """The ids of the user's long-term records in the namespace (GSI3)."""
+        record_cls = self._items.record
+        prefix = keys.user_records_prefix(user_id)
+        with translated("list a user's records"):
+            for item in record_cls.by_namespace.query(
+                keys.records_by_namespace(tenant, namespace),
+                range_key_condition=record_cls.gsi3sk.startswith(prefix),
+                page_size=PAGE_SIZE,
+            ):
+                yield item.record_id
+
+    def delete_user_items(self, owner: Owner, session_id: str) -> int:
+        """Delete the items of a session's partition that are the user's (messages kept
+        after their session went; a session id another user has since taken); how many."""
+        assert owner.user_id is not None
+        pk = keys.session_pk(owner.tenant, owner.namespace, session_id)
+        count = 0
+        with translated("delete a user's items"), BatchWrite(self._items.base) as batch:
+            for item in self._items.base.query(pk, consistent_read=True, page_size=PAGE_SIZE):
+                if getattr(item, "user_id", None) == owner.user_id:
+                    batch.delete(item)
+                    count += 1
+        return count
+
+    def delete_user_pads(self, tenant: str, namespace: str, user_id: str) -> int:
+        """Delete every item of the user's partition (user-scoped scratchpads); how many."""
+        pk = keys.user_pk(tenant, namespace, user_id)
+        count = 0
+        with translated("delete a user's scratchpads"), BatchWrite(self._items.base) as batch:
+            for item in self._items.base.query(pk, consistent_read=True, page_size=PAGE_SIZE):
+                batch.delete(item)
+                count += 1
+        return count
+
+    def delete_user_records(
+        self, tenant: str, namespace: str, user_id: str, record_ids: Sequence[str]
+    ) -> tuple[int, int]:
+        """Delete those of `record_ids` that are the user's records in the namespace, with
+        their index states (one consistent read first: a listing may be stale). Returns
+        (records deleted, items deleted)."""
+        wanted = [
+            key
+            for record_id in dict.fromkeys(record_ids)
+            for key in (keys.record_key(tenant, record_id), keys.index_state_key(tenant, record_id))
+        ]
+        found = self._batch_get(wanted)
+        owned = {
+            pk
+            for (pk, sk), item in found.items()
+            if sk == keys.RECORD_SK and item.user_id == user_id and item.namespace == namespace
+        }
+        doomed = [item for (pk, _), item in found.items() if pk in owned]
+        with translated("delete a user's records"), BatchWrite(self._items.base) as batch:
+            for item in doomed:
+                batch.delete(item)
+        return len(owned), len(doomed)
+
+    # -- jobs --------------------------------------------------------------------------------
+
+    def create_job(self, tenant: str, job: JobState) -> None:
+        """Store a new job (a job id is never reused: a second create is a VersionConflict)."""
+        pk, sk = job_key(tenant, job.job_id)
+        item: dict[str, Any] = {
+            "PK": {"S": pk},
+            "SK": {"S": sk},
+            "tenant": {"S": tenant},
+            "job_id": {"S": job.job_id},
+            "job_kind": {"S": job.kind},
+            "status": {"S": job.status},
+            "created_at": {"S": job.created_at},
+            "updated_at": {"S": job.updated_at},
+            "expires_at": _number(job.expires_at),
+            "failures": _number(job.failures),
+            **{name: _number(value) for name, value in job.counts.as_dict().items()},
+        }
+        with translated("create job"):
+            self._items.connection.client.put_item(
+                TableName=self._items.base.Meta.table_name,
+                Item=item,
+                ConditionExpression="attribute_not_exists(PK)",
+            )
+
+    def get_job(self, tenant: str, job_id: str) -> JobState | None:
+        """The job (a consistent read), or None when absent or expired."""
+        pk, sk = job_key(tenant, job_id)
+        with translated("read job"):
+            found = self._items.connection.client.get_item(
+                TableName=self._items.base.Meta.table_name,
+                Key={"PK": {"S": pk}, "SK": {"S": sk}},
+                ConsistentRead=True,
+            )
+        item = found.get("Item")
+        if item is None or int(item["expires_at"]["N"]) <= self._clock():
+            return None
+        return _to_job(item)
+
+    def record_job_progress(
+        self,
+        tenant: str,
+        job_id: str,
+        counts: DeletionCounts,
+        updated_at: str,
+        status: str | None = None,
+        failed: bool = False,
+    ) -> JobState | None:
+        """Add `counts` to the job's, set its status (if given) and `updated_at`, count a
+        failed attempt; one atomic UpdateItem. None when the job is gone."""
+        pk, sk = job_key(tenant, job_id)
+        # Attribute names by placeholder: `status`, `items` and the like are reserved words.
+        names = {f"#{name}": name for name in (*COUNTERS, "failures")}
+        values: dict[str, Any] = {":at": {"S": updated_at}, ":failures": _number(int(failed))}
+        values.update({f":{name}": _number(v) for name, v in counts.as_dict().items()})
+        expression = "SET updated_at = :at"
+        if status is not None:
+            names["#status"] = "status"
+            values[":status"] = {"S": status}
+            expression += ", #status = :status"
+        expression += " ADD " + ", ".join(f"#{n} :{n}" for n in (*COUNTERS, "failures"))
+        update: dict[str, Any] = {
+            "TableName": self._items.base.Meta.table_name,
+            "Key": {"PK": {"S": pk}, "SK": {"S": sk}},
+            "UpdateExpression": expression,
+            "ConditionExpression": "attribute_exists(PK)",
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": values,
+            "ReturnValues": "ALL_NEW",
+        }
+        try:
+            with translated("update job"):
+                response = self._items.connection.client.update_item(**update)
+        except VersionConflict:
+            return None  # expired and deleted meanwhile
+        return _to_job(response["Attributes"])
+
+
+def _to_job(item: dict[str, Any]) -> JobState:
+    counts = DeletionCounts(**{name: int(item.get(name, {"N": "0"})["N"]) for name in COUNTERS})
+    return JobState(
+        job_id=item["job_id"]["S"],
+        kind=item["job_kind"]["S"],
+        status=item["status"]["S"],
+        created_at=item["created_at"]["S"],
+        updated_at=item["updated_at"]["S"],
+        expires_at=int(item["expires_at"]["N"]),
+        counts=counts,
+        failures=int(item.get("failures", {"N": "0"})["N"]),
+    )

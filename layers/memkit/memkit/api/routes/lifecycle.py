@@ -1,0 +1,180 @@
+"""Memory over time: forgetting (AMS), compaction, and the scheduled lifecycle policy of a
+namespace (memkit.lifecycle.forget, .compact, .policies)."""
+
+from __future__ import annotations
+
+from typing import Annotated, cast
+
+from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+
+from memkit.api.context import Services, services_of
+from memkit.api.params import NamespaceQuery, SessionIdQuery, UserIdQuery
+from memkit.api.responses import documented_errors
+from memkit.errors import FieldProblem, ValidationFailed
+from memkit.lifecycle.compact import (
+    DEFAULT_DISTANCE,
+    Compaction,
+    CompactionStore,
+    CompactOptions,
+    decode_cursor,
+)
+from memkit.lifecycle.forget import Forgetting, RecordLister
+from memkit.lifecycle.policies import PolicyService, PolicyStore
+from memkit.llm.protocol import MemoryModel
+from memkit.models.api import Status
+from memkit.models.domain import ID_PATTERN
+from memkit.models.lifecycle import (
+    MAX_SCAN,
+    CompactResult,
+    ForgetRequest,
+    ForgetResult,
+    LifecyclePolicy,
+    LifecyclePolicyView,
+    Listing,
+)
+
+router = APIGatewayHttpRouter()
+TAGS = ["lifecycle"]
+MAX_COMPACT = 1_000
+# Near duplicates judged by the model in one request (each a model call; the rest are
+# flagged, and the scheduled run judges them without this limit).
+API_JUDGEMENTS = 10
+
+NamespacePath = Annotated[str, Path(min_length=1, max_length=256, pattern=ID_PATTERN)]
+DryRun = Annotated[
+    bool | None,
+    Query(description="report what would happen, change nothing (default: true)"),
+]
+
+
+def _model(services: Services) -> MemoryModel:
+    """The deployment's memory model (MEMKIT_LLM_PROVIDER; local unless configured)."""
+    from memkit.config import llm_settings
+    from memkit.llm.factory import memory_model_for
+
+    return memory_model_for(llm_settings(), services.settings.region)
+
+
+@router.post(
+    "/v1/long-term-memory/forget",
+    tags=TAGS,
+    summary="Forget long-term memories by age, inactivity, budget and type; a dry run "
+    "unless dry_run=false (AMS)",
+    responses=documented_errors(),
+)
+def forget_memories(
+    body: Annotated[ForgetRequest, Body()],
+    namespace: NamespaceQuery = None,
+    user_id: UserIdQuery = None,
+    session_id: SessionIdQuery = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_SCAN, description="records scanned")] = 1000,
+    dry_run: DryRun = None,
+) -> ForgetResult:
+    services = services_of(router)
+    owner = services.owner(namespace, user_id)
+    if dry_run is not None and body.dry_run is not None and dry_run != body.dry_run:
+        raise ValidationFailed(
+            "dry_run differs between query and body",
+            [FieldProblem("dry_run", "query and body differ")],
+        )
+    chosen = dry_run if dry_run is not None else body.dry_run
+    # The API's store is a DynamoStore, whose ForgettingTable lists records (GSI3).
+    forgetting = Forgetting(cast(RecordLister, services.store))
+    return forgetting.forget(
+        owner,
+        body.policy,
+        pinned_ids=body.pinned_ids or (),
+        session_id=session_id,
+        limit=limit,
+        dry_run=True if chosen is None else chosen,
+    )
+
+
+@router.post(
+    "/v1/long-term-memory/compact",
+    tags=TAGS,
+    summary="Merge duplicate long-term memories (exact: into the oldest; near: when the "
+    "model confirms, else flagged); a dry run unless dry_run=false",
+    responses=documented_errors(),
+)
+def compact_memories(
+    namespace: NamespaceQuery = None,
+    user_id: UserIdQuery = None,
+    limit: Annotated[
+        int,
+        Query(
+            ge=1,
+            le=MAX_COMPACT,
+            description="records scanned (with near_duplicates, each costs a vector search)",
+        ),
+    ] = 50,
+    dry_run: DryRun = None,
+    near_duplicates: Annotated[
+        bool, Query(description="also look for near duplicates (one vector search a record)")
+    ] = True,
+    distance_threshold: Annotated[
+        float,
+        Query(ge=0, le=2, allow_inf_nan=False, description="how close a near duplicate is"),
+    ] = DEFAULT_DISTANCE,
+    cursor: Annotated[str | None, Query(max_length=4096)] = None,
+) -> CompactResult:
+    services = services_of(router)
+    owner = services.owner(namespace, user_id)
+    listing = Listing(owner.tenant, owner.namespace, owner.user_id, owner.user_id is not None)
+    after = decode_cursor(cursor, listing)
+    compaction = Compaction(
+        cast(CompactionStore, services.store), services.long_term, lambda: _model(services)
+    )
+    options = CompactOptions(
+        limit=limit,
+        dry_run=True if dry_run is None else dry_run,
+        near_duplicates=near_duplicates,
+        distance=distance_threshold,
+        judgements=API_JUDGEMENTS,
+    )
+    result, _ = compaction.compact(owner, options, after)
+    return result
+
+
+def _policies(services: Services) -> PolicyService:
+    return PolicyService(cast(PolicyStore, services.store))
+
+
+@router.put(
+    "/v1/namespaces/<namespace>/lifecycle",
+    tags=TAGS,
+    summary="Set what the scheduled run does to the namespace's long-term memories",
+    responses=documented_errors(),
+)
+def put_lifecycle_policy(
+    namespace: NamespacePath, body: Annotated[LifecyclePolicy, Body()]
+) -> LifecyclePolicyView:
+    services = services_of(router)
+    owner = services.owner(namespace, None)
+    return _policies(services).put(owner.tenant, owner.namespace, body)
+
+
+@router.get(
+    "/v1/namespaces/<namespace>/lifecycle",
+    tags=TAGS,
+    summary="Read the namespace's lifecycle policy",
+    responses=documented_errors(404),
+)
+def get_lifecycle_policy(namespace: NamespacePath) -> LifecyclePolicyView:
+    services = services_of(router)
+    owner = services.owner(namespace, None)
+    return _policies(services).get(owner.tenant, owner.namespace)
+
+
+@router.delete(
+    "/v1/namespaces/<namespace>/lifecycle",
+    tags=TAGS,
+    summary="Remove the namespace's lifecycle policy (the scheduled run leaves it alone)",
+    responses=documented_errors(404),
+)
+def delete_lifecycle_policy(namespace: NamespacePath) -> Status:
+    services = services_of(router)
+    owner = services.owner(namespace, None)
+    _policies(services).delete(owner.tenant, owner.namespace)
+    return Status()

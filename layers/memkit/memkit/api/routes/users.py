@@ -1,0 +1,88 @@
+"""A user's full deletion (DELETE /v1/users/{user_id}) and the jobs that finish one in the
+background (GET /v1/jobs/{job_id}). The user's scratchpad routes are in scratchpad.py."""
+
+from __future__ import annotations
+
+from typing import Annotated, cast
+
+from aws_lambda_powertools.event_handler import Response, content_types
+from aws_lambda_powertools.event_handler.openapi.params import Path
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+
+from memkit.api.context import Services, services_of
+from memkit.api.params import NamespaceQuery, UserIdPath
+from memkit.api.responses import documented_errors
+from memkit.lifecycle.users import UserDeletion, UserStore, sqs_job_sender
+from memkit.models.domain import ID_PATTERN
+from memkit.models.users import (
+    JobView,
+    UserDeleted,
+    UserDeletionRunning,
+    deleted_counts,
+    job_view,
+)
+
+router = APIGatewayHttpRouter()
+TAGS = ["lifecycle"]
+
+JobId = Annotated[str, Path(min_length=1, max_length=64, pattern=ID_PATTERN)]
+
+
+def _deletion(services: Services) -> UserDeletion:
+    settings = services.settings
+    send = None
+    if settings.work_queue_url:
+        send = sqs_job_sender(settings.work_queue_url, settings.region, settings.sqs_endpoint)
+    # The API's store is a DynamoStore, whose UserTable keeps what a deletion needs.
+    store = cast(UserStore, services.store)
+    return UserDeletion(store, services.index, send)
+
+
+@router.delete(
+    "/v1/users/<user_id>",
+    tags=TAGS,
+    summary="Delete everything of a user in a namespace: sessions, scratchpads, records, "
+    "vectors. 200 when done; 202 with a job to poll when it takes longer",
+    responses={
+        **documented_errors(403),
+        200: {
+            "description": "Done: nothing of the user is left in the table or the index",
+            "content": {content_types.APPLICATION_JSON: {"model": UserDeleted}},
+        },
+        202: {
+            "description": "Still running: poll the job named in `Location`",
+            "content": {content_types.APPLICATION_JSON: {"model": UserDeletionRunning}},
+        },
+    },
+)
+def delete_user(
+    user_id: UserIdPath,
+    namespace: NamespaceQuery = None,
+) -> Response[UserDeleted | UserDeletionRunning]:
+    services = services_of(router)
+    owner = services.owner(namespace, user_id)
+    outcome = _deletion(services).delete(owner, services.settings.user_deletion_budget_seconds)
+    if outcome.job is None:
+        return Response(
+            status_code=200,
+            content_type=content_types.APPLICATION_JSON,
+            body=UserDeleted(deleted=deleted_counts(outcome.counts)),
+        )
+    job_id = outcome.job.job_id
+    return Response(
+        status_code=202,
+        content_type=content_types.APPLICATION_JSON,
+        body=UserDeletionRunning(job_id=job_id),
+        headers={"Location": f"/v1/jobs/{job_id}"},
+    )
+
+
+@router.get(
+    "/v1/jobs/<job_id>",
+    tags=TAGS,
+    summary="A background job's status and counts (a user's deletion)",
+    responses=documented_errors(404),
+)
+def get_job(job_id: JobId) -> JobView:
+    services = services_of(router)
+    return job_view(_deletion(services).job(services.tenant(), job_id))

@@ -1,0 +1,571 @@
+"""A user's full deletion on moto: DELETE /v1/users/{user_id} through the real API handler,
+the stream delivered to the real indexer, jobs through the real worker handler on moto's
+SQS. Afterwards a Scan of the table and a browse of the index find nothing of the user in
+that namespace, while another user's data and the user's other namespaces are intact."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+import pytest
+
+from memkit.curation import Curator
+from memkit.curator.handlers import make_worker_handler
+from memkit.lifecycle.users import UserDeletion, sqs_job_sender
+from memkit.models.domain import Owner
+from memkit.service.long_term import LongTermService
+from memkit.store import keys
+from tests.conftest import ApiResponse, LambdaContextStub, call_api
+from tests.integration.memory_world import MemoryWorld
+
+pytestmark = pytest.mark.integration
+
+ADA, BOB = "u-ada", "u-bob"
+OTHER = "elsewhere"  # another namespace
+TENANT = "default"
+
+
+# -- building a user's memory ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Stored:
+    """What `_populate` wrote for one user in one namespace."""
+
+    user_id: str
+    namespace: str
+    sessions: tuple[str, ...]
+    records: tuple[str, ...]
+
+    def partitions(self) -> set[str]:
+        """Every table partition that holds only this user's data in this namespace."""
+        return {
+            *(keys.session_pk(TENANT, self.namespace, s) for s in self.sessions),
+            keys.user_pk(TENANT, self.namespace, self.user_id),
+            *(keys.record_pk(TENANT, r) for r in self.records),
+        }
+
+
+def _ok(response: ApiResponse, status: int = 200) -> Any:
+    assert response.status == status, response.body
+    return response.body
+
+
+def _populate(world: MemoryWorld, user_id: str, namespace: str) -> Stored:
+    """Two sessions (messages, a pending memory, a session scratchpad), a user scratchpad and
+    two long-term records, for `user_id` in `namespace`."""
+    tag = f"{user_id}-{namespace}"
+    ns = {"namespace": namespace}
+    first, second = f"{tag}-chat-1", f"{tag}-chat-2"
+    _ok(
+        world.api(
+            "PUT",
+            f"/v1/working-memory/{first}",
+            query=ns,
+            body={
+                "user_id": user_id,
+                "messages": [
+                    {"id": f"{tag}-m1", "role": "user", "content": "I moved to Lisbon."},
+                    {"id": f"{tag}-m2", "role": "assistant", "content": "How is the weather?"},
+                ],
+                "memories": [{"id": f"{tag}-pm", "text": "The user lives in Lisbon"}],
+            },
+        )
+    )
+    _ok(
+        world.api(
+            "POST",
+            f"/v1/working-memory/{second}/messages",
+            query=ns,
+            body={
+                "user_id": user_id,
+                "messages": [
+                    {"id": f"{tag}-m3", "role": "user", "content": "I like green tea."},
+                    {"id": f"{tag}-m4", "role": "assistant", "content": "Noted, green tea."},
+                ],
+            },
+        ),
+        201,
+    )
+    _ok(
+        world.api(
+            "PUT",
+            f"/v1/working-memory/{first}/scratchpad",
+            query={**ns, "user_id": user_id},
+            body={"content": "plan: find a flat"},
+        )
+    )
+    _ok(world.api("PUT", "/v1/profiles/prefs", query=ns, body={"scope": "user"}))
+    _ok(
+        world.api(
+            "PUT",
+            f"/v1/users/{user_id}/scratchpad",
+            query={**ns, "profile": "prefs"},
+            body={"content": "prefers short answers"},
+        )
+    )
+    records = (f"{tag}-r1", f"{tag}-r2")
+    _ok(
+        world.api(
+            "POST",
+            "/v1/long-term-memory/",
+            body={
+                "memories": [
+                    {"id": records[0], "text": "Works as a nurse", "user_id": user_id, **ns},
+                    {"id": records[1], "text": "Has a cat named Miso", "user_id": user_id, **ns},
+                ]
+            },
+        )
+    )
+    return Stored(user_id, namespace, (first, second), (*records, f"{tag}-pm"))
+
+
+def _populate_everyone(world: MemoryWorld) -> tuple[Stored, list[Stored]]:
+    """Ada's memory in the default namespace, and what must survive her deletion: Bob's in
+    the same namespace and Ada's own in another."""
+    ada = _populate(world, ADA, "default")
+    kept = [_populate(world, BOB, "default"), _populate(world, ADA, OTHER)]
+    world.settle()  # pending memories become records, messages and records are indexed
+    world.settle()  # the promoted records are indexed
+    return ada, kept
+
+
+# -- what is left ------------------------------------------------------------------------------
+
+
+def _table(table: str) -> list[dict[str, Any]]:
+    client = boto3.client("dynamodb", region_name="us-east-1")
+    items: list[dict[str, Any]] = []
+    for page in client.get_paginator("scan").paginate(TableName=table):
+        items.extend(page["Items"])
+    return items
+
+
+def _namespace_of(item: dict[str, Any]) -> str | None:
+    value = item.get("namespace", {}).get("S")
+    return str(value) if value is not None else None
+
+
+def _leftovers(table: str, stored: Stored) -> list[dict[str, Any]]:
+    """Items in the user's partitions, or whose attributes name the user, in the namespace."""
+    doomed = stored.partitions()
+    return [
+        item
+        for item in _table(table)
+        if item["PK"]["S"] in doomed
+        or (stored.user_id in json.dumps(item) and _namespace_of(item) == stored.namespace)
+    ]
+
+
+def _docs(world: MemoryWorld, stored: Stored) -> list[Any]:
+    """The index's docs of the user in the namespace."""
+    return [
+        hit
+        for hit in world.vector_index.browse(TENANT, 10_000, 0)
+        if hit.fields.get("user_id") == stored.user_id
+        and hit.fields.get("namespace") == stored.namespace
+    ]
+
+
+def _snapshot(world: MemoryWorld, table: str, stored: Stored) -> tuple[int, int]:
+    return len(_leftovers(table, stored)), len(_docs(world, stored))
+
+
+# -- the API with a queue, and the worker --------------------------------------------------------
+
+
+@dataclass
+class Queued:
+    """An API handler over the world's table and index with a work queue (moto's SQS) and a
+    deletion budget, and the memory worker that reads that queue."""
+
+    world: MemoryWorld
+    sqs: Any
+    url: str
+    api_handler: Any
+
+    def api(self, method: str, path: str, **kwargs: Any) -> ApiResponse:
+        return call_api(self.api_handler, method, path, **kwargs)
+
+    def deletion(self, monotonic: Callable[[], float] | None = None) -> UserDeletion:
+        send = sqs_job_sender(self.url, "us-east-1", None)
+        index = self.world.vector_index
+        if monotonic is None:
+            return UserDeletion(self.world.store, lambda: index, send)
+        return UserDeletion(self.world.store, lambda: index, send, monotonic=monotonic)
+
+    def work(self, deletion: UserDeletion | None = None) -> list[dict[str, Any]]:
+        """Run the worker over the queue until it is empty; its responses."""
+        from memkit.llm.local import LocalModel
+
+        world = self.world
+        long_term = LongTermService(world.store, lambda: world.vector_index, lambda: world.embedder)
+        curator = Curator(world.store, long_term, LocalModel())
+        deletion = deletion or self.deletion()
+        handler = make_worker_handler(lambda: curator, lambda: deletion)
+        responses = []
+        for _ in range(50):  # a job queues itself again until done
+            messages = self.sqs.receive_message(QueueUrl=self.url, MaxNumberOfMessages=10).get(
+                "Messages", []
+            )
+            if not messages:
+                return responses
+            event = {"Records": [_sqs_record(m) for m in messages]}
+            response = dict(handler(event, LambdaContextStub()))
+            responses.append(response)
+            failed = {f["itemIdentifier"] for f in response["batchItemFailures"]}
+            for m in messages:
+                if m["MessageId"] not in failed:
+                    self.sqs.delete_message(QueueUrl=self.url, ReceiptHandle=m["ReceiptHandle"])
+        raise AssertionError("the queue never emptied")
+
+
+def _sqs_record(message: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "messageId": message["MessageId"],
+        "receiptHandle": message["ReceiptHandle"],
+        "body": message["Body"],
+        "attributes": {},
+        "messageAttributes": {},
+        "md5OfBody": message["MD5OfBody"],
+        "eventSource": "aws:sqs",
+        "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:work",
+        "awsRegion": "us-east-1",
+    }
+
+
+def _api_over(world: MemoryWorld, table: str, **settings: Any) -> Any:
+    from memkit.api.context import Services
+    from memkit.api.handler import make_lambda_handler
+    from memkit.config import ApiSettings
+
+    api_settings = ApiSettings(table_name=table, region="us-east-1", **settings)
+    services = Services.over(
+        world.store,
+        api_settings,
+        index=lambda: world.vector_index,
+        embedder=lambda: world.embedder,
+    )
+    return make_lambda_handler(lambda: services)
+
+
+@pytest.fixture
+def queued(world: MemoryWorld, dynamodb_table: str) -> Queued:
+    """The API with no time at all for a deletion: every deletion becomes a job."""
+    sqs = boto3.client("sqs", region_name="us-east-1")
+    # A queue of its own per test: the job sender is cached by queue URL.
+    name = f"work-{uuid.uuid4().hex[:8]}"
+    url = sqs.create_queue(QueueName=name, Attributes={"VisibilityTimeout": "0"})["QueueUrl"]
+    handler = _api_over(world, dynamodb_table, user_deletion_budget_seconds=0, work_queue_url=url)
+    return Queued(world, sqs, url, handler)
+
+
+# -- deletion within the request ---------------------------------------------------------------
+
+
+def test_deleting_a_user_leaves_nothing_of_them_in_the_table_or_the_index(
+    world: MemoryWorld, dynamodb_table: str
+) -> None:
+    ada, kept = _populate_everyone(world)
+    ada_items, ada_docs = _snapshot(world, dynamodb_table, ada)
+    before = [_snapshot(world, dynamodb_table, stored) for stored in kept]
+
+    response = world.api("DELETE", f"/v1/users/{ADA}")
+    world.settle()  # the stream's REMOVE records reach the indexer too
+
+    assert response.status == 200, response.body
+    assert response.body == {
+        "status": "done",
+        "deleted": {"sessions": 2, "items": ada_items, "records": 3, "vectors": ada_docs},
+    }
+    assert (ada_items, ada_docs) == (15, 7)  # what was there: 4 messages + 3 records indexed
+    assert _leftovers(dynamodb_table, ada) == []
+    assert _docs(world, ada) == []
+    assert [_snapshot(world, dynamodb_table, stored) for stored in kept] == before
+
+
+def test_nothing_of_the_user_is_searchable_before_the_stream_catches_up(
+    world: MemoryWorld,
+) -> None:
+    ada, _ = _populate_everyone(world)
+
+    world.api("DELETE", f"/v1/users/{ADA}")  # no settle: the stream has not been read
+    search = world.api(
+        "POST",
+        "/v1/long-term-memory/search",
+        body={"text": "", "user_id": {"eq": ADA}, "namespace": {"eq": "default"}},
+    )
+
+    assert _docs(world, ada) == []
+    assert search.body["memories"] == []
+
+
+def test_the_namespace_query_deletes_only_that_namespace(
+    world: MemoryWorld, dynamodb_table: str
+) -> None:
+    ada, kept = _populate_everyone(world)
+    elsewhere = next(s for s in kept if s.namespace == OTHER)
+    default_before = _snapshot(world, dynamodb_table, ada)
+
+    response = world.api("DELETE", f"/v1/users/{ADA}", query={"namespace": OTHER})
+    world.settle()
+
+    assert response.body["deleted"]["sessions"] == 2
+    assert _leftovers(dynamodb_table, elsewhere) == []
+    assert _docs(world, elsewhere) == []
+    assert _snapshot(world, dynamodb_table, ada) == default_before
+
+
+def test_deleting_a_user_again_or_one_with_nothing_stored_answers_done_with_zero_counts(
+    world: MemoryWorld,
+) -> None:
+    _populate_everyone(world)
+    world.api("DELETE", f"/v1/users/{ADA}")
+    world.settle()
+
+    again = world.api("DELETE", f"/v1/users/{ADA}")
+    nobody = world.api("DELETE", "/v1/users/u-nobody", query={"namespace": "default"})
+
+    zero = {"sessions": 0, "items": 0, "records": 0, "vectors": 0}
+    assert (again.status, again.body) == (200, {"status": "done", "deleted": zero})
+    assert (nobody.status, nobody.body) == (200, {"status": "done", "deleted": zero})
+
+
+def test_the_user_scratchpad_routes_still_answer_beside_the_users_route(
+    world: MemoryWorld,
+) -> None:
+    world.api("PUT", "/v1/profiles/prefs", body={"scope": "user"})
+    world.api(
+        "PUT", f"/v1/users/{ADA}/scratchpad", query={"profile": "prefs"}, body={"content": "x"}
+    )
+
+    world.api("DELETE", f"/v1/users/{ADA}")
+    pad = world.api("GET", f"/v1/users/{ADA}/scratchpad", query={"profile": "prefs"})
+
+    assert pad.status == 200
+    assert pad.body["content"] is None  # deleted by the user's deletion, not by this route
+
+
+@pytest.mark.parametrize(
+    ("path", "query", "field"),
+    [
+        (f"/v1/users/{'u' * 257}", {}, "user_id"),
+        (f"/v1/users/{ADA}", {"namespace": ""}, "namespace"),
+    ],
+)
+def test_an_invalid_user_or_namespace_is_422_and_deletes_nothing(
+    world: MemoryWorld, dynamodb_table: str, path: str, query: dict[str, str], field: str
+) -> None:
+    ada, _ = _populate_everyone(world)
+    before = _snapshot(world, dynamodb_table, ada)
+
+    response = world.api("DELETE", path, query=query)
+
+    assert response.status == 422
+    assert response.body["errors"][0]["field"] == field
+    assert _snapshot(world, dynamodb_table, ada) == before
+
+
+# -- deletion as a job -------------------------------------------------------------------------
+
+
+def test_a_deletion_out_of_time_answers_202_and_the_worker_finishes_it(
+    queued: Queued, dynamodb_table: str
+) -> None:
+    world = queued.world
+    ada, kept = _populate_everyone(world)
+    ada_items, ada_docs = _snapshot(world, dynamodb_table, ada)
+    before = [_snapshot(world, dynamodb_table, stored) for stored in kept]
+
+    response = queued.api("DELETE", f"/v1/users/{ADA}")
+    job_id = response.body["job_id"]
+    running = queued.api("GET", f"/v1/jobs/{job_id}")
+    responses = queued.work()
+    finished = queued.api("GET", f"/v1/jobs/{job_id}")
+    world.settle()
+
+    assert response.status == 202
+    assert response.body == {"status": "running", "job_id": job_id}
+    assert response.headers["Location"] == f"/v1/jobs/{job_id}"
+    assert running.body["status"] == "running"
+    assert all(r == {"batchItemFailures": []} for r in responses)
+    assert finished.status == 200
+    assert finished.body["job_id"] == job_id
+    assert finished.body["kind"] == "delete_user"
+    assert finished.body["status"] == "done"
+    assert finished.body["counts"] == {
+        "sessions": 2,
+        "items": ada_items,
+        "records": 3,
+        "vectors": ada_docs,
+    }
+    assert finished.body["updated_at"] >= finished.body["created_at"]
+    assert _leftovers(dynamodb_table, ada) == []
+    assert _docs(world, ada) == []
+    assert [_snapshot(world, dynamodb_table, stored) for stored in kept] == before
+
+
+def test_a_job_resumes_where_a_deletion_cut_short_stopped(
+    queued: Queued, dynamodb_table: str
+) -> None:
+    world = queued.world
+    ada, _ = _populate_everyone(world)
+    ada_items, _ = _snapshot(world, dynamodb_table, ada)
+    ticks = itertools.count()
+    # Each look at the clock is a second later: the run stops after a few steps.
+    deletion = queued.deletion(monotonic=lambda: float(next(ticks)))
+
+    outcome = deletion.delete(Owner(tenant=TENANT, namespace="default", user_id=ADA), 3.0)
+    partial = _snapshot(world, dynamodb_table, ada)[0]
+    queued.work()
+    assert outcome.job is not None
+    job = queued.api("GET", f"/v1/jobs/{outcome.job.job_id}").body
+
+    assert 0 < outcome.counts.items < ada_items  # some of it in the request, not all
+    assert partial == ada_items - outcome.counts.items
+    assert job["status"] == "done"
+    assert job["counts"]["items"] == ada_items
+    assert _leftovers(dynamodb_table, ada) == []
+    assert _docs(world, ada) == []
+
+
+class RefusingIndex:
+    """The index as OpenSearch is when its bulk requests keep failing: it lists, never removes."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def browse(self, tenant: str, k: int, offset: int, conditions: Any = ()) -> Any:
+        return self._inner.browse(tenant, k, offset, conditions)
+
+    def remove(self, removals: Any) -> dict[str, str]:
+        return {removal.id: "unavailable" for removal in removals}
+
+
+def test_a_job_that_fails_every_attempt_the_queue_allows_is_reported_failed(
+    queued: Queued,
+) -> None:
+    from memkit.lifecycle.users import MAX_FAILURES
+
+    world = queued.world
+    _populate_everyone(world)
+    job_id = queued.api("DELETE", f"/v1/users/{ADA}").body["job_id"]
+    refusing = RefusingIndex(world.vector_index)
+    send = sqs_job_sender(queued.url, "us-east-1", None)
+    failing = UserDeletion(world.store, lambda: refusing, send)
+
+    responses = queued.work(failing)
+    job = queued.api("GET", f"/v1/jobs/{job_id}").body
+
+    failures = [r for r in responses if r["batchItemFailures"]]
+    assert len(failures) == MAX_FAILURES  # each attempt returned to the queue, then no more
+    assert job["status"] == "failed"
+
+
+def test_a_job_item_names_no_user_and_expires_a_week_after_it_started(
+    queued: Queued, dynamodb_table: str
+) -> None:
+    world = queued.world
+    _populate_everyone(world)
+
+    job_id = queued.api("DELETE", f"/v1/users/{ADA}").body["job_id"]
+    [item] = [i for i in _table(dynamodb_table) if i["PK"]["S"].endswith(f"#JOB#{job_id}")]
+
+    assert ADA not in json.dumps(item)
+    created = item["created_at"]["S"]
+    from datetime import datetime
+
+    started = datetime.fromisoformat(created.replace("Z", "+00:00")).timestamp()
+    assert int(item["expires_at"]["N"]) - int(started) == 7 * 24 * 3600
+
+
+def test_an_unknown_job_and_another_tenants_job_are_404(
+    queued: Queued, dynamodb_table: str
+) -> None:
+    world = queued.world
+    _populate_everyone(world)
+    job_id = queued.api("DELETE", f"/v1/users/{ADA}").body["job_id"]
+    other_tenant = _api_over(world, dynamodb_table, default_tenant="someone-else")
+
+    unknown = queued.api("GET", "/v1/jobs/01JNOSUCHJOB0000000000000")
+    foreign = call_api(other_tenant, "GET", f"/v1/jobs/{job_id}")
+
+    assert (unknown.status, unknown.body["code"]) == (404, "not_found")
+    assert (foreign.status, foreign.body["code"]) == (404, "not_found")
+
+
+# -- a session's deletion ----------------------------------------------------------------------
+
+
+def test_deleting_a_session_removes_its_message_vectors_at_once_and_keeps_its_records(
+    world: MemoryWorld,
+) -> None:
+    ada, _ = _populate_everyone(world)
+    session = ada.sessions[0]
+    promoted = f"{ADA}-default-pm"  # the pending memory, now a long-term record
+
+    def session_docs() -> list[Any]:
+        return [h for h in _docs(world, ada) if h.fields.get("session_id") == session]
+
+    before = {h.fields["memory_type"] for h in session_docs()}
+    response = world.api("DELETE", f"/v1/working-memory/{session}")  # no settle
+
+    assert response.status == 200
+    assert before == {"message", "semantic"}
+    assert [(h.fields["memory_type"], h.fields["record_id"]) for h in session_docs()] == [
+        ("semantic", promoted)
+    ]
+    assert world.api("GET", f"/v1/long-term-memory/{promoted}").status == 200
+
+
+def test_messages_that_outlived_their_session_are_found_through_the_index_and_deleted(
+    world: MemoryWorld, dynamodb_table: str
+) -> None:
+    ada, kept = _populate_everyone(world)
+    before = [_snapshot(world, dynamodb_table, stored) for stored in kept]
+    session = ada.sessions[1]
+    # The session's meta is gone (TTL, or the cleanup run) while its indexed messages stay
+    # (index_all_messages keeps them as long-term records): no table listing names them now.
+    pk, sk = keys.session_key(TENANT, "default", session)
+    boto3.client("dynamodb", region_name="us-east-1").delete_item(
+        TableName=dynamodb_table, Key={"PK": {"S": pk}, "SK": {"S": sk}}
+    )
+    left = [i for i in _table(dynamodb_table) if i["PK"]["S"] == pk]
+
+    response = world.api("DELETE", f"/v1/users/{ADA}")
+    world.settle()
+
+    assert len(left) == 2  # the two messages
+    assert response.body["deleted"]["sessions"] == 1  # the one the user's listing names
+    assert _leftovers(dynamodb_table, ada) == []
+    assert _docs(world, ada) == []
+    assert [_snapshot(world, dynamodb_table, stored) for stored in kept] == before
+
+
+def test_a_record_the_lifecycle_index_does_not_list_is_found_through_the_vector_index(
+    world: MemoryWorld, dynamodb_table: str
+) -> None:
+    ada, kept = _populate_everyone(world)
+    before = [_snapshot(world, dynamodb_table, stored) for stored in kept]
+    # A record written before the lifecycle index existed carries none of its keys.
+    pk, sk = keys.record_key(TENANT, ada.records[0])
+    boto3.client("dynamodb", region_name="us-east-1").update_item(
+        TableName=dynamodb_table,
+        Key={"PK": {"S": pk}, "SK": {"S": sk}},
+        UpdateExpression="REMOVE GSI3PK, GSI3SK",
+    )
+    world.settle()  # the change reaches the indexer (nothing it indexes changed)
+
+    response = world.api("DELETE", f"/v1/users/{ADA}")
+    world.settle()
+
+    assert response.body["deleted"]["records"] == 3
+    assert _leftovers(dynamodb_table, ada) == []
+    assert _docs(world, ada) == []
+    assert [_snapshot(world, dynamodb_table, stored) for stored in kept] == before

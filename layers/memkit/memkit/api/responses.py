@@ -180,6 +180,7 @@ def session_view(document: SessionDocument) -> SessionView:
         context_percentage_total_used=window.total_used,
         context_percentage_until_summarization=window.until_summarization,
         new_session=document.created or None,
+        reconstructed=document.reconstructed or None,
     )
 
 

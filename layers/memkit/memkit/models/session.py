@@ -293,6 +293,12 @@ class SessionView(Model):
     context_percentage_total_used: float | None = None
     context_percentage_until_summarization: float | None = None
     new_session: bool | None = None
+    reconstructed: bool | None = Field(
+        default=None,
+        description="true when the session had expired and this document was rebuilt from "
+        "the messages it kept in long-term memory (index_all_messages): its newest life's "
+        "messages only, nothing stored; a write starts a new life",
+    )
 
 
 class SessionList(Model):

@@ -11,6 +11,14 @@ messages: a stored message it leaves out is deleted, except the ones older than 
 message it keeps, which leave the document but stay in the log (GET …/messages). That is
 what keeps agent-memory-client's append (a GET trimmed to a context window, then a PUT of
 what it saw) from deleting history; docs/design-sessions.md has the reasoning.
+
+An expired session is gone, and a write to it starts a new life (`gen`). With
+index_all_messages its indexed messages outlive it as long-term records, and a GET rebuilds
+the document from them (`reconstructed`; nothing is stored). A write then starts the new life
+as before; the messages it carries come into it (agent-memory-client's append, a GET then a
+PUT of what it saw plus the new messages, so continues the conversation, as with AMS), and
+kept messages it leaves out stay records of the old life: searchable, never in the new
+document. A DELETE removes them with the rest.
 """
 
 from __future__ import annotations
@@ -20,13 +28,14 @@ import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError as PydanticValidationError
 
 from memkit.errors import (
     FieldProblem,
     Forbidden,
+    MemkitError,
     NotFound,
     TooLarge,
     ValidationFailed,
@@ -49,7 +58,7 @@ from memkit.models.session import (
     SessionWrite,
     iso,
 )
-from memkit.observability import metrics
+from memkit.observability import logger, metrics
 from memkit.service.retry import back_off
 from memkit.service.scratchpad import ScratchpadResult, ScratchpadService
 from memkit.service.windows import Window, effective_window, fit, message_tokens
@@ -58,12 +67,16 @@ from memkit.store.protocol import SessionChange, SessionStore, SessionWriteState
 from memkit.times import now_iso
 from memkit.versions import version_matches
 
+if TYPE_CHECKING:
+    from memkit.vectors.protocol import VectorIndex
+
 # A DynamoDB item holds 400 KB: a message, a memory or the session's own fields must fit
 # one with room for keys and attributes.
 MAX_ITEM_BYTES = 350_000
 # Pending memories of one session together (they travel in every document).
 MAX_MEMORIES_BYTES = 1_000_000
-# New messages one PUT may add (it may carry more that are already stored).
+# New messages one PUT may add (it may carry more that are already stored). A rebuilt
+# document holds fewer (store/sessions.MAX_REBUILT_MESSAGES), so a PUT of it can add more.
 MAX_NEW_MESSAGES_PER_PUT = 1_000
 # A document holds its newest messages up to this many bytes: with the pending memories
 # (1 MB), the session's fields and its scratchpad (350 KB each) it stays under the 6 MB a
@@ -73,13 +86,15 @@ DOCUMENT_BYTE_BUDGET = 4_000_000
 
 @dataclass(frozen=True)
 class SessionDocument:
-    """What a client sees of a session."""
+    """What a client sees of a session. `reconstructed`: the session had expired and this
+    is the document rebuilt from the messages it kept in long-term memory."""
 
     meta: SessionMeta
     window: Window
     memories: list[JsonObject]
     pad: ScratchpadResult | None
     created: bool = False
+    reconstructed: bool = False
 
 
 @dataclass(frozen=True)
@@ -254,9 +269,10 @@ def children_expiry(
 ) -> tuple[int | None, bool]:
     """(expires_at for the session's other items, whether the stored ones need rewriting).
 
-    Every item of a session carries `expires_at` so DynamoDB deletes it with the session,
-    and it must outlive the session (whose own expiry moves with every write). Rewriting
-    every item on every write would make a write cost the session's length, so other items
+    Every item of a session carries `expires_at` so DynamoDB deletes it with the session
+    (except the messages index_all_messages keeps: store/sessions.py), and it must outlive
+    the session (whose own expiry moves with every write). Rewriting every item on every
+    write would make a write cost the session's length, so other items
     get twice the TTL and are rewritten only once the session would outlive them: at most
     once per TTL period. Reads decide by the session's expiry, never by the items'.
     """
@@ -278,12 +294,14 @@ class SessionService:
         max_attempts: int = 10,
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
+        index: Callable[[], VectorIndex] | None = None,
     ) -> None:
         self._store = store
         self._scratchpads = scratchpads
         self._max_attempts = max_attempts
         self._clock = clock
         self._sleep = sleep
+        self._index = index
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -302,7 +320,15 @@ class SessionService:
         if read is None:
             raise NotFound(f"session {session_id!r} does not exist")
         pad = self._scratchpads.result_of(read.pad) if read.pad is not None else None
-        return SessionDocument(read.meta, fit(read.messages, window_size), read.memories, pad)
+        if read.reconstructed:
+            metrics.add_metric(name="SessionsReconstructed", unit="Count", value=1)
+        return SessionDocument(
+            read.meta,
+            fit(read.messages, window_size),
+            read.memories,
+            pad,
+            reconstructed=read.reconstructed,
+        )
 
     def user_of(self, owner: Owner, session_id: str) -> str | None:
         """The session's user, or None when it has none or does not exist."""
@@ -538,8 +564,18 @@ class SessionService:
         return AppendResult(meta, created, outcome["new"], outcome["already"], outcome["pruned"])
 
     def delete(self, owner: Owner, session_id: str) -> int:
-        """Remove the session and every item of it (messages, memories, its scratchpad)."""
-        return self._store.delete_session(owner, session_id)
+        """Remove the session and every item of it (messages, memories, its scratchpad), and
+        its messages' vectors from the index at once (the stream's removals come later)."""
+        deleted = self._store.delete_session(owner, session_id)
+        if self._index is not None:
+            from memkit.lifecycle.users import remove_vectors, session_vector_conditions
+
+            conditions = session_vector_conditions(owner, session_id)
+            try:
+                remove_vectors(self._index(), owner.tenant, conditions, self._clock)
+            except MemkitError as exc:  # the stream's REMOVE records still take them out
+                logger.warning("session vectors left to the stream", extra={"code": exc.code})
+        return deleted
 
     # -- the write loop ------------------------------------------------------------------------
 

@@ -94,12 +94,14 @@ class Store(Protocol):
 @dataclass(frozen=True)
 class SessionRead:
     """A live session: its meta, its newest messages (oldest first), pending memories and
-    the scratchpad it resolves to."""
+    the scratchpad it resolves to. `reconstructed`: an expired session rebuilt from the
+    messages it kept in long-term memory (index_all_messages); its meta is not stored."""
 
     meta: SessionMeta
     messages: list[StoredMessage]
     memories: list[JsonObject]
     pad: PadState | None
+    reconstructed: bool = False
 
 
 @dataclass(frozen=True)

@@ -9,14 +9,23 @@ version, so a writer that lost a race retries from a fresh read (service/session
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from itertools import islice
+from itertools import chain, islice
 from typing import Any
 
 from pynamodb.models import BatchWrite
 
-from memkit.errors import BadRequest, FieldProblem, NotFound, ValidationFailed, VersionConflict
+from memkit.config import StoreSettings
+from memkit.errors import (
+    BadRequest,
+    FieldProblem,
+    Forbidden,
+    NotFound,
+    ValidationFailed,
+    VersionConflict,
+)
 from memkit.ids import new_ulid
 from memkit.models.domain import (
     DEFAULT_PROFILE,
@@ -41,6 +50,10 @@ TRANSACTION_ITEMS = 100
 TRANSACTION_BYTES = 3_500_000
 # Concurrent UpdateItems when a session's items get a new expiry.
 REFRESH_WORKERS = 8
+# A rebuilt document holds at most this many messages (AMS's reconstruction reads 1,000), so
+# a PUT of it plus new messages (agent-memory-client's append: to the new life they are all
+# new) stays within the 1,000 new messages a PUT may add (service/sessions).
+MAX_REBUILT_MESSAGES = 500
 
 
 def _dumps(value: Any) -> str | None:
@@ -56,7 +69,22 @@ def _int(value: Any) -> int | None:
 
 
 class SessionTable(TableBase):
-    """Session reads and writes. Items never leave this class: callers get domain objects."""
+    """Session reads and writes. Items never leave this class: callers get domain objects.
+
+    With `index_all_messages` (AMS's INDEX_ALL_MESSAGES_IN_LONG_TERM_MEMORY) an indexed
+    message is written without `expires_at`: neither DynamoDB's TTL nor the cleanup run
+    removes it, so it stays a long-term message record after its session expired, and a read
+    of the expired session rebuilds the document from those records (`_rebuilt`)."""
+
+    def __init__(
+        self,
+        settings: StoreSettings,
+        clock: Callable[[], float] = time.time,
+        index_messages: bool = False,
+        index_all_messages: bool = False,
+    ) -> None:
+        super().__init__(settings, clock, index_messages)
+        self._index_all_messages = index_all_messages
 
     # -- conversions -------------------------------------------------------------------------
 
@@ -203,8 +231,24 @@ class SessionTable(TableBase):
 
     def _indexes_messages(self, meta: SessionMeta) -> bool:
         """Whether this session's messages go to long-term memory: its own setting, else
-        the server's."""
-        return self._index_messages if meta.index_messages is None else meta.index_messages
+        the server's (index_all_messages implies it)."""
+        if meta.index_messages is not None:
+            return meta.index_messages
+        return self._index_messages or self._index_all_messages
+
+    def _message_expiry(self, meta: SessionMeta) -> int | None:
+        """The `expires_at` of this session's messages: none when they are kept as long-term
+        records (index_all_messages, and the session's messages are indexed)."""
+        if self._index_all_messages and self._indexes_messages(meta):
+            return None
+        return meta.children_expire_at
+
+    def _kept(self, item: Any) -> bool:
+        """A message kept as a long-term record: indexed, and with no expiry of its own.
+        Only a session DELETE (or a user's deletion) removes it."""
+        return bool(
+            isinstance(item, self._items.message) and item.idx == "1" and item.expires_at is None
+        )
 
     @staticmethod
     def _pending_memory(item: Any) -> JsonObject:
@@ -225,7 +269,9 @@ class SessionTable(TableBase):
         self, owner: Owner, session_id: str, limit: int | None, byte_budget: int
     ) -> SessionRead | None:
         """The live session with its newest messages (at most `limit`, within `byte_budget`),
-        its pending memories and its scratchpad. None when absent or expired."""
+        its pending memories and its scratchpad. When it is absent or expired: with
+        index_all_messages, the document rebuilt from its kept messages (`_rebuilt`), else
+        None (and None when nothing is left)."""
         pk = keys.session_pk(owner.tenant, owner.namespace, session_id)
         page = PAGE_SIZE if limit is None else limit + 1
         with translated("read session"):
@@ -240,7 +286,12 @@ class SessionTable(TableBase):
             )
             head = next(results, None)
             if head is None or head.order != keys.SESSION_META or not self._live(head):
-                return None
+                if not self._index_all_messages:
+                    return None
+                # The same Query goes on: the rebuild costs no request of its own.
+                past_meta = head is None or head.order == keys.SESSION_META
+                rest = results if past_meta else chain([head], results)
+                return self._rebuilt(owner, session_id, rest, limit, byte_budget)
             meta = self._to_meta(head)
             newest_first: list[StoredMessage] = []
             size = 0
@@ -279,6 +330,66 @@ class SessionTable(TableBase):
         ]
         newest_first.reverse()
         return SessionRead(meta=meta, messages=newest_first, memories=memories, pad=pad)
+
+    def _rebuilt(
+        self,
+        owner: Owner,
+        session_id: str,
+        newest_first: Iterator[Any],
+        limit: int | None,
+        byte_budget: int,
+    ) -> SessionRead | None:
+        """An expired session's document rebuilt from the messages it left as long-term
+        records (AMS's reconstruction from long-term memory), or None when it left none.
+
+        `newest_first` is the partition's LSI1 Query past the meta item. The messages are
+        those of the life of the newest kept message (a session re-created after it expired
+        lives again under a new `gen`; an older life is never mixed in), newest first up to
+        `limit` (at most MAX_REBUILT_MESSAGES) and `byte_budget`, shown oldest first.
+        Everything else of the session expired with it, and the expired meta item (if
+        DynamoDB has not deleted it yet) is not read, so the result does not depend on how
+        late TTL deletion runs: no data, context, memories or scratchpad; version 0 (nothing
+        is stored until a write, which starts a new life)."""
+        gen: str | None = None
+        user_id: str | None = None
+        messages: list[StoredMessage] = []
+        size = 0
+        limit = min(limit or MAX_REBUILT_MESSAGES, MAX_REBUILT_MESSAGES)
+        while len(messages) < limit:
+            item = next(newest_first, None)
+            if item is None:
+                break
+            if not self._kept(item):
+                continue
+            if gen is None:
+                gen, user_id = item.gen or "0", item.user_id
+                if owner.user_id and user_id and owner.user_id != user_id:
+                    raise Forbidden("this session belongs to another user")
+            elif (item.gen or "0") != gen:
+                continue
+            message = self._to_message(item)
+            size += message.response_bytes
+            if size > byte_budget and messages:
+                break
+            messages.append(message)
+        if gen is None:
+            return None
+        messages.reverse()
+        now = self._clock()
+        stamp = now_iso(now)
+        first = messages[0]
+        meta = SessionMeta(
+            session_id=session_id,
+            namespace=owner.namespace,
+            gen=gen,
+            created_at=first.created_at,
+            updated_at=stamp,
+            last_accessed=stamp,
+            created_us=int(first.order[len(keys.ORDER_PREFIX) :].split("#", 1)[0]),
+            user_id=user_id,
+            message_count=len(messages),
+        )
+        return SessionRead(meta=meta, messages=messages, memories=[], pad=None, reconstructed=True)
 
     def write_state(
         self,
@@ -444,7 +555,8 @@ class SessionTable(TableBase):
         expires = meta.children_expire_at
         if change.refresh_children:
             self._refresh_children(owner, meta, change)
-        puts = [self._message_item(tenant, meta, m, expires) for m in change.put_messages]
+        kept = self._message_expiry(meta)
+        puts = [self._message_item(tenant, meta, m, kept) for m in change.put_messages]
         puts += [self._memory_item(tenant, meta, r, expires) for r in change.put_memories]
         deletes = [
             keys.message_key(tenant, meta.namespace, meta.session_id, message_id)
@@ -513,40 +625,51 @@ class SessionTable(TableBase):
 
     def _refresh_children(self, owner: Owner, meta: SessionMeta, change: SessionChange) -> None:
         """Give every other item of this life of the session the children's expiry (they must
-        outlive the session, and go with it); items of an earlier life are deleted.
+        outlive the session, and go with it); items of an earlier life are deleted, except
+        the messages it left as long-term records (`_kept`).
 
-        Each item gets an UpdateItem of `expires_at` alone, on condition that it still exists
-        and belongs to this life: a refresh never brings back an item another request
-        deleted, nor undoes its write. They run concurrently (once per TTL period)."""
+        With index_all_messages an indexed message of this life loses its expiry instead (a
+        message written before the setting was on becomes a record too); one that already
+        has none is left alone. Each item gets an UpdateItem of `expires_at` alone, on
+        condition that it still exists and belongs to this life: a refresh never brings back
+        an item another request deleted, nor undoes its write. They run concurrently (once
+        per TTL period)."""
         rewritten = {m.id for m in change.put_messages} | set(change.delete_messages)
         memories = {r["id"] for r in change.put_memories} | set(change.delete_memories)
+        keeps = self._index_all_messages
         stale: list[Any] = []
-        current: list[keys.Key] = []
+        current: list[tuple[keys.Key, int | None]] = []
         for item in self._session_items(owner.tenant, meta.namespace, meta.session_id):
             if item.sk == keys.SESSION_META:
                 continue
+            is_message = item.sk.startswith(keys.MESSAGE_PREFIX)
             if item.gen is not None and item.gen != meta.gen:
-                stale.append(item)
-            elif not (
-                (item.sk.startswith(keys.MESSAGE_PREFIX) and item.message_id in rewritten)
-                or (item.sk.startswith(keys.MEMORY_PREFIX) and item.memory_id in memories)
+                if not self._kept(item):
+                    stale.append(item)
+            elif (is_message and item.message_id in rewritten) or (
+                item.sk.startswith(keys.MEMORY_PREFIX) and item.memory_id in memories
             ):
-                current.append((item.pk, item.sk))
+                continue  # this write puts it with its expiry
+            elif keeps and is_message and item.idx == "1":
+                if item.expires_at is not None:
+                    current.append(((item.pk, item.sk), None))
+            else:
+                current.append(((item.pk, item.sk), meta.children_expire_at))
         with translated("write session"), BatchWrite(self._items.base) as batch:
             for item in stale:
                 batch.delete(item)
         with ThreadPoolExecutor(max_workers=REFRESH_WORKERS) as pool:
-            list(pool.map(lambda key: self._set_expiry(key, meta), current))
+            list(pool.map(lambda job: self._set_expiry(job[0], meta.gen, job[1]), current))
 
-    def _set_expiry(self, key: keys.Key, meta: SessionMeta) -> None:
+    def _set_expiry(self, key: keys.Key, gen: str, expires: int | None) -> None:
+        """Set (or with None remove) the item's `expires_at`, if it is still of life `gen`."""
         table = self._items.base.Meta.table_name
-        expires = meta.children_expire_at
         update: dict[str, Any] = {
             "TableName": table,
             "Key": {"PK": {"S": key[0]}, "SK": {"S": key[1]}},
             "ConditionExpression": "attribute_exists(PK) AND "
             "(attribute_not_exists(gen) OR gen = :gen)",
-            "ExpressionAttributeValues": {":gen": {"S": meta.gen}},
+            "ExpressionAttributeValues": {":gen": {"S": gen}},
         }
         if expires is None:
             update["UpdateExpression"] = "REMOVE expires_at"
@@ -577,7 +700,11 @@ class SessionTable(TableBase):
             )
 
     def delete_session(self, owner: Owner, session_id: str) -> int:
-        """Delete every item of the session's partition, the meta item last. Items deleted."""
+        """Delete every item of the session's partition, the meta item last. Items deleted.
+
+        A request that names a user leaves the messages another user kept in long-term
+        memory (an earlier life of the session id, index_all_messages): they are that user's
+        records, not this session's."""
         tenant, namespace = owner.tenant, owner.namespace
         meta_key = keys.session_key(tenant, namespace, session_id)
         self._owned_meta_item(owner, session_id)  # another user's session goes nowhere
@@ -587,6 +714,8 @@ class SessionTable(TableBase):
             for item in self._session_items(tenant, namespace, session_id):
                 if (item.pk, item.sk) == meta_key:
                     meta_item = item  # expired or not, it goes last
+                    continue
+                if self._kept(item) and owner.user_id and item.user_id not in (None, owner.user_id):
                     continue
                 batch.delete(item)
                 count += 1

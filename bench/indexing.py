@@ -20,10 +20,16 @@ import logging
 import math
 import random
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bench import environment
+from bench.dynamodb_requests import TABLE
 from bench.figures import median, report
+
+if TYPE_CHECKING:
+    from memkit.embeddings.protocol import Embedder
+    from memkit.store.dynamodb import DynamoStore
+    from memkit.vectors.protocol import VectorIndex
 
 RECORDS = 2_000
 BATCH = 100
@@ -75,47 +81,61 @@ def _text(rng: random.Random) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 18)))
 
 
-def indexer_throughput() -> None:
+def table_with_records(
+    index: VectorIndex, embedder: Embedder, rng: random.Random, count: int
+) -> DynamoStore:
+    """The table from template.yaml on moto (call it inside mock_aws) holding `count`
+    long-term records r0, r1, ... (random texts, 20 users), written through the real API
+    handler over `index` and `embedder`, 100 a request; the store over that table."""
     import boto3
-    from moto import mock_aws
 
     from bench.dynamodb_requests import ROOT
     from memkit.api.context import Services
     from memkit.api.handler import make_lambda_handler
     from memkit.config import ApiSettings
+    from memkit.local.template import create_table, load_template
+    from memkit.store.dynamodb import DynamoStore
+    from tests.events import http_event
+
+    create_table(
+        boto3.client("dynamodb", region_name="us-east-1"),
+        load_template(ROOT / "template.yaml"),
+        TABLE,
+    )
+    settings = ApiSettings(table_name=TABLE, region="us-east-1")
+    store = DynamoStore(settings)
+    services = Services.over(store, settings, index=lambda: index, embedder=lambda: embedder)
+    api = make_lambda_handler(lambda: services)
+    for start in range(0, count, 100):
+        memories = [
+            {"id": f"r{i}", "text": _text(rng), "user_id": f"u{i % 20}"}
+            for i in range(start, start + 100)
+        ]
+        body = {"memories": memories, "deduplicate": False}
+        response = api(
+            http_event("POST", "/v1/long-term-memory/", body=body), environment.LambdaContext()
+        )
+        assert response["statusCode"] == 200, response
+    return store
+
+
+def indexer_throughput() -> None:
+    from moto import mock_aws
+
     from memkit.embeddings.local import LocalEmbedder
     from memkit.indexer.handler import make_lambda_handler as make_indexer
     from memkit.indexing import Indexer
-    from memkit.local.template import create_table, load_template
-    from memkit.store.dynamodb import DynamoStore
+    from memkit.local.dynamodb import serialize_in_process_moto
     from memkit.vectors.local import LocalVectorIndex
-    from tests.events import http_event
     from tests.integration.memory_world import StreamReader
 
     rng = random.Random(7)
-    from memkit.local.dynamodb import serialize_in_process_moto
-
     serialize_in_process_moto()  # moto is not thread-safe; memkit writes from pools
     with mock_aws():
-        create_table(
-            boto3.client("dynamodb", region_name="us-east-1"),
-            load_template(ROOT / "template.yaml"),
-            "memkit-bench",
-        )
-        settings = ApiSettings(table_name="memkit-bench", region="us-east-1")
-        store = DynamoStore(settings)
         embedder = LocalEmbedder()
         index = LocalVectorIndex(embedder.dimensions)
-        services = Services.over(store, settings, index=lambda: index, embedder=lambda: embedder)
-        api = make_lambda_handler(lambda: services)
-        for start in range(0, RECORDS, 100):
-            memories = [
-                {"id": f"r{i}", "text": _text(rng), "user_id": f"u{i % 20}"}
-                for i in range(start, start + 100)
-            ]
-            body = {"memories": memories, "deduplicate": False}
-            api(http_event("POST", "/v1/long-term-memory/", body=body), environment.LambdaContext())
-        records = StreamReader("memkit-bench").read()
+        store = table_with_records(index, embedder, rng, RECORDS)
+        records = StreamReader(TABLE).read()
         indexer = make_indexer(lambda: Indexer(store, index, embedder))
         embedder.embed(["warm up"], "document")
         batches = [records[i : i + BATCH] for i in range(0, len(records), BATCH)]

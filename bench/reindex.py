@@ -19,7 +19,7 @@ import time
 
 from bench import environment
 from bench.figures import median, report
-from bench.indexing import _text
+from bench.indexing import table_with_records
 
 RECORDS = 5_000
 RUNS = 3
@@ -27,50 +27,25 @@ SEGMENTS = 4
 
 
 def reindex_throughput() -> None:
-    import boto3
     from moto import mock_aws
 
-    from bench.dynamodb_requests import ROOT
-    from memkit.api.context import Services
-    from memkit.api.handler import make_lambda_handler
-    from memkit.config import ApiSettings, IndexSettings
+    from memkit.config import IndexSettings
     from memkit.embeddings.local import LocalEmbedder
     from memkit.lifecycle.reindex import Reindexer
     from memkit.local.dynamodb import serialize_in_process_moto
     from memkit.local.opensearch import LoopbackOpenSearch
-    from memkit.local.template import create_table, load_template
-    from memkit.store.dynamodb import DynamoStore
     from memkit.vectors.opensearch import opensearch_index
-    from tests.events import http_event
 
     rng = random.Random(11)
     serialize_in_process_moto()  # moto is not thread-safe; memkit reads and writes from pools
     embedder = LocalEmbedder()
     with mock_aws(), LoopbackOpenSearch(embedder.dimensions) as server:
-        create_table(
-            boto3.client("dynamodb", region_name="us-east-1"),
-            load_template(ROOT / "template.yaml"),
-            "memkit-bench",
-        )
-        settings = ApiSettings(table_name="memkit-bench", region="us-east-1")
-        store = DynamoStore(settings)
         index = opensearch_index(
             IndexSettings(opensearch_endpoint=server.url, opensearch_auth="none"),
             "us-east-1",
             embedder.dimensions,
         )
-        services = Services.over(store, settings, index=lambda: index, embedder=lambda: embedder)
-        api = make_lambda_handler(lambda: services)
-        for start in range(0, RECORDS, 100):
-            memories = [
-                {"id": f"r{i}", "text": _text(rng), "user_id": f"u{i % 20}"}
-                for i in range(start, start + 100)
-            ]
-            body = {"memories": memories, "deduplicate": False}
-            response = api(
-                http_event("POST", "/v1/long-term-memory/", body=body), environment.LambdaContext()
-            )
-            assert response["statusCode"] == 200, response
+        store = table_with_records(index, embedder, rng, RECORDS)
         embedder.embed(["warm up"], "document")
         rates = []
         for _ in range(RUNS):

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from tests.conftest import ApiResponse, call_api
-from tests.integration.memory_world import (
-    CountingEmbedder,
-    MemoryWorld,
-    StreamReader,
-    stream_mapping,
-)
+from tests.conftest import ROOT, ApiResponse, call_api
+from tests.integration.memory_world import MemoryWorld, build_world
+
+if TYPE_CHECKING:
+    from memkit.local.stack import LocalStack
 
 Call = Callable[..., ApiResponse]
 
@@ -39,26 +37,23 @@ def api(dynamodb_table: str) -> Call:
 @pytest.fixture
 def world(dynamodb_table: str) -> MemoryWorld:
     """The API and the indexer on moto, sharing one local index (tests/integration/memory_world)."""
-    from memkit.api.context import Services
-    from memkit.api.handler import make_lambda_handler
-    from memkit.config import ApiSettings
-    from memkit.indexer.handler import make_lambda_handler as make_indexer_handler
-    from memkit.indexing import Indexer
-    from memkit.store.dynamodb import DynamoStore
-    from memkit.vectors.local import LocalVectorIndex
+    return build_world(dynamodb_table)
 
-    settings = ApiSettings(table_name=dynamodb_table, region="us-east-1")
-    store = DynamoStore(settings, index_messages=True)
-    embedder = CountingEmbedder()
-    index = LocalVectorIndex(embedder.dimensions)
-    services = Services.over(store, settings, index=lambda: index, embedder=lambda: embedder)
-    indexer = Indexer(store, index, embedder)
-    return MemoryWorld(
-        api_handler=make_lambda_handler(lambda: services),
-        indexer_handler=make_indexer_handler(lambda: indexer),
-        vector_index=index,
-        embedder=embedder,
-        reader=StreamReader(dynamodb_table),
-        mapping=stream_mapping(),
-        store=store,
-    )
+
+@pytest.fixture(scope="module")
+def stack() -> Iterator[LocalStack]:
+    """The local stack over HTTP, one a test module (the AMS client's conformance tests):
+    module-scoped, not session-scoped, because its moto server shares moto's backends with
+    the in-process mock that other modules' `dynamodb_table` starts and resets. Its tests
+    keep to namespaces of their own, so they share the stack's table."""
+    from memkit.local.stack import LocalStack, LocalStackConfig
+
+    config = LocalStackConfig(port=0, concurrency=1, template=ROOT / "template.yaml")
+    with LocalStack(config) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    """asyncio only (anyio's own fixture would also run every test on trio, if installed)."""
+    return "asyncio"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
 
@@ -22,6 +22,10 @@ from memkit.local.streams import lambda_record
 from memkit.local.template import load_template
 from memkit.vectors.local import LocalVectorIndex
 from tests.conftest import ApiResponse, LambdaContextStub, call_api
+
+if TYPE_CHECKING:
+    from memkit.config import ApiSettings
+    from memkit.store.dynamodb import DynamoStore
 
 ROOT = Path(__file__).resolve().parents[2]
 INDEXER = "IndexerFunction"
@@ -132,3 +136,40 @@ class MemoryWorld:
     @property
     def embedded_texts(self) -> int:
         return self.embedder.texts
+
+
+def build_world(
+    table: str,
+    settings: ApiSettings | None = None,
+    *,
+    store: DynamoStore | None = None,
+    index: Any = None,
+    embedder: CountingEmbedder | None = None,
+) -> MemoryWorld:
+    """The API handler and the indexer handler over `table`, sharing one store, one index and
+    one embedder. Defaults: the API's settings for the table, a store that indexes session
+    messages, the counting local embedder and a local exact index of its dimensions."""
+    from memkit.api.context import Services
+    from memkit.api.handler import make_lambda_handler as make_api_handler
+    from memkit.config import ApiSettings
+    from memkit.indexer.handler import make_lambda_handler as make_indexer_handler
+    from memkit.indexing import Indexer
+    from memkit.store.dynamodb import DynamoStore
+
+    api_settings = (
+        ApiSettings(table_name=table, region="us-east-1") if settings is None else settings
+    )
+    dynamo = DynamoStore(api_settings, index_messages=True) if store is None else store
+    counting = CountingEmbedder() if embedder is None else embedder
+    vectors = LocalVectorIndex(counting.dimensions) if index is None else index
+    services = Services.over(dynamo, api_settings, index=lambda: vectors, embedder=lambda: counting)
+    indexer = Indexer(dynamo, vectors, counting)
+    return MemoryWorld(
+        api_handler=make_api_handler(lambda: services),
+        indexer_handler=make_indexer_handler(lambda: indexer),
+        vector_index=vectors,
+        embedder=counting,
+        reader=StreamReader(table),
+        mapping=stream_mapping(),
+        store=dynamo,
+    )

@@ -4,9 +4,7 @@ stack over HTTP. Each test has a namespace of its own; docs/ams-client.md has th
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
@@ -25,9 +23,7 @@ from agent_memory_client.models import (
     WorkingMemory,
 )
 
-from memkit.local.stack import LocalStack, LocalStackConfig
-
-ROOT = Path(__file__).resolve().parents[2]
+from memkit.local.stack import LocalStack
 
 pytestmark = [
     pytest.mark.integration,
@@ -36,19 +32,6 @@ pytestmark = [
     # own deprecated get_working_memory.
     pytest.mark.filterwarnings("ignore:get_working_memory is deprecated:DeprecationWarning"),
 ]
-
-
-@pytest.fixture(scope="module")
-def stack() -> Iterator[LocalStack]:
-    config = LocalStackConfig(port=0, concurrency=1, template=ROOT / "template.yaml")
-    with LocalStack(config) as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    """asyncio only (anyio's own fixture would also run every test on trio, if installed)."""
-    return "asyncio"
 
 
 @pytest.fixture

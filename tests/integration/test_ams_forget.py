@@ -1,12 +1,10 @@
 """Conformance: agent-memory-client's forget_long_term_memories against the local stack over
-HTTP (the same stack as tests/integration/test_ams_client.py). Each test has a namespace of
-its own."""
+HTTP (conftest's `stack`, as tests/integration/test_ams_client.py uses it). Each test has a
+namespace of its own."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from uuid import uuid4
 
 import httpx
@@ -14,24 +12,9 @@ import pytest
 from agent_memory_client import MemoryAPIClient, MemoryClientConfig
 from agent_memory_client.models import ClientMemoryRecord, ForgetPolicy
 
-from memkit.local.stack import LocalStack, LocalStackConfig
-
-ROOT = Path(__file__).resolve().parents[2]
+from memkit.local.stack import LocalStack
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
-
-
-@pytest.fixture(scope="module")
-def stack() -> Iterator[LocalStack]:
-    config = LocalStackConfig(port=0, concurrency=1, template=ROOT / "template.yaml")
-    with LocalStack(config) as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    """asyncio only (anyio's own fixture would also run every test on trio, if installed)."""
-    return "asyncio"
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from memkit.lifecycle.phases import Deadline
 from memkit.local.opensearch import LoopbackOpenSearch
 from memkit.store import keys
 from memkit.vectors.protocol import VectorDoc
-from tests.integration.memory_world import MemoryWorld
+from tests.integration.memory_world import CountingEmbedder, MemoryWorld, build_world
 
 pytestmark = pytest.mark.integration
 
@@ -179,14 +179,8 @@ def test_the_cleanup_run_includes_the_orphan_phase(dynamodb_table: str) -> None:
 
 @pytest.fixture(params=["domain", "serverless"])
 def os_world(request: pytest.FixtureRequest, dynamodb_table: str) -> Iterator[MemoryWorld]:
-    from memkit.api.context import Services
-    from memkit.api.handler import make_lambda_handler as make_api_handler
-    from memkit.config import ApiSettings, IndexSettings
-    from memkit.indexer.handler import make_lambda_handler as make_indexer_handler
-    from memkit.indexing import Indexer
-    from memkit.store.dynamodb import DynamoStore
+    from memkit.config import IndexSettings
     from memkit.vectors.opensearch import opensearch_index
-    from tests.integration.memory_world import CountingEmbedder, StreamReader, stream_mapping
 
     embedder = CountingEmbedder()
     with LoopbackOpenSearch(embedder.dimensions, flavour=request.param) as server:
@@ -199,18 +193,7 @@ def os_world(request: pytest.FixtureRequest, dynamodb_table: str) -> Iterator[Me
             REGION,
             embedder.dimensions,
         )
-        settings = ApiSettings(table_name=dynamodb_table, region=REGION)
-        store = DynamoStore(settings, index_messages=True)
-        services = Services.over(store, settings, index=lambda: index, embedder=lambda: embedder)
-        yield MemoryWorld(
-            api_handler=make_api_handler(lambda: services),
-            indexer_handler=make_indexer_handler(lambda: Indexer(store, index, embedder)),
-            vector_index=index,  # type: ignore[arg-type]
-            embedder=embedder,
-            reader=StreamReader(dynamodb_table),
-            mapping=stream_mapping(),
-            store=store,
-        )
+        yield build_world(dynamodb_table, index=index, embedder=embedder)
     assert server.rejected == []
 
 

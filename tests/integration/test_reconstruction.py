@@ -18,12 +18,7 @@ from boto3.dynamodb.conditions import Key
 from memkit.store import keys
 from tests.conftest import LambdaContextStub
 from tests.events import http_event
-from tests.integration.memory_world import (
-    CountingEmbedder,
-    MemoryWorld,
-    StreamReader,
-    stream_mapping,
-)
+from tests.integration.memory_world import MemoryWorld, build_world
 
 pytestmark = pytest.mark.integration
 
@@ -32,13 +27,8 @@ SESSION = "/v1/working-memory/chat"
 
 def _world(table: str, index_all_messages: bool, **settings_: Any) -> MemoryWorld:
     """conftest's `world`, with the server setting index_all_messages as given."""
-    from memkit.api.context import Services
-    from memkit.api.handler import make_lambda_handler
     from memkit.config import ApiSettings
-    from memkit.indexer.handler import make_lambda_handler as make_indexer_handler
-    from memkit.indexing import Indexer
     from memkit.store.dynamodb import DynamoStore
-    from memkit.vectors.local import LocalVectorIndex
 
     settings = ApiSettings(
         table_name=table, region="us-east-1", index_all_messages=index_all_messages, **settings_
@@ -46,18 +36,7 @@ def _world(table: str, index_all_messages: bool, **settings_: Any) -> MemoryWorl
     store = DynamoStore(
         settings, index_messages=True, index_all_messages=settings.index_all_messages
     )
-    embedder = CountingEmbedder()
-    index = LocalVectorIndex(embedder.dimensions)
-    services = Services.over(store, settings, index=lambda: index, embedder=lambda: embedder)
-    return MemoryWorld(
-        api_handler=make_lambda_handler(lambda: services),
-        indexer_handler=make_indexer_handler(lambda: Indexer(store, index, embedder)),
-        vector_index=index,
-        embedder=embedder,
-        reader=StreamReader(table),
-        mapping=stream_mapping(),
-        store=store,
-    )
+    return build_world(table, settings, store=store)
 
 
 @pytest.fixture

@@ -19,12 +19,7 @@ from memkit.lifecycle.reindex import OutOfTime, Reindexer, make_lambda_handler
 from memkit.local.opensearch import LoopbackOpenSearch
 from memkit.vectors.opensearch import OpenSearchIndex
 from tests.conftest import LambdaContextStub
-from tests.integration.memory_world import (
-    CountingEmbedder,
-    MemoryWorld,
-    StreamReader,
-    stream_mapping,
-)
+from tests.integration.memory_world import CountingEmbedder, MemoryWorld, build_world
 
 pytestmark = pytest.mark.integration
 
@@ -72,28 +67,6 @@ class ShorterEmbedder:
         return [list(map(float, row)) for row in vectors / np.where(norms > 0, norms, 1)]
 
 
-def _world(table: str, index: Any, embedder: Any) -> MemoryWorld:
-    from memkit.api.context import Services
-    from memkit.api.handler import make_lambda_handler as make_api_handler
-    from memkit.config import ApiSettings
-    from memkit.indexer.handler import make_lambda_handler as make_indexer_handler
-    from memkit.indexing import Indexer
-    from memkit.store.dynamodb import DynamoStore
-
-    settings = ApiSettings(table_name=table, region=REGION)
-    store = DynamoStore(settings, index_messages=True)
-    services = Services.over(store, settings, index=lambda: index, embedder=lambda: embedder)
-    return MemoryWorld(
-        api_handler=make_api_handler(lambda: services),
-        indexer_handler=make_indexer_handler(lambda: Indexer(store, index, embedder)),
-        vector_index=index,
-        embedder=embedder,
-        reader=StreamReader(table),
-        mapping=stream_mapping(),
-        store=store,
-    )
-
-
 def _stock(world: MemoryWorld) -> None:
     memories = [{"id": rid, "text": text, "user_id": "ada"} for rid, text in RECORDS.items()]
     response = world.api("POST", f"{LTM}/", body={"memories": memories})
@@ -130,10 +103,8 @@ ALL_IDS = set(RECORDS) | set(MESSAGES)
 
 @pytest.fixture
 def local_world(dynamodb_table: str) -> MemoryWorld:
-    from memkit.vectors.local import LocalVectorIndex
-
-    embedder = CountingEmbedder()
-    return _world(dynamodb_table, LocalVectorIndex(embedder.dimensions), embedder)
+    """conftest's `world`: the local exact index and the counting local embedder."""
+    return build_world(dynamodb_table)
 
 
 def test_a_reindex_with_new_dimensions_holds_every_record_and_indexed_message(
@@ -227,7 +198,9 @@ def _adapter(server: LoopbackOpenSearch, dimensions: int) -> OpenSearchIndex:
 @pytest.fixture
 def os_world(dynamodb_table: str, server: LoopbackOpenSearch) -> MemoryWorld:
     embedder = CountingEmbedder()
-    return _world(dynamodb_table, _adapter(server, embedder.dimensions), embedder)
+    return build_world(
+        dynamodb_table, index=_adapter(server, embedder.dimensions), embedder=embedder
+    )
 
 
 def test_the_first_reindex_turns_the_plain_index_into_an_alias(
@@ -357,18 +330,25 @@ def test_the_cli_refuses_a_rebuild_without_an_opensearch_endpoint(
     assert "--opensearch-endpoint" in capsys.readouterr().err
 
 
+def _reindex_function_environment(
+    monkeypatch: pytest.MonkeyPatch, server: LoopbackOpenSearch, **more: str
+) -> None:
+    """template.yaml's ReindexFunction environment, pointed at the loopback OpenSearch."""
+    for name, value in {
+        "MEMKIT_OPENSEARCH_ENDPOINT": server.url,
+        "MEMKIT_OPENSEARCH_AUTH": "none",
+        "MEMKIT_OPENSEARCH_INDEX": INDEX,
+        **more,
+    }.items():
+        monkeypatch.setenv(name, value)
+
+
 def test_the_lambda_handler_rebuilds_from_its_environment(
     os_world: MemoryWorld, server: LoopbackOpenSearch, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given the function's environment (template.yaml's ReindexFunction, pointed at loopback)
     _stock(os_world)
-    for name, value in {
-        "MEMKIT_OPENSEARCH_ENDPOINT": server.url,
-        "MEMKIT_OPENSEARCH_AUTH": "none",
-        "MEMKIT_OPENSEARCH_INDEX": INDEX,
-        "MEMKIT_EMBEDDER": "local",
-    }.items():
-        monkeypatch.setenv(name, value)
+    _reindex_function_environment(monkeypatch, server, MEMKIT_EMBEDDER="local")
 
     # When an operator invokes it with a payload
     result = make_lambda_handler()({"segments": 2}, FifteenMinutes())
@@ -462,12 +442,7 @@ def test_the_lambda_handler_pauses_and_resumes_across_invocations(
 ) -> None:
     # Given the function's environment and an invocation with too little time to copy
     _stock(os_world)
-    for name, value in {
-        "MEMKIT_OPENSEARCH_ENDPOINT": server.url,
-        "MEMKIT_OPENSEARCH_AUTH": "none",
-        "MEMKIT_OPENSEARCH_INDEX": INDEX,
-    }.items():
-        monkeypatch.setenv(name, value)
+    _reindex_function_environment(monkeypatch, server)
     handler = make_lambda_handler()
 
     first = handler({"segments": 2}, LambdaContextStub())  # 10 s left: no time to copy

@@ -9,6 +9,9 @@
   are flagged in the answer, never merged: unrelated facts are never merged.
 - A pinned record is never deleted: a group with pinned records keeps its oldest pinned one
   (and every other pinned one); two pinned near duplicates are only flagged.
+- Concurrent writes win: the union is computed from a fresh read of the keeper and written
+  at that version (retried on a conflict), and a duplicate is deleted only if it is still
+  unpinned at the version compaction read (else it stays, and is not reported merged).
 Messages (memory_type "message") are never compacted. Work is bounded per call: one
 window of at most `limit` records of the listing, resumed from a cursor.
 """
@@ -18,35 +21,38 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from memkit.errors import BadRequest, FieldProblem, NotFound, VersionConflict
+from memkit.errors import BadRequest, FieldProblem, NotFound, TooLarge, VersionConflict
 from memkit.lifecycle.forget import RecordLister, epoch, read_window
 from memkit.llm.protocol import LLMError, MemoryModel
 from memkit.models.domain import Owner, StoredRecord
-from memkit.models.lifecycle import CompactResult, FlaggedPair, Listing, MergedGroup
-from memkit.models.memory import MAX_TAGS, MemoryEdit, MemoryResults, SearchMode, SearchRequest
+from memkit.models.lifecycle import CompactResult, FlaggedPair, Listing, MergedGroup, Unchanged
+from memkit.models.memory import MAX_TAGS, MemoryResults, SearchMode, SearchRequest
 from memkit.observability import logger, metrics
+from memkit.service.long_term import check_size
 from memkit.store import keys
+from memkit.times import now_iso
 
 COMPACTED_TYPES = frozenset({"semantic", "episodic"})
 # Close records a near-duplicate search returns for each record.
 NEAR_HITS = 5
 # The curator's merge distance (curation.Policy.merge_distance).
 DEFAULT_DISTANCE = 0.15
+# Reads and writes of a keeper before a merge gives up (each lost to a concurrent write).
+MERGE_ATTEMPTS = 3
 
 
 class CompactionStore(RecordLister, Protocol):
-    def get_records(self, tenant: str, record_ids: Iterable[str]) -> dict[str, StoredRecord]: ...
+    def replace_record(self, tenant: str, record: StoredRecord) -> StoredRecord: ...
 
 
 class LongTermMemory(Protocol):
     """What compaction needs of long-term memory (LongTermService)."""
-
-    def edit(self, tenant: str, record_id: str, edit: MemoryEdit) -> Any: ...
 
     def search(
         self, tenant: str, request: SearchRequest, *, access: bool = True
@@ -112,8 +118,14 @@ def decode_cursor(cursor: str | None, listing: Listing) -> str | None:
     return str(after)
 
 
-def _union(*lists: Sequence[str]) -> list[str]:
-    return list(dict.fromkeys(v for values in lists for v in values))[:MAX_TAGS]
+def _union(*lists: Sequence[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(v for values in lists for v in values))[:MAX_TAGS]
+
+
+def _as_seen(record: StoredRecord) -> Unchanged:
+    """A duplicate is deleted only as compaction read it (its version: the same text and
+    tags); an access since does not matter."""
+    return Unchanged(record.version, record.memory_hash, record.memory_type, None)
 
 
 def _age(record: StoredRecord) -> tuple[float, str]:
@@ -137,10 +149,12 @@ class Compaction:
         store: CompactionStore,
         long_term: LongTermMemory,
         model: Callable[[], MemoryModel],
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self._store = store
         self._long_term = long_term
         self._model = model  # built on first use: most windows have no near duplicate
+        self._clock = clock
 
     def compact(
         self,
@@ -167,11 +181,10 @@ class Compaction:
         removed: set[str] = set()
         for group in self._exact_groups([record for _, record in ordered]):
             keeper, others = keeper_of(group)
-            if others and self._merge(owner.tenant, keeper, others, options.dry_run):
-                merged.append(
-                    MergedGroup(kept=keeper.id, removed=[r.id for r in others], reason="exact")
-                )
-                removed.update(r.id for r in others)
+            gone = self._merge(owner.tenant, keeper, others, options.dry_run, records)
+            if gone:
+                merged.append(MergedGroup(kept=keeper.id, removed=gone, reason="exact"))
+                removed.update(gone)
         flagged: list[FlaggedPair] = []
         next_after = window.next_after
         if options.near_duplicates and ordered:
@@ -229,6 +242,7 @@ class Compaction:
                 return done
             if record.id in removed:
                 continue
+            record = records.get(record.id, record)  # as merged into, if it was
             for hit in self._close_to(owner, record, options.distance):
                 pair = (min(record.id, hit.id), max(record.id, hit.id))
                 if hit.id in removed or pair in seen:
@@ -245,11 +259,10 @@ class Compaction:
                     continue
                 if not same:
                     continue
-                if self._merge(owner.tenant, keeper, others, options.dry_run):
-                    merged.append(
-                        MergedGroup(kept=keeper.id, removed=[others[0].id], reason="judged")
-                    )
-                    removed.add(others[0].id)
+                gone = self._merge(owner.tenant, keeper, others, options.dry_run, records)
+                if gone:
+                    merged.append(MergedGroup(kept=keeper.id, removed=gone, reason="judged"))
+                    removed.update(gone)
                 if record.id in removed:
                     break
         return len(window)
@@ -282,24 +295,67 @@ class Compaction:
         ]
 
     def _merge(
-        self, tenant: str, keeper: StoredRecord, others: Sequence[StoredRecord], dry_run: bool
-    ) -> bool:
+        self,
+        tenant: str,
+        keeper: StoredRecord,
+        others: Sequence[StoredRecord],
+        dry_run: bool,
+        records: dict[str, StoredRecord],
+    ) -> list[str]:
         """Give `keeper` the union of the others' topics, entities and sources, then delete
-        them (in that order: a failure between leaves duplicates, never a loss). False when
-        the keeper changed or went meanwhile (the next run sees it again)."""
+        those of them still as read (in that order: a failure between leaves duplicates,
+        never a loss). The ids merged away: none when the keeper's text changed or it went
+        meanwhile (the next run sees the group again). `records` gets the keeper as written."""
+        if not others:
+            return []
         if dry_run:
-            return True
-        union = {
-            "topics": _union(keeper.topics, *(r.topics for r in others)),
-            "entities": _union(keeper.entities, *(r.entities for r in others)),
-            "extracted_from": _union(keeper.extracted_from, *(r.extracted_from for r in others)),
-        }
-        changes = {k: v for k, v in union.items() if v != list(getattr(keeper, k))}
-        try:
-            if changes:
-                self._long_term.edit(tenant, keeper.id, MemoryEdit(**changes))
-        except (NotFound, VersionConflict):
+            return [r.id for r in others]
+        kept = self._merge_into(tenant, keeper, others)
+        if kept is None:
             logger.info("compaction skipped a changed record", extra={"record_id": keeper.id})
-            return False
-        self._store.delete_records(tenant, [r.id for r in others])
-        return True
+            return []
+        records[kept.id] = kept
+        gone = self._store.delete_records_if_unchanged(tenant, {r.id: _as_seen(r) for r in others})
+        if len(gone) < len(others):
+            logger.info(
+                "compaction kept changed duplicates", extra={"kept": len(others) - len(gone)}
+            )
+        return gone
+
+    def _merge_into(
+        self, tenant: str, keeper: StoredRecord, others: Sequence[StoredRecord]
+    ) -> StoredRecord | None:
+        """The keeper with the union written: computed from a fresh read of it and written
+        at the version read (a concurrent edit is never overwritten: read again and retry).
+        None when its text changed, it went, or the writes kept losing."""
+        for _ in range(MERGE_ATTEMPTS):
+            fresh = self._record(tenant, keeper.id)
+            if (
+                fresh is None
+                or fresh.text != keeper.text
+                or fresh.memory_hash != keeper.memory_hash
+            ):
+                return None  # gone, or no longer the duplicate it was found to be
+            topics = _union(fresh.topics, *(r.topics for r in others))
+            entities = _union(fresh.entities, *(r.entities for r in others))
+            sources = _union(fresh.extracted_from, *(r.extracted_from for r in others))
+            if (topics, entities, sources) == (fresh.topics, fresh.entities, fresh.extracted_from):
+                return fresh
+            now = self._clock()
+            merged = replace(
+                fresh,
+                topics=topics,
+                entities=entities,
+                extracted_from=sources,
+                updated_at=now_iso(now),
+                written_us=max(int(now * 1_000_000), fresh.written_us + 1),
+                indexing="pending",
+            )
+            try:
+                check_size(merged, "record")
+                return self._store.replace_record(tenant, merged)
+            except (NotFound, TooLarge):
+                return None
+            except VersionConflict:
+                continue
+        return None

@@ -11,27 +11,29 @@ The rules (AMS's select_ids_for_forgetting, with memkit's stricter combination):
 - `budget`: of the records the other rules keep, the N with the best recency score (AMS's:
   0.6 x freshness, created with a 30-day half-life + 0.4 x novelty, accessed with a 7-day
   half-life) stay and the rest go.
-Deleting a record deletes its vectors too (the stream's REMOVE reaches the indexer).
+Deleting a record deletes its vectors too (the stream's REMOVE reaches the indexer). A record
+pinned, edited or accessed after it was listed is not deleted (nor reported): each delete is
+conditional on the record as listed.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import groupby, islice
 from typing import Protocol
 
-from memkit.models.domain import Owner
-from memkit.models.lifecycle import ForgetPolicy, ForgetResult, Listing, RecordEntry
+from memkit.models.domain import Owner, StoredRecord
+from memkit.models.lifecycle import ForgetPolicy, ForgetResult, Listing, RecordEntry, Unchanged
 from memkit.observability import logger, metrics
 from memkit.store import keys
 
 DAY = 86_400.0
 FRESHNESS_WEIGHT, NOVELTY_WEIGHT = 0.6, 0.4
 CREATED_HALF_LIFE_DAYS, ACCESS_HALF_LIFE_DAYS = 30.0, 7.0
-# Records a delete request names (two BatchGetItem and four BatchWriteItem requests).
+# Records read back and deleted at a time (one BatchGetItem, then a DeleteItem each).
 DELETE_BATCH = 100
 
 
@@ -40,7 +42,11 @@ class RecordLister(Protocol):
 
     def list_records(self, listing: Listing, after: str | None = None) -> Iterable[RecordEntry]: ...
 
-    def delete_records(self, tenant: str, record_ids: Sequence[str]) -> int: ...
+    def get_records(self, tenant: str, record_ids: Iterable[str]) -> dict[str, StoredRecord]: ...
+
+    def delete_records_if_unchanged(
+        self, tenant: str, expected: Mapping[str, Unchanged]
+    ) -> list[str]: ...
 
 
 @dataclass(frozen=True)
@@ -188,7 +194,7 @@ class Forgetting:
         )
         entries = list(islice(self._lister.list_records(listing), limit))
         doomed = to_forget(entries, rules, self._clock(), frozenset(pinned_ids))
-        return self._apply(owner.tenant, len(entries), doomed, dry_run)
+        return self._apply(owner.tenant, entries, doomed, dry_run)
 
     def forget_window(
         self, tenant: str, namespace: str, policy: ForgetPolicy, after: str | None, size: int
@@ -204,17 +210,47 @@ class Forgetting:
         for user, group in groupby(window.entries, key=_user):
             whole = user not in window.partial
             doomed += to_forget(list(group), rules, now, use_budget=whole)
-        return self._apply(tenant, len(window.entries), doomed, False), window.next_after
+        return self._apply(tenant, window.entries, doomed, False), window.next_after
 
-    def _apply(self, tenant: str, scanned: int, doomed: list[str], dry_run: bool) -> ForgetResult:
-        deleted = len(doomed)
+    def _apply(
+        self, tenant: str, entries: Sequence[RecordEntry], doomed: list[str], dry_run: bool
+    ) -> ForgetResult:
+        deleted = doomed
         if not dry_run:
-            deleted = sum(
-                self._lister.delete_records(tenant, doomed[start : start + DELETE_BATCH])
-                for start in range(0, len(doomed), DELETE_BATCH)
-            )
-            metrics.add_metric(name="LongTermRecordsForgotten", unit="Count", value=deleted)
+            listed = {entry.id: entry for entry in entries}
+            deleted = []
+            for start in range(0, len(doomed), DELETE_BATCH):
+                batch = doomed[start : start + DELETE_BATCH]
+                deleted += self._delete(tenant, [listed[record_id] for record_id in batch])
+            metrics.add_metric(name="LongTermRecordsForgotten", unit="Count", value=len(deleted))
         logger.info(
-            "forgetting", extra={"scanned": scanned, "forgotten": deleted, "dry_run": dry_run}
+            "forgetting",
+            extra={"scanned": len(entries), "forgotten": len(deleted), "dry_run": dry_run},
         )
-        return ForgetResult(scanned=scanned, deleted=deleted, deleted_ids=doomed, dry_run=dry_run)
+        return ForgetResult(
+            scanned=len(entries), deleted=len(deleted), deleted_ids=deleted, dry_run=dry_run
+        )
+
+    def _delete(self, tenant: str, entries: Sequence[RecordEntry]) -> list[str]:
+        """Delete the listed records that are still as listed: their versions read back
+        right before (the listing has none), and each delete conditional on that version,
+        on the listed hash and type, on no access since the listing, and on not being
+        pinned. A record pinned, edited or accessed meanwhile stays. The ids deleted."""
+        current = self._lister.get_records(tenant, [entry.id for entry in entries])
+        expected = {
+            entry.id: unchanged_since(entry, current[entry.id])
+            for entry in entries
+            if entry.id in current
+        }
+        return self._lister.delete_records_if_unchanged(tenant, expected) if expected else []
+
+
+def unchanged_since(entry: RecordEntry, record: StoredRecord) -> Unchanged:
+    """What `record` (read after `entry` was listed) must still hold to be deleted: its
+    version, and the listing's hash, type and last access (the decision's inputs)."""
+    return Unchanged(
+        version=record.version,
+        memory_hash=entry.memory_hash,
+        memory_type=entry.memory_type,
+        last_accessed=entry.last_accessed,
+    )

@@ -145,23 +145,47 @@ class PolicyPhase:
             "LifecycleRecordsForgotten": 0,
             "LifecycleRecordsMerged": 0,
             "LifecycleNearDuplicatesFlagged": 0,
+            "LifecyclePolicyFailures": 0,
         }
         start = resume.policy if resume is not None else None
         for tenant, namespace, position in self._store.lifecycle_policies(start):
             mine = resume if resume is not None and resume.policy == position else None
             resume = None
-            stored = self._store.get_lifecycle_policy(tenant, namespace)
-            if stored is None:  # deleted since it was listed
+            try:
+                stopped = self._apply(tenant, namespace, mine, deadline, counts)
+            except Exception as exc:  # one namespace's failure must not stop the others
+                counts["LifecyclePolicyFailures"] += 1
+                logger.warning(
+                    "lifecycle policy failed",
+                    extra={"error_type": type(exc).__name__, "namespace_policy": position},
+                )
                 continue
-            counts["LifecyclePolicies"] += 1
-            for step in STEPS:
-                if mine is not None and STEPS.index(step) < STEPS.index(mine.step):
-                    continue
-                after = mine.after if mine is not None and mine.step == step else None
-                stopped = self._step(step, stored, after, deadline, counts)
-                if stopped is not None:
-                    return PhaseOutcome(False, stopped.encode(), counts)
+            if stopped is not None:
+                return PhaseOutcome(False, stopped.encode(), counts)
         return PhaseOutcome(True, None, counts)
+
+    def _apply(
+        self,
+        tenant: str,
+        namespace: str,
+        resume: PolicyCursor | None,
+        deadline: Deadline,
+        counts: dict[str, int],
+    ) -> PolicyCursor | None:
+        """Run a namespace's policy, from `resume` if it stopped there last time; where it
+        stopped now, or None when done (or the policy is gone)."""
+        stored = self._store.get_lifecycle_policy(tenant, namespace)
+        if stored is None:  # deleted since it was listed
+            return None
+        counts["LifecyclePolicies"] += 1
+        for step in STEPS:
+            if resume is not None and STEPS.index(step) < STEPS.index(resume.step):
+                continue
+            after = resume.after if resume is not None and resume.step == step else None
+            stopped = self._step(step, stored, after, deadline, counts)
+            if stopped is not None:
+                return stopped
+        return None
 
     def _step(
         self,
@@ -233,5 +257,5 @@ def policy_phase_for(
     return PolicyPhase(
         store,
         Forgetting(store, clock),
-        Compaction(store, long_term, model),
+        Compaction(store, long_term, model, clock),
     )

@@ -41,6 +41,18 @@ class RecordEntry:
 
 
 @dataclass(frozen=True)
+class Unchanged:
+    """What a long-term record must still hold for a lifecycle deletion decided on an
+    earlier read to go ahead: not pinned, this version, hash and type, and no access after
+    `last_accessed` (None: accesses do not matter)."""
+
+    version: int
+    memory_hash: str
+    memory_type: str
+    last_accessed: str | None
+
+
+@dataclass(frozen=True)
 class Listing:
     """Which records of a namespace to list: every user's, or with `one_user` only
     `user_id`'s (None: the records that belong to no user); optionally of one session and
@@ -77,6 +89,7 @@ class ForgetPolicy(Model):
     )
     memory_type_allowlist: list[MemoryType] | None = Field(
         default=None,
+        min_length=1,
         max_length=3,
         description="only records of these types may be forgotten (and count in the budget)",
     )

@@ -44,6 +44,8 @@ class ForgettingTable(CurationTable):
         """The listing's live records in index order (user, then creation time), from just
         after position `after` (None: the start), a page at a time as the caller reads on.
         Session and type filters are applied by DynamoDB (FilterExpression)."""
+        if listing.memory_types is not None and not listing.memory_types:
+            return  # no type allowed: nothing to list (and `IN ()` is no valid filter)
         record_cls = self._items.record
         sk = record_cls.gsi3sk
         pk = keys.records_by_namespace(listing.tenant, listing.namespace)
@@ -110,14 +112,7 @@ class ForgettingTable(CurationTable):
 
     def get_lifecycle_policy(self, tenant: str, namespace: str) -> StoredPolicy | None:
         """The namespace's policy (a consistent read), or None."""
-        pk, sk = policy_key(tenant, namespace)
-        with translated("read lifecycle policy"):
-            found = self._items.connection.client.get_item(
-                TableName=self._items.base.Meta.table_name,
-                Key={"PK": {"S": pk}, "SK": {"S": sk}},
-                ConsistentRead=True,
-            )
-        item = found.get("Item")
+        item = self._consistent_item(policy_key(tenant, namespace), "read lifecycle policy")
         if item is None:
             return None
         return StoredPolicy(

@@ -6,21 +6,33 @@ indexer, which writes the index state beside it.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, TypeVar
 
 from pynamodb.exceptions import DoesNotExist
 from pynamodb.models import BatchWrite
 
 from memkit.errors import NotFound, VersionConflict
 from memkit.models.domain import IndexState, StoredMessage, StoredRecord
+from memkit.models.lifecycle import Unchanged
 from memkit.store import keys
-from memkit.store.base import translated
+from memkit.store.base import BATCH_GET_LIMIT, translated
 from memkit.store.sessions import SessionTable
 
 # Concurrent requests when a batch needs one each (hash lookups, index-state updates).
 WORKERS = 8
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def _concurrently(work: Callable[[T], R], args: Sequence[T]) -> list[R]:
+    """`work` done on each of `args` (a request each), results in order: in threads when
+    there is more than one."""
+    if len(args) <= 1:
+        return [work(arg) for arg in args]
+    with ThreadPoolExecutor(max_workers=min(WORKERS, len(args))) as pool:
+        return list(pool.map(work, args))
 
 
 def _dumps(value: Any) -> str | None:
@@ -143,10 +155,7 @@ class RecordTable(SessionTable):
             own = keys.record_pk(tenant, record_id)
             return record_id, self.records_with_hash(tenant, namespace, memory_hash) - {own}
 
-        if len(wanted) <= 1:
-            return dict(one(entry) for entry in wanted)
-        with ThreadPoolExecutor(max_workers=min(WORKERS, len(wanted))) as pool:
-            return dict(pool.map(one, wanted))
+        return dict(_concurrently(one, wanted))
 
     def messages_by_key(
         self, tenant: str, wanted: Iterable[keys.Key]
@@ -225,48 +234,82 @@ class RecordTable(SessionTable):
                 batch.delete(self._items.base(*keys.index_state_key(tenant, record_id)))
         return len(existing)
 
+    def delete_records_if_unchanged(
+        self, tenant: str, expected: Mapping[str, Unchanged]
+    ) -> list[str]:
+        """Delete each record still as the caller saw it (`expected`: not pinned, at that
+        version, with that hash and type, accessed no later), then the index states of those
+        deleted: one conditional DeleteItem each, concurrently, then a BatchWriteItem. A
+        lifecycle deletion decided on an earlier read thus never takes a record pinned,
+        edited or accessed since. The ids deleted, in `expected`'s order."""
+
+        def delete(record_id: str) -> bool:
+            seen = expected[record_id]
+            values: dict[str, Any] = {
+                ":false": {"BOOL": False},
+                ":hash": {"S": seen.memory_hash},
+                ":type": {"S": seen.memory_type},
+            }
+            condition = (
+                "attribute_exists(PK) AND (attribute_not_exists(pinned) OR pinned = :false)"
+                " AND memory_hash = :hash AND memory_type = :type AND "
+            )
+            if seen.version:
+                condition += "version = :version"
+                values[":version"] = {"N": str(seen.version)}
+            else:  # written before records carried versions
+                condition += "attribute_not_exists(version)"
+            if seen.last_accessed is not None:
+                condition += (
+                    " AND (attribute_not_exists(last_accessed) OR last_accessed <= :accessed)"
+                )
+                values[":accessed"] = {"S": seen.last_accessed}
+            return self._write_if(  # False: gone, or changed since it was read
+                "forget long-term memory",
+                "delete_item",
+                keys.record_key(tenant, record_id),
+                ConditionExpression=condition,
+                ExpressionAttributeValues=values,
+            )
+
+        ids = list(expected)
+        done = _concurrently(delete, ids)
+        deleted = [record_id for record_id, ok in zip(ids, done, strict=True) if ok]
+        if deleted:  # only the states of records deleted: a kept record keeps its state
+            with translated("forget long-term memory"), BatchWrite(self._items.base) as batch:
+                for record_id in deleted:
+                    batch.delete(self._items.base(*keys.index_state_key(tenant, record_id)))
+        return deleted
+
     def touch_records(self, tenant: str, record_ids: Sequence[str], now: str, before: str) -> None:
         """Set `last_accessed` to `now` on each record last accessed before `before` (or
         never): one conditional UpdateItem each, concurrently. Best effort: a record deleted
         meanwhile, or touched by another search, is left as it is. Nothing else changes, so
         the indexer skips the stream record (memkit.indexing) and no edit is lost (no
         version bump: an edit racing a touch wins)."""
-        client = self._items.connection.client
-        table = self._items.base.Meta.table_name
 
-        def touch(record_id: str) -> None:
-            pk, sk = keys.record_key(tenant, record_id)
-            try:
-                with translated("record access"):
-                    client.update_item(
-                        TableName=table,
-                        Key={"PK": {"S": pk}, "SK": {"S": sk}},
-                        UpdateExpression="SET last_accessed = :now",
-                        ConditionExpression="attribute_exists(PK) AND "
-                        "(attribute_not_exists(last_accessed) OR last_accessed < :before)",
-                        ExpressionAttributeValues={":now": {"S": now}, ":before": {"S": before}},
-                    )
-            except VersionConflict:
-                pass  # gone, or accessed since
+        def touch(record_id: str) -> bool:
+            return self._write_if(  # False: gone, or accessed since
+                "record access",
+                "update_item",
+                keys.record_key(tenant, record_id),
+                UpdateExpression="SET last_accessed = :now",
+                ConditionExpression="attribute_exists(PK) AND "
+                "(attribute_not_exists(last_accessed) OR last_accessed < :before)",
+                ExpressionAttributeValues={":now": {"S": now}, ":before": {"S": before}},
+            )
 
-        if len(record_ids) <= 1:
-            for record_id in record_ids:
-                touch(record_id)
-            return
-        with ThreadPoolExecutor(max_workers=min(WORKERS, len(record_ids))) as pool:
-            list(pool.map(touch, record_ids))
+        _concurrently(touch, record_ids)
 
     def mark_indexed(
         self, tenant: str, versions: dict[str, int], failures: dict[str, tuple[int, str]]
     ) -> None:
         """Record that these record versions are searchable (`versions`) or could not be
         indexed (`failures`: version, reason without content). A state never goes back to
-        an older version (each UpdateItem is conditional on it)."""
-        client = self._items.connection.client
-        table = self._items.base.Meta.table_name
+        an older version (each UpdateItem is conditional on it), and a record deleted
+        meanwhile keeps none (`_drop_orphan_states`)."""
 
-        def update(record_id: str, field: str, version: int, reason: str | None) -> None:
-            pk, sk = keys.index_state_key(tenant, record_id)
+        def update(record_id: str, field: str, version: int, reason: str | None) -> bool:
             values: dict[str, Any] = {
                 ":v": {"N": str(version)},
                 ":kind": {"S": "index_state"},
@@ -276,17 +319,14 @@ class RecordTable(SessionTable):
             if reason is not None:
                 values[":reason"] = {"S": reason[:200]}
                 expression += ", reason = :reason"
-            try:
-                with translated("write index state"):
-                    client.update_item(
-                        TableName=table,
-                        Key={"PK": {"S": pk}, "SK": {"S": sk}},
-                        UpdateExpression=expression,
-                        ConditionExpression=f"attribute_not_exists({field}) OR {field} < :v",
-                        ExpressionAttributeValues=values,
-                    )
-            except VersionConflict:
-                pass  # a newer version is already recorded
+            return self._write_if(  # False: a newer version is already recorded
+                "write index state",
+                "update_item",
+                keys.index_state_key(tenant, record_id),
+                UpdateExpression=expression,
+                ConditionExpression=f"attribute_not_exists({field}) OR {field} < :v",
+                ExpressionAttributeValues=values,
+            )
 
         jobs: list[tuple[str, str, int, str | None]] = [
             (rid, "indexed_us", v, None) for rid, v in versions.items()
@@ -294,8 +334,53 @@ class RecordTable(SessionTable):
         jobs += [(rid, "failed_us", v, why) for rid, (v, why) in failures.items()]
         if not jobs:
             return
-        with ThreadPoolExecutor(max_workers=min(WORKERS, len(jobs))) as pool:
-            list(pool.map(lambda job: update(*job), jobs))
+        _concurrently(lambda job: update(*job), jobs)
+        self._drop_orphan_states(tenant, list(dict.fromkeys(job[0] for job in jobs)))
+
+    def _drop_orphan_states(self, tenant: str, record_ids: Sequence[str]) -> None:
+        """Delete the index states just written for records that are gone (an UpdateItem
+        creates the state item; the record may have been deleted after the indexer read
+        it). Checked after the write, with a consistent read (one BatchGetItem per 100
+        records): a deletion either came before the check, which sees it, or after the
+        write, and then deleted the state itself. Cheaper than a transaction's
+        ConditionCheck on every write, which would also make a client's edit of a record
+        being indexed fail with TransactionConflict."""
+        found = self._existing([keys.record_key(tenant, rid) for rid in record_ids])
+        gone = [rid for rid in record_ids if keys.record_key(tenant, rid) not in found]
+        if not gone:
+            return
+        with translated("delete index state"), BatchWrite(self._items.base) as batch:
+            for record_id in gone:
+                batch.delete(self._items.base(*keys.index_state_key(tenant, record_id)))
+
+    def _existing(self, wanted: Sequence[keys.Key]) -> set[keys.Key]:
+        """Which of `wanted` exist: consistent reads of their keys alone (a BatchGetItem
+        per 100; keys DynamoDB leaves unprocessed are asked again)."""
+        client = self._items.connection.client
+        table = self._items.base.Meta.table_name
+        pending = [{"PK": {"S": pk}, "SK": {"S": sk}} for pk, sk in dict.fromkeys(wanted)]
+        found: set[keys.Key] = set()
+        with translated("read"):
+            while pending:
+                chunk, pending = pending[:BATCH_GET_LIMIT], pending[BATCH_GET_LIMIT:]
+                request = {"Keys": chunk, "ConsistentRead": True, "ProjectionExpression": "PK, SK"}
+                response = client.batch_get_item(RequestItems={table: request})
+                items = response.get("Responses", {}).get(table, [])
+                found.update((item["PK"]["S"], item["SK"]["S"]) for item in items)
+                pending += response.get("UnprocessedKeys", {}).get(table, {}).get("Keys", [])
+        return found
+
+    def _consistent_item(self, key: keys.Key, operation: str) -> dict[str, Any] | None:
+        """The item at `key` as the low-level client returns it (a consistent GetItem), or
+        None: for items no item class maps (policies, jobs)."""
+        with translated(operation):
+            found = self._items.connection.client.get_item(
+                TableName=self._items.base.Meta.table_name,
+                Key={"PK": {"S": key[0]}, "SK": {"S": key[1]}},
+                ConsistentRead=True,
+            )
+        item: dict[str, Any] | None = found.get("Item")
+        return item
 
     def awaits_promotion(self, key: keys.Key, record_json: str) -> bool:
         """Whether the pending memory at `key` still holds `record_json` and is not marked
@@ -310,19 +395,26 @@ class RecordTable(SessionTable):
     def mark_promoted(self, key: keys.Key, record_json: str, persisted_at: str) -> bool:
         """Set `persisted_at` on a session's pending memory, if it still holds `record_json`
         (a rewrite since then will be promoted on its own). False when it changed or went."""
+        return self._write_if(
+            "mark memory promoted",
+            "update_item",
+            key,
+            UpdateExpression="SET persisted_at = :at",
+            ConditionExpression="attribute_exists(PK) AND #record = :record",
+            ExpressionAttributeNames={"#record": "record"},
+            ExpressionAttributeValues={":at": {"S": persisted_at}, ":record": {"S": record_json}},
+        )
+
+    def _write_if(self, operation: str, action: str, key: keys.Key, **request: Any) -> bool:
+        """One conditional write (`action`: the client's "update_item" or "delete_item") of
+        the item at `key`; False when its condition failed."""
         client = self._items.connection.client
         try:
-            with translated("mark memory promoted"):
-                client.update_item(
+            with translated(operation):
+                getattr(client, action)(
                     TableName=self._items.base.Meta.table_name,
                     Key={"PK": {"S": key[0]}, "SK": {"S": key[1]}},
-                    UpdateExpression="SET persisted_at = :at",
-                    ConditionExpression="attribute_exists(PK) AND #record = :record",
-                    ExpressionAttributeNames={"#record": "record"},
-                    ExpressionAttributeValues={
-                        ":at": {"S": persisted_at},
-                        ":record": {"S": record_json},
-                    },
+                    **request,
                 )
         except VersionConflict:
             return False

@@ -57,42 +57,26 @@ def _ok(response: ApiResponse, status: int = 200) -> Any:
     return response.body
 
 
+def _exchange(tag: str, first: int, said: str, answer: str) -> list[dict[str, str]]:
+    """A user's message and the assistant's answer, numbered from `first`."""
+    return [
+        {"id": f"{tag}-m{first}", "role": "user", "content": said},
+        {"id": f"{tag}-m{first + 1}", "role": "assistant", "content": answer},
+    ]
+
+
 def _populate(world: MemoryWorld, user_id: str, namespace: str) -> Stored:
     """Two sessions (messages, a pending memory, a session scratchpad), a user scratchpad and
     two long-term records, for `user_id` in `namespace`."""
     tag = f"{user_id}-{namespace}"
     ns = {"namespace": namespace}
     first, second = f"{tag}-chat-1", f"{tag}-chat-2"
-    _ok(
-        world.api(
-            "PUT",
-            f"/v1/working-memory/{first}",
-            query=ns,
-            body={
-                "user_id": user_id,
-                "messages": [
-                    {"id": f"{tag}-m1", "role": "user", "content": "I moved to Lisbon."},
-                    {"id": f"{tag}-m2", "role": "assistant", "content": "How is the weather?"},
-                ],
-                "memories": [{"id": f"{tag}-pm", "text": "The user lives in Lisbon"}],
-            },
-        )
-    )
-    _ok(
-        world.api(
-            "POST",
-            f"/v1/working-memory/{second}/messages",
-            query=ns,
-            body={
-                "user_id": user_id,
-                "messages": [
-                    {"id": f"{tag}-m3", "role": "user", "content": "I like green tea."},
-                    {"id": f"{tag}-m4", "role": "assistant", "content": "Noted, green tea."},
-                ],
-            },
-        ),
-        201,
-    )
+    said = _exchange(tag, 1, "I moved to Lisbon.", "How is the weather?")
+    memory = {"id": f"{tag}-pm", "text": "The user lives in Lisbon"}
+    body = {"user_id": user_id, "messages": said, "memories": [memory]}
+    _ok(world.api("PUT", f"/v1/working-memory/{first}", query=ns, body=body))
+    appended = {"user_id": user_id, "messages": _exchange(tag, 3, "I like tea.", "Noted, tea.")}
+    _ok(world.api("POST", f"/v1/working-memory/{second}/messages", query=ns, body=appended), 201)
     _ok(
         world.api(
             "PUT",
@@ -124,16 +108,6 @@ def _populate(world: MemoryWorld, user_id: str, namespace: str) -> Stored:
         )
     )
     return Stored(user_id, namespace, (first, second), (*records, f"{tag}-pm"))
-
-
-def _populate_everyone(world: MemoryWorld) -> tuple[Stored, list[Stored]]:
-    """Ada's memory in the default namespace, and what must survive her deletion: Bob's in
-    the same namespace and Ada's own in another."""
-    ada = _populate(world, ADA, "default")
-    kept = [_populate(world, BOB, "default"), _populate(world, ADA, OTHER)]
-    world.settle()  # pending memories become records, messages and records are indexed
-    world.settle()  # the promoted records are indexed
-    return ada, kept
 
 
 # -- what is left ------------------------------------------------------------------------------
@@ -177,6 +151,100 @@ def _snapshot(world: MemoryWorld, table: str, stored: Stored) -> tuple[int, int]
     return len(_leftovers(table, stored)), len(_docs(world, stored))
 
 
+def _snapshots(world: MemoryWorld, table: str, kept: list[Stored]) -> list[tuple[int, int]]:
+    return [_snapshot(world, table, stored) for stored in kept]
+
+
+def _assert_gone(world: MemoryWorld, table: str, stored: Stored) -> None:
+    """Nothing of the user in the namespace is left in the table or the index."""
+    assert _leftovers(table, stored) == []
+    assert _docs(world, stored) == []
+
+
+@dataclass(frozen=True)
+class Everyone:
+    """Ada's memory in the default namespace, and what must survive her deletion: Bob's in
+    the same namespace and Ada's own in another (`before`: their items and docs)."""
+
+    world: MemoryWorld
+    table: str
+    ada: Stored
+    kept: list[Stored]
+    before: list[tuple[int, int]]
+
+    def ada_left(self) -> tuple[int, int]:
+        """How many of Ada's table items and docs in the default namespace there are now."""
+        return _snapshot(self.world, self.table, self.ada)
+
+    def assert_only_ada_gone(self) -> None:
+        """Nothing of Ada's in the namespace is left, and all that was to survive is there."""
+        _assert_gone(self.world, self.table, self.ada)
+        assert _snapshots(self.world, self.table, self.kept) == self.before
+
+
+@pytest.fixture
+def everyone(world: MemoryWorld, dynamodb_table: str) -> Everyone:
+    ada = _populate(world, ADA, "default")
+    kept = [_populate(world, BOB, "default"), _populate(world, ADA, OTHER)]
+    world.settle()  # pending memories become records, messages and records are indexed
+    world.settle()  # the promoted records are indexed
+    return Everyone(world, dynamodb_table, ada, kept, _snapshots(world, dynamodb_table, kept))
+
+
+def _drop_session_meta(table: str, session_id: str) -> str:
+    """Delete a session's meta item alone, as TTL or the cleanup run does while the messages
+    index_all_messages keeps stay; the session's partition."""
+    pk, sk = keys.session_key(TENANT, "default", session_id)
+    boto3.client("dynamodb", region_name="us-east-1").delete_item(
+        TableName=table, Key={"PK": {"S": pk}, "SK": {"S": sk}}
+    )
+    return pk
+
+
+def _steps() -> Callable[[], float]:
+    """A clock a second later at each look: a deadline passes after a few steps."""
+    ticks = itertools.count()
+    return lambda: float(next(ticks))
+
+
+def _ada() -> Owner:
+    return Owner(tenant=TENANT, namespace="default", user_id=ADA)
+
+
+class WrappedIndex:
+    """A double of OpenSearch over the world's local index: it lists what that one holds."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def browse(self, tenant: str, k: int, offset: int, conditions: Any = ()) -> Any:
+        return self.inner.browse(tenant, k, offset, conditions)
+
+
+class RefusingIndex(WrappedIndex):
+    """OpenSearch when its bulk requests keep failing: it lists, never removes."""
+
+    def remove(self, removals: Any) -> dict[str, str]:
+        return {removal.id: "unavailable" for removal in removals}
+
+
+class LaggingIndex(WrappedIndex):
+    """OpenSearch between refreshes: it takes a removal at once, but lists the doc until its
+    next refresh (`refresh`)."""
+
+    def __init__(self, inner: Any) -> None:
+        super().__init__(inner)
+        self.pending: list[Any] = []
+
+    def remove(self, removals: Any) -> dict[str, str]:
+        self.pending.extend(removals)
+        return {}
+
+    def refresh(self, _seconds: float = 0.0) -> None:
+        self.inner.remove(self.pending)
+        self.pending = []
+
+
 # -- the API with a queue, and the worker --------------------------------------------------------
 
 
@@ -193,12 +261,11 @@ class Queued:
     def api(self, method: str, path: str, **kwargs: Any) -> ApiResponse:
         return call_api(self.api_handler, method, path, **kwargs)
 
-    def deletion(self, monotonic: Callable[[], float] | None = None) -> UserDeletion:
+    def deletion(self, index: Any = None, **options: Any) -> UserDeletion:
+        """A deletion over `index` (default: the world's) with `options` (clock, window...)."""
         send = sqs_job_sender(self.url, "us-east-1", None)
-        index = self.world.vector_index
-        if monotonic is None:
-            return UserDeletion(self.world.store, lambda: index, send)
-        return UserDeletion(self.world.store, lambda: index, send, monotonic=monotonic)
+        chosen = index or self.world.vector_index
+        return UserDeletion(self.world.store, lambda: chosen, send, **options)
 
     def work(self, deletion: UserDeletion | None = None) -> list[dict[str, Any]]:
         """Run the worker over the queue until it is empty; its responses."""
@@ -240,7 +307,9 @@ def _sqs_record(message: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _api_over(world: MemoryWorld, table: str, **settings: Any) -> Any:
+def _api_over(world: MemoryWorld, table: str, index: Any = None, **settings: Any) -> Any:
+    """An API handler over the world's table, and over `index` (a factory; default: the
+    world's index)."""
     from memkit.api.context import Services
     from memkit.api.handler import make_lambda_handler
     from memkit.config import ApiSettings
@@ -249,7 +318,7 @@ def _api_over(world: MemoryWorld, table: str, **settings: Any) -> Any:
     services = Services.over(
         world.store,
         api_settings,
-        index=lambda: world.vector_index,
+        index=index or (lambda: world.vector_index),
         embedder=lambda: world.embedder,
     )
     return make_lambda_handler(lambda: services)
@@ -270,11 +339,9 @@ def queued(world: MemoryWorld, dynamodb_table: str) -> Queued:
 
 
 def test_deleting_a_user_leaves_nothing_of_them_in_the_table_or_the_index(
-    world: MemoryWorld, dynamodb_table: str
+    world: MemoryWorld, everyone: Everyone
 ) -> None:
-    ada, kept = _populate_everyone(world)
-    ada_items, ada_docs = _snapshot(world, dynamodb_table, ada)
-    before = [_snapshot(world, dynamodb_table, stored) for stored in kept]
+    ada_items, ada_docs = everyone.ada_left()
 
     response = world.api("DELETE", f"/v1/users/{ADA}")
     world.settle()  # the stream's REMOVE records reach the indexer too
@@ -285,15 +352,13 @@ def test_deleting_a_user_leaves_nothing_of_them_in_the_table_or_the_index(
         "deleted": {"sessions": 2, "items": ada_items, "records": 3, "vectors": ada_docs},
     }
     assert (ada_items, ada_docs) == (15, 7)  # what was there: 4 messages + 3 records indexed
-    assert _leftovers(dynamodb_table, ada) == []
-    assert _docs(world, ada) == []
-    assert [_snapshot(world, dynamodb_table, stored) for stored in kept] == before
+    everyone.assert_only_ada_gone()
 
 
 def test_nothing_of_the_user_is_searchable_before_the_stream_catches_up(
-    world: MemoryWorld,
+    world: MemoryWorld, everyone: Everyone
 ) -> None:
-    ada, _ = _populate_everyone(world)
+    ada = everyone.ada
 
     world.api("DELETE", f"/v1/users/{ADA}")  # no settle: the stream has not been read
     search = world.api(
@@ -307,25 +372,23 @@ def test_nothing_of_the_user_is_searchable_before_the_stream_catches_up(
 
 
 def test_the_namespace_query_deletes_only_that_namespace(
-    world: MemoryWorld, dynamodb_table: str
+    world: MemoryWorld, dynamodb_table: str, everyone: Everyone
 ) -> None:
-    ada, kept = _populate_everyone(world)
-    elsewhere = next(s for s in kept if s.namespace == OTHER)
-    default_before = _snapshot(world, dynamodb_table, ada)
+    elsewhere = next(s for s in everyone.kept if s.namespace == OTHER)
+    default_before = everyone.ada_left()
 
     response = world.api("DELETE", f"/v1/users/{ADA}", query={"namespace": OTHER})
     world.settle()
 
     assert response.body["deleted"]["sessions"] == 2
-    assert _leftovers(dynamodb_table, elsewhere) == []
-    assert _docs(world, elsewhere) == []
-    assert _snapshot(world, dynamodb_table, ada) == default_before
+    _assert_gone(world, dynamodb_table, elsewhere)
+    assert everyone.ada_left() == default_before
 
 
+@pytest.mark.usefixtures("everyone")
 def test_deleting_a_user_again_or_one_with_nothing_stored_answers_done_with_zero_counts(
     world: MemoryWorld,
 ) -> None:
-    _populate_everyone(world)
     world.api("DELETE", f"/v1/users/{ADA}")
     world.settle()
 
@@ -360,35 +423,49 @@ def test_the_user_scratchpad_routes_still_answer_beside_the_users_route(
     ],
 )
 def test_an_invalid_user_or_namespace_is_422_and_deletes_nothing(
-    world: MemoryWorld, dynamodb_table: str, path: str, query: dict[str, str], field: str
+    world: MemoryWorld, path: str, query: dict[str, str], field: str, everyone: Everyone
 ) -> None:
-    ada, _ = _populate_everyone(world)
-    before = _snapshot(world, dynamodb_table, ada)
+    before = everyone.ada_left()
 
     response = world.api("DELETE", path, query=query)
 
     assert response.status == 422
     assert response.body["errors"][0]["field"] == field
-    assert _snapshot(world, dynamodb_table, ada) == before
+    assert everyone.ada_left() == before
+
+
+def test_more_vectors_than_one_listing_reaches_all_go_though_the_index_lists_removals_late(
+    world: MemoryWorld, dynamodb_table: str, everyone: Everyone
+) -> None:
+    _drop_session_meta(
+        dynamodb_table, everyone.ada.sessions[1]
+    )  # its messages: named by the index alone
+    lagging = LaggingIndex(world.vector_index)
+    # Listings two docs deep; the index refreshes while the deletion waits for it.
+    deletion = UserDeletion(world.store, lambda: lagging, None, window=2, wait=lagging.refresh)
+
+    outcome = deletion.delete(_ada(), 10.0)
+    lagging.refresh()
+
+    assert outcome.job is None
+    assert outcome.counts.vectors == 7
+    everyone.assert_only_ada_gone()
 
 
 # -- deletion as a job -------------------------------------------------------------------------
 
 
 def test_a_deletion_out_of_time_answers_202_and_the_worker_finishes_it(
-    queued: Queued, dynamodb_table: str
+    queued: Queued, everyone: Everyone
 ) -> None:
-    world = queued.world
-    ada, kept = _populate_everyone(world)
-    ada_items, ada_docs = _snapshot(world, dynamodb_table, ada)
-    before = [_snapshot(world, dynamodb_table, stored) for stored in kept]
+    ada_items, ada_docs = everyone.ada_left()
 
     response = queued.api("DELETE", f"/v1/users/{ADA}")
     job_id = response.body["job_id"]
     running = queued.api("GET", f"/v1/jobs/{job_id}")
     responses = queued.work()
     finished = queued.api("GET", f"/v1/jobs/{job_id}")
-    world.settle()
+    queued.world.settle()
 
     assert response.status == 202
     assert response.body == {"status": "running", "job_id": job_id}
@@ -399,30 +476,20 @@ def test_a_deletion_out_of_time_answers_202_and_the_worker_finishes_it(
     assert finished.body["job_id"] == job_id
     assert finished.body["kind"] == "delete_user"
     assert finished.body["status"] == "done"
-    assert finished.body["counts"] == {
-        "sessions": 2,
-        "items": ada_items,
-        "records": 3,
-        "vectors": ada_docs,
-    }
+    counts = {"sessions": 2, "items": ada_items, "records": 3, "vectors": ada_docs}
+    assert finished.body["counts"] == counts
     assert finished.body["updated_at"] >= finished.body["created_at"]
-    assert _leftovers(dynamodb_table, ada) == []
-    assert _docs(world, ada) == []
-    assert [_snapshot(world, dynamodb_table, stored) for stored in kept] == before
+    everyone.assert_only_ada_gone()
 
 
 def test_a_job_resumes_where_a_deletion_cut_short_stopped(
-    queued: Queued, dynamodb_table: str
+    queued: Queued, everyone: Everyone
 ) -> None:
-    world = queued.world
-    ada, _ = _populate_everyone(world)
-    ada_items, _ = _snapshot(world, dynamodb_table, ada)
-    ticks = itertools.count()
-    # Each look at the clock is a second later: the run stops after a few steps.
-    deletion = queued.deletion(monotonic=lambda: float(next(ticks)))
+    ada_items, _ = everyone.ada_left()
+    deletion = queued.deletion(monotonic=_steps())  # the run stops after a few steps
 
-    outcome = deletion.delete(Owner(tenant=TENANT, namespace="default", user_id=ADA), 3.0)
-    partial = _snapshot(world, dynamodb_table, ada)[0]
+    outcome = deletion.delete(_ada(), 3.0)
+    partial = everyone.ada_left()[0]
     queued.work()
     assert outcome.job is not None
     job = queued.api("GET", f"/v1/jobs/{outcome.job.job_id}").body
@@ -431,36 +498,68 @@ def test_a_job_resumes_where_a_deletion_cut_short_stopped(
     assert partial == ada_items - outcome.counts.items
     assert job["status"] == "done"
     assert job["counts"]["items"] == ada_items
-    assert _leftovers(dynamodb_table, ada) == []
-    assert _docs(world, ada) == []
+    everyone.assert_only_ada_gone()
 
 
-class RefusingIndex:
-    """The index as OpenSearch is when its bulk requests keep failing: it lists, never removes."""
+def test_a_deletion_the_index_did_not_catch_up_with_in_time_is_finished_by_the_job(
+    queued: Queued, everyone: Everyone
+) -> None:
+    lagging = LaggingIndex(queued.world.vector_index)
+    # Listings two docs deep on an index that does not refresh during the request.
+    request = queued.deletion(lagging, window=2, wait=lambda _: None)
 
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
+    outcome = request.delete(_ada(), 10.0)
+    lagging.refresh()
+    queued.work(queued.deletion(lagging, window=2, wait=lagging.refresh))
+    lagging.refresh()
+    assert outcome.job is not None
+    job = queued.api("GET", f"/v1/jobs/{outcome.job.job_id}").body
 
-    def browse(self, tenant: str, k: int, offset: int, conditions: Any = ()) -> Any:
-        return self._inner.browse(tenant, k, offset, conditions)
-
-    def remove(self, removals: Any) -> dict[str, str]:
-        return {removal.id: "unavailable" for removal in removals}
+    assert job["status"] == "done"
+    everyone.assert_only_ada_gone()
 
 
+def test_a_session_too_large_for_the_budget_goes_page_by_page_and_the_job_finishes_it(
+    queued: Queued, dynamodb_table: str
+) -> None:
+    world = queued.world
+    session = "long-chat"
+    for batch in range(3):
+        messages = [{"id": f"m{batch}-{n}", "role": "user", "content": "hello"} for n in range(100)]
+        _ok(
+            world.api(
+                "POST",
+                f"/v1/working-memory/{session}/messages",
+                body={"user_id": ADA, "messages": messages},
+            ),
+            201,
+        )
+    stored = Stored(ADA, "default", (session,), ())
+    items = len(_leftovers(dynamodb_table, stored))
+    deletion = queued.deletion(monotonic=_steps())  # the run stops after a few steps
+
+    outcome = deletion.delete(_ada(), 2.0)
+    meanwhile = world.api("GET", f"/v1/working-memory/{session}")
+    queued.work()
+    assert outcome.job is not None
+    job = queued.api("GET", f"/v1/jobs/{outcome.job.job_id}").body
+
+    assert 0 < outcome.counts.items < items  # the request stopped inside the session
+    assert meanwhile.status == 200  # the session item goes last: the job finds it again
+    assert job["status"] == "done"
+    assert (job["counts"]["sessions"], job["counts"]["items"]) == (1, items)
+    assert _leftovers(dynamodb_table, stored) == []
+
+
+@pytest.mark.usefixtures("everyone")
 def test_a_job_that_fails_every_attempt_the_queue_allows_is_reported_failed(
     queued: Queued,
 ) -> None:
     from memkit.lifecycle.users import MAX_FAILURES
 
-    world = queued.world
-    _populate_everyone(world)
     job_id = queued.api("DELETE", f"/v1/users/{ADA}").body["job_id"]
-    refusing = RefusingIndex(world.vector_index)
-    send = sqs_job_sender(queued.url, "us-east-1", None)
-    failing = UserDeletion(world.store, lambda: refusing, send)
 
-    responses = queued.work(failing)
+    responses = queued.work(queued.deletion(RefusingIndex(queued.world.vector_index)))
     job = queued.api("GET", f"/v1/jobs/{job_id}").body
 
     failures = [r for r in responses if r["batchItemFailures"]]
@@ -468,12 +567,10 @@ def test_a_job_that_fails_every_attempt_the_queue_allows_is_reported_failed(
     assert job["status"] == "failed"
 
 
+@pytest.mark.usefixtures("everyone")
 def test_a_job_item_names_no_user_and_expires_a_week_after_it_started(
     queued: Queued, dynamodb_table: str
 ) -> None:
-    world = queued.world
-    _populate_everyone(world)
-
     job_id = queued.api("DELETE", f"/v1/users/{ADA}").body["job_id"]
     [item] = [i for i in _table(dynamodb_table) if i["PK"]["S"].endswith(f"#JOB#{job_id}")]
 
@@ -485,13 +582,12 @@ def test_a_job_item_names_no_user_and_expires_a_week_after_it_started(
     assert int(item["expires_at"]["N"]) - int(started) == 7 * 24 * 3600
 
 
+@pytest.mark.usefixtures("everyone")
 def test_an_unknown_job_and_another_tenants_job_are_404(
     queued: Queued, dynamodb_table: str
 ) -> None:
-    world = queued.world
-    _populate_everyone(world)
     job_id = queued.api("DELETE", f"/v1/users/{ADA}").body["job_id"]
-    other_tenant = _api_over(world, dynamodb_table, default_tenant="someone-else")
+    other_tenant = _api_over(queued.world, dynamodb_table, default_tenant="someone-else")
 
     unknown = queued.api("GET", "/v1/jobs/01JNOSUCHJOB0000000000000")
     foreign = call_api(other_tenant, "GET", f"/v1/jobs/{job_id}")
@@ -504,9 +600,9 @@ def test_an_unknown_job_and_another_tenants_job_are_404(
 
 
 def test_deleting_a_session_removes_its_message_vectors_at_once_and_keeps_its_records(
-    world: MemoryWorld,
+    world: MemoryWorld, everyone: Everyone
 ) -> None:
-    ada, _ = _populate_everyone(world)
+    ada = everyone.ada
     session = ada.sessions[0]
     promoted = f"{ADA}-default-pm"  # the pending memory, now a long-term record
 
@@ -524,18 +620,32 @@ def test_deleting_a_session_removes_its_message_vectors_at_once_and_keeps_its_re
     assert world.api("GET", f"/v1/long-term-memory/{promoted}").status == 200
 
 
-def test_messages_that_outlived_their_session_are_found_through_the_index_and_deleted(
+def test_a_session_delete_answers_200_when_the_index_cannot_be_built(
     world: MemoryWorld, dynamodb_table: str
 ) -> None:
-    ada, kept = _populate_everyone(world)
-    before = [_snapshot(world, dynamodb_table, stored) for stored in kept]
-    session = ada.sessions[1]
-    # The session's meta is gone (TTL, or the cleanup run) while its indexed messages stay
-    # (index_all_messages keeps them as long-term records): no table listing names them now.
-    pk, sk = keys.session_key(TENANT, "default", session)
-    boto3.client("dynamodb", region_name="us-east-1").delete_item(
-        TableName=dynamodb_table, Key={"PK": {"S": pk}, "SK": {"S": sk}}
-    )
+    def unreachable() -> Any:
+        raise RuntimeError("no route to the search domain")
+
+    api = _api_over(world, dynamodb_table, index=unreachable)
+    message = {"role": "user", "content": "hi"}
+    world.api("PUT", "/v1/working-memory/chat", body={"messages": [message]})
+    world.settle()  # the message is indexed
+    indexed = len(world.vector_index.browse(TENANT, 10, 0))
+
+    deleted = call_api(api, "DELETE", "/v1/working-memory/chat")
+    again = call_api(api, "DELETE", "/v1/working-memory/chat")  # nothing left to delete
+    world.settle()  # the stream's REMOVE records take the vector out
+
+    assert (deleted.status, again.status) == (200, 200)
+    assert world.api("GET", "/v1/working-memory/chat").status == 404
+    assert (indexed, len(world.vector_index.browse(TENANT, 10, 0))) == (1, 0)
+
+
+def test_messages_that_outlived_their_session_are_found_through_the_index_and_deleted(
+    world: MemoryWorld, dynamodb_table: str, everyone: Everyone
+) -> None:
+    # No table listing names the session's messages now.
+    pk = _drop_session_meta(dynamodb_table, everyone.ada.sessions[1])
     left = [i for i in _table(dynamodb_table) if i["PK"]["S"] == pk]
 
     response = world.api("DELETE", f"/v1/users/{ADA}")
@@ -543,18 +653,14 @@ def test_messages_that_outlived_their_session_are_found_through_the_index_and_de
 
     assert len(left) == 2  # the two messages
     assert response.body["deleted"]["sessions"] == 1  # the one the user's listing names
-    assert _leftovers(dynamodb_table, ada) == []
-    assert _docs(world, ada) == []
-    assert [_snapshot(world, dynamodb_table, stored) for stored in kept] == before
+    everyone.assert_only_ada_gone()
 
 
 def test_a_record_the_lifecycle_index_does_not_list_is_found_through_the_vector_index(
-    world: MemoryWorld, dynamodb_table: str
+    world: MemoryWorld, dynamodb_table: str, everyone: Everyone
 ) -> None:
-    ada, kept = _populate_everyone(world)
-    before = [_snapshot(world, dynamodb_table, stored) for stored in kept]
     # A record written before the lifecycle index existed carries none of its keys.
-    pk, sk = keys.record_key(TENANT, ada.records[0])
+    pk, sk = keys.record_key(TENANT, everyone.ada.records[0])
     boto3.client("dynamodb", region_name="us-east-1").update_item(
         TableName=dynamodb_table,
         Key={"PK": {"S": pk}, "SK": {"S": sk}},
@@ -566,6 +672,4 @@ def test_a_record_the_lifecycle_index_does_not_list_is_found_through_the_vector_
     world.settle()
 
     assert response.body["deleted"]["records"] == 3
-    assert _leftovers(dynamodb_table, ada) == []
-    assert _docs(world, ada) == []
-    assert [_snapshot(world, dynamodb_table, stored) for stored in kept] == before
+    everyone.assert_only_ada_gone()

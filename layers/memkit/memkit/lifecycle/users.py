@@ -3,14 +3,15 @@ long-term records and vectors. DELETE /v1/users/{user_id} and the memory worker'
 `delete_user` jobs run the same steps.
 
 A run walks the user's items as the table lists them now (GSI2 sessions, GSI3 records, the
-user's partition) and deletes each; a rerun finds only what is left, so a deletion resumes
-by running again from the start, and deleting a user twice is harmless. Then the user's
-vectors go from the index directly (the stream's REMOVE records would take them out too,
-later): "done" means nothing of the user is searchable, even before the stream catches up.
+user's partition) and deletes each, a page at a time; a rerun finds only what is left, so a
+deletion resumes by running again from the start, and deleting a user twice is harmless.
+Then the user's vectors go from the index directly (the stream's REMOVE records would take
+them out too, later): "done" means nothing of the user is searchable, even before the stream
+catches up.
 
 Messages that outlive their session (index_all_messages) are in no table listing once the
 session's meta has gone; the index names them (message docs carry the user and session), so
-their partitions are found there.
+each listing of the user's docs deletes the table items it names before the docs go.
 
 A request has a time budget: what is not done within it becomes a job (stored in the table,
 polled with GET /v1/jobs/{id}) that the memory worker resumes from the work queue, one
@@ -22,9 +23,9 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
-from functools import lru_cache
-from itertools import chain, islice
+from dataclasses import dataclass, field
+from functools import lru_cache, partial
+from itertools import islice
 from typing import TYPE_CHECKING, Protocol
 
 from memkit.errors import Forbidden, MemkitError, NotFound, StoreUnavailable
@@ -34,9 +35,10 @@ from memkit.models.domain import Owner
 from memkit.models.users import DeletionCounts, JobState
 from memkit.observability import logger, metrics
 from memkit.store import keys
+from memkit.store.users import PageCursor
 from memkit.times import now_iso
 from memkit.vectors.filters import Condition
-from memkit.vectors.protocol import Removal, VectorIndex
+from memkit.vectors.protocol import Hit, Removal, VectorIndex
 
 if TYPE_CHECKING:
     from memkit.curation import Job
@@ -49,10 +51,18 @@ JOB_LIFETIME_SECONDS = 7 * 24 * 3600
 # message then moves to the dead-letter queue).
 MAX_FAILURES = 5
 RECORDS_PER_BATCH = 50
-# Docs per browse of the index, and how deep one listing reaches (OpenSearch's default
-# max_result_window): a user with more docs is listed again after the first are removed.
+# Docs per browse of the index (and per bulk removal), and how deep one listing reaches
+# (OpenSearch's default max_result_window): a user with more docs is listed again after the
+# first are removed.
 VECTOR_PAGE = 500
 VECTOR_WINDOW = 10_000
+# OpenSearch shows removed docs until its next refresh (every second): a listing that shows
+# nothing new waits this long before listing again, this many times at most.
+REFRESH_WAIT_SECONDS = 0.5
+STALE_LISTINGS = 20
+# A session DELETE removes the session's vectors for this long at most; the stream's REMOVE
+# records take out whatever is left.
+SESSION_VECTORS_SECONDS = 5.0
 NEVER = Deadline(math.inf)
 
 
@@ -61,9 +71,13 @@ class UserStore(Protocol):
 
     def user_session_ids(self, tenant: str, namespace: str, user_id: str) -> Iterator[str]: ...
 
-    def delete_session(self, owner: Owner, session_id: str) -> int: ...
+    def delete_session_page(
+        self, owner: Owner, session_id: str, after: PageCursor | None = None
+    ) -> tuple[int, PageCursor | None]: ...
 
-    def delete_user_items(self, owner: Owner, session_id: str) -> int: ...
+    def delete_user_items_page(
+        self, owner: Owner, session_id: str, after: PageCursor | None = None
+    ) -> tuple[int, PageCursor | None]: ...
 
     def delete_user_pads(self, tenant: str, namespace: str, user_id: str) -> int: ...
 
@@ -78,13 +92,11 @@ class UserStore(Protocol):
     def get_job(self, tenant: str, job_id: str) -> JobState | None: ...
 
     def record_job_progress(
-        self,
-        tenant: str,
-        job_id: str,
-        counts: DeletionCounts,
-        updated_at: str,
-        status: str | None = None,
-        failed: bool = False,
+        self, tenant: str, job_id: str, counts: DeletionCounts, updated_at: str, done: bool
+    ) -> JobState | None: ...
+
+    def record_job_failure(
+        self, tenant: str, job_id: str, updated_at: str, final: bool
     ) -> JobState | None: ...
 
 
@@ -102,41 +114,99 @@ class _Run:
     done: bool
 
 
+@dataclass
+class _Progress:
+    """What one run has done so far: its counts, and the sessions and records it dealt with
+    (a later listing that names them again skips them)."""
+
+    owner: Owner
+    deadline: Deadline
+    counts: DeletionCounts = field(default_factory=DeletionCounts)
+    sessions: set[str] = field(default_factory=set)
+    records: set[str] = field(default_factory=set)
+
+
 def remove_vectors(
     index: VectorIndex,
     tenant: str,
     conditions: Sequence[Condition],
     clock: Callable[[], float] = time.time,
     deadline: Deadline = NEVER,
+    *,
+    window: int = VECTOR_WINDOW,
+    wait: Callable[[float], None] = time.sleep,
+    before: Callable[[list[Hit]], bool] | None = None,
 ) -> tuple[int, bool]:
     """Remove the tenant's docs that meet `conditions` from the index, at a version newer
     than any write so far (a late stream record cannot bring one back). Returns how many
-    were removed and whether all were (False: the deadline came first).
+    were removed and whether all were (False: the deadline came first, or the index kept
+    showing removed docs). `before` deals with a listing's docs before they go (False: the
+    deadline came first; they stay for the next run).
 
-    A listing is read whole before anything is removed (removing while paging would shift
-    the pages); an index that shows removed docs until its next refresh may list one again,
-    which is removed again but counted once."""
+    A listing (up to `window` docs) is read whole before anything is removed: removing while
+    paging would shift the pages. An index shows removed docs until its next refresh
+    (OpenSearch), so a listing that filled the window cannot tell what lies beyond it: the
+    index is listed again (a doc listed again is removed once), after a wait when nothing
+    new showed. All are removed only once a listing comes up short of the window."""
     removed: set[str] = set()
-    while True:
-        found: dict[str, None] = {}
-        for offset in range(0, VECTOR_WINDOW, VECTOR_PAGE):
-            if deadline.passed():
-                break
-            page = index.browse(tenant, VECTOR_PAGE, offset, conditions)
-            found.update(dict.fromkeys(hit.id for hit in page))
-            if len(page) < VECTOR_PAGE:
-                break
-        fresh = [doc_id for doc_id in found if doc_id not in removed]
-        if fresh:
-            version = int(clock() * 1_000_000)
-            failures = index.remove([Removal(doc_id, tenant, version) for doc_id in fresh])
-            if failures:
-                raise StoreUnavailable("the vector index did not remove every vector; retry")
-            removed.update(fresh)
-        if deadline.passed():
+    stale = 0
+    while not deadline.passed():
+        hits, complete = _listing(index, tenant, conditions, deadline, window)
+        fresh = [hit for hit in hits if hit.id not in removed]
+        if fresh and before is not None and not before(fresh):
             return len(removed), False
-        if len(found) < VECTOR_WINDOW or not fresh:
+        if not _remove(index, tenant, [hit.id for hit in fresh], clock, deadline, removed):
+            return len(removed), False
+        if complete:
             return len(removed), True
+        stale = 0 if fresh else stale + 1
+        if stale > STALE_LISTINGS or deadline.passed():
+            break
+        if stale:
+            wait(REFRESH_WAIT_SECONDS)
+    return len(removed), False
+
+
+def _listing(
+    index: VectorIndex,
+    tenant: str,
+    conditions: Sequence[Condition],
+    deadline: Deadline,
+    window: int,
+) -> tuple[list[Hit], bool]:
+    """The docs of one listing, and whether it holds every doc the index shows (it came up
+    short of the window, before the deadline)."""
+    page_size = min(VECTOR_PAGE, window)
+    found: dict[str, Hit] = {}
+    for offset in range(0, window, page_size):
+        if deadline.passed():
+            break
+        page = index.browse(tenant, page_size, offset, conditions)
+        found.update((hit.id, hit) for hit in page)
+        if len(page) < page_size:
+            return list(found.values()), True
+    return list(found.values()), False
+
+
+def _remove(
+    index: VectorIndex,
+    tenant: str,
+    doc_ids: Sequence[str],
+    clock: Callable[[], float],
+    deadline: Deadline,
+    removed: set[str],
+) -> bool:
+    """Remove the docs, a bulk request a page at a time, adding each to `removed`; False
+    when the deadline came first."""
+    for start in range(0, len(doc_ids), VECTOR_PAGE):
+        if start and deadline.passed():
+            return False
+        chunk = doc_ids[start : start + VECTOR_PAGE]
+        version = int(clock() * 1_000_000)
+        if index.remove([Removal(doc_id, tenant, version) for doc_id in chunk]):
+            raise StoreUnavailable("the vector index did not remove every vector; retry")
+        removed.update(chunk)
+    return True
 
 
 def session_vector_conditions(owner: Owner, session_id: str) -> list[Condition]:
@@ -167,8 +237,8 @@ def sqs_job_sender(queue_url: str, region: str, endpoint: str | None) -> Callabl
     return send
 
 
-def _unique(ids: Iterable[str]) -> Iterator[str]:
-    seen: set[str] = set()
+def _unseen(ids: Iterable[str], seen: set[str]) -> Iterator[str]:
+    """The ids not in `seen`, each once (adding it to `seen`)."""
     for value in ids:
         if value not in seen:
             seen.add(value)
@@ -181,6 +251,19 @@ def _chunks(ids: Iterable[str], size: int) -> Iterator[list[str]]:
         yield chunk
 
 
+def _paged(
+    delete_page: Callable[[PageCursor | None], tuple[int, PageCursor | None]],
+    deadline: Deadline,
+) -> tuple[int, bool]:
+    """A deletion run a page at a time until its end or the deadline: items deleted, and
+    whether it reached the end."""
+    count, cursor = delete_page(None)
+    while cursor is not None and not deadline.passed():
+        deleted, cursor = delete_page(cursor)
+        count += deleted
+    return count, cursor is None
+
+
 class UserDeletion:
     """Deletes everything of a user in a namespace, within a time budget or as a job."""
 
@@ -191,12 +274,16 @@ class UserDeletion:
         send: Callable[[Job], None] | None,
         clock: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.monotonic,
+        window: int = VECTOR_WINDOW,
+        wait: Callable[[float], None] = time.sleep,
     ) -> None:
         self._store = store
         self._index = index
         self._send = send
         self._clock = clock
         self._monotonic = monotonic
+        self._window = window
+        self._wait = wait
 
     # -- the API -----------------------------------------------------------------------------
 
@@ -227,9 +314,7 @@ class UserDeletion:
             self._queue(owner, job.job_id, stamp)
         except MemkitError:
             # Nothing will run it: the job says so, and the client's retry starts another.
-            self._store.record_job_progress(
-                owner.tenant, job.job_id, DeletionCounts(), stamp, status="failed", failed=True
-            )
+            self._store.record_job_failure(owner.tenant, job.job_id, stamp, final=True)
             raise
         self._report("queued", run.counts, job.job_id)
         return DeletionOutcome(run.counts, job)
@@ -261,100 +346,129 @@ class UserDeletion:
         try:
             run = self._run(owner, deadline)
         except MemkitError:
-            failed = state.failures + 1 >= MAX_FAILURES
-            self._store.record_job_progress(
-                job.tenant,
-                job.job_id,
-                DeletionCounts(),
-                now_iso(self._clock()),
-                status="failed" if failed else None,
-                failed=True,
+            final = state.failures + 1 >= MAX_FAILURES
+            self._store.record_job_failure(
+                job.tenant, job.job_id, now_iso(self._clock()), final=final
             )
             raise
-        status = "done" if run.done else None
         self._store.record_job_progress(
-            job.tenant, job.job_id, run.counts, now_iso(self._clock()), status=status
+            job.tenant, job.job_id, run.counts, now_iso(self._clock()), done=run.done
         )
         if not run.done:
             self._queue(owner, job.job_id, job.stamp)
-        self._report("done" if run.done else "continued", run.counts, job.job_id)
-        return "done" if run.done else "continued"
+        outcome = "done" if run.done else "continued"
+        self._report(outcome, run.counts, job.job_id)
+        return outcome
 
     # -- the steps ---------------------------------------------------------------------------
 
     def _run(self, owner: Owner, deadline: Deadline) -> _Run:
-        """One pass over everything of the user, until done or the deadline."""
+        """One pass over everything of the user, until done or the deadline. Each step says
+        whether it finished before the deadline."""
+        run = _Progress(owner, deadline)
         assert owner.user_id is not None
-        tenant, namespace, user_id = owner.tenant, owner.namespace, owner.user_id
-        store = self._store
-        counts = DeletionCounts()
-        done_sessions: set[str] = set()
-        for session_id in store.user_session_ids(tenant, namespace, user_id):
-            if deadline.passed():
-                return _Run(counts, False)
-            counts += self._delete_session(owner, session_id)
-            done_sessions.add(session_id)
-
-        # What the index holds of the user that no table listing may name: messages kept
-        # after their session went (index_all_messages), records the lifecycle index does
-        # not list (yet).
-        kept_sessions, indexed_records = self._indexed(owner, deadline)
-        for session_id in kept_sessions - done_sessions:
-            if deadline.passed():
-                return _Run(counts, False)
-            counts += DeletionCounts(items=store.delete_user_items(owner, session_id))
-
-        if deadline.passed():
-            return _Run(counts, False)
-        counts += DeletionCounts(items=store.delete_user_pads(tenant, namespace, user_id))
-
-        listed = store.user_record_ids(tenant, namespace, user_id)
-        record_ids = chain(listed, sorted(indexed_records))
-        for chunk in _chunks(_unique(record_ids), RECORDS_PER_BATCH):
-            if deadline.passed():
-                return _Run(counts, False)
-            records, items = store.delete_user_records(tenant, namespace, user_id, chunk)
-            counts += DeletionCounts(records=records, items=items)
-
-        if deadline.passed():
-            return _Run(counts, False)
-        vectors, done = remove_vectors(
-            self._index(), tenant, self._user_conditions(owner), self._clock, deadline
+        listed = self._store.user_record_ids(owner.tenant, owner.namespace, owner.user_id)
+        done = (
+            self._delete_sessions(run)
+            and self._delete_pads(run)
+            and self._delete_records(run, listed)
+            and self._delete_vectors(run)
         )
-        return _Run(counts + DeletionCounts(vectors=vectors), done)
+        if not done and self._send is None:
+            # With no budget, only an index that never caught up with its removals stops a
+            # run short; nothing would finish the rest later, a retry does.
+            raise StoreUnavailable("the vector index is behind on removals; retry the deletion")
+        return _Run(run.counts, done)
 
-    def _delete_session(self, owner: Owner, session_id: str) -> DeletionCounts:
+    def _delete_sessions(self, run: _Progress) -> bool:
+        owner = run.owner
+        assert owner.user_id is not None
+        for session_id in self._store.user_session_ids(
+            owner.tenant, owner.namespace, owner.user_id
+        ):
+            if run.deadline.passed() or not self._delete_session(run, session_id):
+                return False
+        return True
+
+    def _delete_session(self, run: _Progress, session_id: str) -> bool:
+        """Delete the session a page at a time; its vectors go with the user's."""
+        owner = run.owner
         try:
-            items = self._store.delete_session(owner, session_id)
+            items, done = _paged(
+                partial(self._store.delete_session_page, owner, session_id), run.deadline
+            )
         except Forbidden:
             # The listing was stale: the id now names another user's session. Only what
             # is the user's goes.
-            return DeletionCounts(items=self._store.delete_user_items(owner, session_id))
-        vectors, _ = remove_vectors(
-            self._index(), owner.tenant, session_vector_conditions(owner, session_id), self._clock
-        )
-        return DeletionCounts(sessions=1 if items else 0, items=items, vectors=vectors)
+            return self._delete_user_items(run, session_id)
+        run.counts += DeletionCounts(sessions=1 if done and items else 0, items=items)
+        if done:
+            run.sessions.add(session_id)
+        return done
 
-    def _indexed(self, owner: Owner, deadline: Deadline) -> tuple[set[str], set[str]]:
-        """The sessions the index holds the user's messages of, and the user's records it
-        holds (by the partition each doc came from)."""
-        index = self._index()
-        session_partitions = keys.sessions_prefix(owner.tenant)
+    def _delete_user_items(self, run: _Progress, session_id: str) -> bool:
+        items, done = _paged(
+            partial(self._store.delete_user_items_page, run.owner, session_id), run.deadline
+        )
+        run.counts += DeletionCounts(items=items)
+        if done:
+            run.sessions.add(session_id)
+        return done
+
+    def _delete_pads(self, run: _Progress) -> bool:
+        owner = run.owner
+        assert owner.user_id is not None
+        if run.deadline.passed():
+            return False
+        pads = self._store.delete_user_pads(owner.tenant, owner.namespace, owner.user_id)
+        run.counts += DeletionCounts(items=pads)
+        return True
+
+    def _delete_records(self, run: _Progress, record_ids: Iterable[str]) -> bool:
+        owner = run.owner
+        assert owner.user_id is not None
+        for chunk in _chunks(_unseen(record_ids, run.records), RECORDS_PER_BATCH):
+            if run.deadline.passed():
+                return False
+            records, items = self._store.delete_user_records(
+                owner.tenant, owner.namespace, owner.user_id, chunk
+            )
+            run.counts += DeletionCounts(records=records, items=items)
+        return True
+
+    def _delete_vectors(self, run: _Progress) -> bool:
+        if run.deadline.passed():
+            return False
+        vectors, done = remove_vectors(
+            self._index(),
+            run.owner.tenant,
+            self._user_conditions(run.owner),
+            self._clock,
+            run.deadline,
+            window=self._window,
+            wait=self._wait,
+            before=lambda hits: self._delete_indexed(run, hits),
+        )
+        run.counts += DeletionCounts(vectors=vectors)
+        return done
+
+    def _delete_indexed(self, run: _Progress, hits: list[Hit]) -> bool:
+        """Delete the table items behind a listing's docs that no table listing named:
+        messages kept after their session went (index_all_messages), records the lifecycle
+        index does not list (yet). The partition each doc came from tells which."""
+        session_partitions = keys.sessions_prefix(run.owner.tenant)
         sessions: set[str] = set()
-        records: set[str] = set()
-        for offset in range(0, VECTOR_WINDOW, VECTOR_PAGE):
-            if deadline.passed():
-                break
-            page = index.browse(owner.tenant, VECTOR_PAGE, offset, self._user_conditions(owner))
-            for hit in page:
-                if str(hit.fields.get("pk", "")).startswith(session_partitions):
-                    if hit.fields.get("session_id"):
-                        sessions.add(str(hit.fields["session_id"]))
-                elif hit.fields.get("record_id"):
-                    records.add(str(hit.fields["record_id"]))
-            if len(page) < VECTOR_PAGE:
-                break
-        return sessions, records
+        records: list[str] = []
+        for hit in hits:
+            if str(hit.fields.get("pk", "")).startswith(session_partitions):
+                if hit.fields.get("session_id"):
+                    sessions.add(str(hit.fields["session_id"]))
+            elif hit.fields.get("record_id"):
+                records.append(str(hit.fields["record_id"]))
+        for session_id in sorted(sessions - run.sessions):
+            if run.deadline.passed() or not self._delete_user_items(run, session_id):
+                return False
+        return self._delete_records(run, records)
 
     @staticmethod
     def _user_conditions(owner: Owner) -> list[Condition]:

@@ -35,7 +35,6 @@ from pydantic import ValidationError as PydanticValidationError
 from memkit.errors import (
     FieldProblem,
     Forbidden,
-    MemkitError,
     NotFound,
     TooLarge,
     ValidationFailed,
@@ -567,14 +566,25 @@ class SessionService:
         """Remove the session and every item of it (messages, memories, its scratchpad), and
         its messages' vectors from the index at once (the stream's removals come later)."""
         deleted = self._store.delete_session(owner, session_id)
-        if self._index is not None:
-            from memkit.lifecycle.users import remove_vectors, session_vector_conditions
+        if not deleted or self._index is None:
+            return deleted
+        from memkit.lifecycle.phases import Deadline
+        from memkit.lifecycle.users import (
+            SESSION_VECTORS_SECONDS,
+            remove_vectors,
+            session_vector_conditions,
+        )
 
-            conditions = session_vector_conditions(owner, session_id)
-            try:
-                remove_vectors(self._index(), owner.tenant, conditions, self._clock)
-            except MemkitError as exc:  # the stream's REMOVE records still take them out
-                logger.warning("session vectors left to the stream", extra={"code": exc.code})
+        conditions = session_vector_conditions(owner, session_id)
+        deadline = Deadline.after(SESSION_VECTORS_SECONDS)
+        try:
+            remove_vectors(self._index(), owner.tenant, conditions, self._clock, deadline)
+        except Exception as exc:
+            # The session is gone: whatever failed (building the index client included), the
+            # stream's REMOVE records still take its vectors out.
+            logger.warning(
+                "session vectors left to the stream", extra={"error": type(exc).__name__}
+            )
         return deleted
 
     # -- the write loop ------------------------------------------------------------------------

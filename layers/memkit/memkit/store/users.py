@@ -14,7 +14,7 @@ never the user's id or content, and expires a week after it was created. It carr
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from pynamodb.models import BatchWrite
@@ -30,6 +30,9 @@ from memkit.store.curation import CurationTable
 PAGE_SIZE = 200
 JOB_SK = "JOB"
 COUNTERS = ("sessions", "items", "records", "vectors")
+# Where the next page of a partition's deletion starts (DynamoDB's LastEvaluatedKey): opaque
+# to callers, who hand it back.
+PageCursor = dict[str, Any]
 
 
 def job_key(tenant: str, job_id: str) -> keys.Key:
@@ -38,6 +41,10 @@ def job_key(tenant: str, job_id: str) -> keys.Key:
 
 def _number(value: int) -> dict[str, str]:
     return {"N": str(value)}
+
+
+def _everything(item: Any) -> bool:
+    return True
 
 
 class UserTable(CurationTable):
@@ -65,28 +72,74 @@ class UserTable(CurationTable):
             ):
                 yield item.record_id
 
-    def delete_user_items(self, owner: Owner, session_id: str) -> int:
-        """Delete the items of a session's partition that are the user's (messages kept
-        after their session went; a session id another user has since taken); how many."""
+    def delete_session_page(
+        self, owner: Owner, session_id: str, after: PageCursor | None = None
+    ) -> tuple[int, PageCursor | None]:
+        """One page of delete_session (from `after`, None: the first): the items deleted and
+        where the next page starts, None once the session is gone. The meta item goes with
+        the last page, so until then the user's listing (GSI2) still names the session and a
+        deletion cut short between pages finds it again. The first page refuses another
+        user's session (Forbidden) before deleting anything."""
+        meta_key = keys.session_key(owner.tenant, owner.namespace, session_id)
+        if after is None:
+            self._owned_meta_item(owner, session_id)
+
+        def doomed(item: Any) -> bool:
+            # Messages another user kept in long-term memory (an earlier life of the session
+            # id, index_all_messages) are theirs: they stay, as with delete_session.
+            theirs = self._kept(item) and item.user_id not in (None, owner.user_id)
+            return (item.pk, item.sk) != meta_key and not theirs
+
+        count, cursor = self._delete_page(meta_key[0], doomed, after, "delete session")
+        if cursor is None:
+            meta_item = self._batch_get([meta_key]).get(meta_key)  # expired or not
+            if meta_item is not None:
+                with translated("delete session"):
+                    meta_item.delete(add_version_condition=False)
+                count += 1
+        return count, cursor
+
+    def delete_user_items_page(
+        self, owner: Owner, session_id: str, after: PageCursor | None = None
+    ) -> tuple[int, PageCursor | None]:
+        """One page of the items of a session's partition that are the user's (messages kept
+        after their session went; a session id another user has since taken): the items
+        deleted and where the next page starts (None: the end)."""
         assert owner.user_id is not None
         pk = keys.session_pk(owner.tenant, owner.namespace, session_id)
-        count = 0
-        with translated("delete a user's items"), BatchWrite(self._items.base) as batch:
-            for item in self._items.base.query(pk, consistent_read=True, page_size=PAGE_SIZE):
-                if getattr(item, "user_id", None) == owner.user_id:
-                    batch.delete(item)
-                    count += 1
-        return count
+
+        def doomed(item: Any) -> bool:
+            return getattr(item, "user_id", None) == owner.user_id
+
+        return self._delete_page(pk, doomed, after, "delete a user's items")
 
     def delete_user_pads(self, tenant: str, namespace: str, user_id: str) -> int:
         """Delete every item of the user's partition (user-scoped scratchpads); how many."""
         pk = keys.user_pk(tenant, namespace, user_id)
-        count = 0
-        with translated("delete a user's scratchpads"), BatchWrite(self._items.base) as batch:
-            for item in self._items.base.query(pk, consistent_read=True, page_size=PAGE_SIZE):
-                batch.delete(item)
-                count += 1
-        return count
+        count, cursor = 0, None
+        while True:
+            deleted, cursor = self._delete_page(pk, _everything, cursor, "delete a user's pads")
+            count += deleted
+            if cursor is None:
+                return count
+
+    def _delete_page(
+        self,
+        pk: str,
+        doomed: Callable[[Any], bool],
+        after: PageCursor | None,
+        operation: str,
+    ) -> tuple[int, PageCursor | None]:
+        """Delete the `doomed` items of one Query page of partition `pk` (a consistent
+        read from `after`); how many, and where the next page starts (None: the end)."""
+        base = self._items.base
+        with translated(operation):
+            page = base.query(pk, consistent_read=True, limit=PAGE_SIZE, last_evaluated_key=after)
+            items = [item for item in page if doomed(item)]
+            with BatchWrite(base) as batch:
+                for item in items:
+                    batch.delete(item)
+        return len(items), page.last_evaluated_key
 
     def delete_user_records(
         self, tenant: str, namespace: str, user_id: str, record_ids: Sequence[str]
@@ -138,40 +191,43 @@ class UserTable(CurationTable):
 
     def get_job(self, tenant: str, job_id: str) -> JobState | None:
         """The job (a consistent read), or None when absent or expired."""
-        pk, sk = job_key(tenant, job_id)
-        with translated("read job"):
-            found = self._items.connection.client.get_item(
-                TableName=self._items.base.Meta.table_name,
-                Key={"PK": {"S": pk}, "SK": {"S": sk}},
-                ConsistentRead=True,
-            )
-        item = found.get("Item")
+        item = self._consistent_item(job_key(tenant, job_id), "read job")
         if item is None or int(item["expires_at"]["N"]) <= self._clock():
             return None
         return _to_job(item)
 
     def record_job_progress(
-        self,
-        tenant: str,
-        job_id: str,
-        counts: DeletionCounts,
-        updated_at: str,
-        status: str | None = None,
-        failed: bool = False,
+        self, tenant: str, job_id: str, counts: DeletionCounts, updated_at: str, done: bool
     ) -> JobState | None:
-        """Add `counts` to the job's, set its status (if given) and `updated_at`, count a
-        failed attempt; one atomic UpdateItem. None when the job is gone."""
+        """Add a run's `counts` to the job's (and mark it done); None when the job is gone."""
+        return self._update_job(
+            tenant, job_id, updated_at, "done" if done else None, counts.as_dict()
+        )
+
+    def record_job_failure(
+        self, tenant: str, job_id: str, updated_at: str, final: bool
+    ) -> JobState | None:
+        """Count a failed attempt (the last one marks the job failed); None when it is gone."""
+        return self._update_job(
+            tenant, job_id, updated_at, "failed" if final else None, {"failures": 1}
+        )
+
+    def _update_job(
+        self, tenant: str, job_id: str, updated_at: str, status: str | None, add: dict[str, int]
+    ) -> JobState | None:
+        """Add to the job's counters, set its status (if given) and `updated_at`; one atomic
+        UpdateItem."""
         pk, sk = job_key(tenant, job_id)
         # Attribute names by placeholder: `status`, `items` and the like are reserved words.
-        names = {f"#{name}": name for name in (*COUNTERS, "failures")}
-        values: dict[str, Any] = {":at": {"S": updated_at}, ":failures": _number(int(failed))}
-        values.update({f":{name}": _number(v) for name, v in counts.as_dict().items()})
+        names = {f"#{name}": name for name in add}
+        values: dict[str, Any] = {":at": {"S": updated_at}}
+        values.update({f":{name}": _number(value) for name, value in add.items()})
         expression = "SET updated_at = :at"
         if status is not None:
             names["#status"] = "status"
             values[":status"] = {"S": status}
             expression += ", #status = :status"
-        expression += " ADD " + ", ".join(f"#{n} :{n}" for n in (*COUNTERS, "failures"))
+        expression += " ADD " + ", ".join(f"#{name} :{name}" for name in add)
         update: dict[str, Any] = {
             "TableName": self._items.base.Meta.table_name,
             "Key": {"PK": {"S": pk}, "SK": {"S": sk}},

@@ -23,7 +23,8 @@ its timeout, and an invocation that reaches it returns a `continuation` (the new
 and each Scan segment's cursor); invoked again with {"resume": <continuation>}, it goes on
 from there, so a table of any size is rebuilt in as many invocations as it takes (the
 catch-up, one more Scan, must fit in the last one's remaining time). A failure after the
-switch (in the catch-up) leaves the new generation live and the old one in place: run the
+switch (in the catch-up) leaves the new generation live and the old one in place (except
+on the first rebuild, whose switch itself removes the plain index it replaces): run the
 rebuild again, and delete the old generation by hand. One rebuild at a time: a second one
 started meanwhile replaces the first one's unfinished generation.
 

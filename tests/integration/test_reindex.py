@@ -311,6 +311,7 @@ def test_the_cli_rebuilds_with_a_progress_line(
     summary = json.loads(out.strip().splitlines()[-1])
     assert code == 0
     assert "reindex: " in err
+    assert "[########################] 9/~9 items (100%)" in err  # the bar, full at the end
     assert "indexed 5" in err
     assert "items/s" in err
     assert summary["indexed"] == len(ALL_IDS)

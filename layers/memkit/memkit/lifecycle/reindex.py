@@ -361,9 +361,12 @@ class _Reporter:
 # --- the command line --------------------------------------------------------------------
 
 
+BAR_WIDTH = 24
+
+
 class ProgressLine:
-    """One line on a terminal, rewritten in place (\\r): items read of the table's
-    approximate size, docs indexed, failures, rate and time left. At most every
+    """One line on a terminal, rewritten in place (\\r): a bar and the items read of the
+    table's approximate size, docs indexed, failures, rate and time left. At most every
     `interval` seconds, and a final line by `finish`."""
 
     def __init__(
@@ -396,7 +399,9 @@ class ProgressLine:
         if total > 0:
             done = min(counts.scanned, total)
             left = (total - done) / rate if rate > 0 else 0.0
-            where = f"{done}/~{total} items ({100 * done / total:.0f}%)"
+            filled = round(BAR_WIDTH * done / total)
+            bar = "#" * filled + "." * (BAR_WIDTH - filled)
+            where = f"[{bar}] {done}/~{total} items ({100 * done / total:.0f}%)"
             eta = f", ETA {int(left // 60)}:{int(left % 60):02d}"
         else:
             where, eta = f"{counts.scanned} items", ""

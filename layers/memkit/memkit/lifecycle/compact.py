@@ -31,7 +31,14 @@ from memkit.errors import BadRequest, FieldProblem, NotFound, TooLarge, VersionC
 from memkit.lifecycle.forget import RecordLister, epoch, read_window
 from memkit.llm.protocol import LLMError, MemoryModel
 from memkit.models.domain import Owner, StoredRecord
-from memkit.models.lifecycle import CompactResult, FlaggedPair, Listing, MergedGroup, Unchanged
+from memkit.models.lifecycle import (
+    DEFAULT_NEAR_DISTANCE,
+    CompactResult,
+    FlaggedPair,
+    Listing,
+    MergedGroup,
+    Unchanged,
+)
 from memkit.models.memory import MAX_TAGS, MemoryResults, SearchMode, SearchRequest
 from memkit.observability import logger, metrics
 from memkit.service.long_term import check_size
@@ -41,8 +48,6 @@ from memkit.times import now_iso
 COMPACTED_TYPES = frozenset({"semantic", "episodic"})
 # Close records a near-duplicate search returns for each record.
 NEAR_HITS = 5
-# The curator's merge distance (curation.Policy.merge_distance).
-DEFAULT_DISTANCE = 0.15
 # Reads and writes of a keeper before a merge gives up (each lost to a concurrent write).
 MERGE_ATTEMPTS = 3
 
@@ -64,7 +69,7 @@ class CompactOptions:
     limit: int = 200
     dry_run: bool = True
     near_duplicates: bool = True
-    distance: float = DEFAULT_DISTANCE
+    distance: float = DEFAULT_NEAR_DISTANCE
     # Questions to the model per call (None: no limit; the scheduled run has its deadline).
     judgements: int | None = None
 

@@ -35,13 +35,13 @@ from memkit.models.domain import Owner
 from memkit.models.users import DeletionCounts, JobState
 from memkit.observability import logger, metrics
 from memkit.store import keys
-from memkit.store.users import PageCursor
 from memkit.times import now_iso
 from memkit.vectors.filters import Condition
 from memkit.vectors.protocol import Hit, Removal, VectorIndex
 
 if TYPE_CHECKING:
     from memkit.curation import Job
+    from memkit.store.users import PageCursor
 
 # API Gateway gives a request 29 s and the API function times out at 15 s: a deletion
 # stops starting work after this long and leaves the rest to a job.

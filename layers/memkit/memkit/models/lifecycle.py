@@ -19,6 +19,9 @@ MAX_BUDGET = 10_000_000
 MAX_PINNED_IDS = 1_000
 # How many records one forget or compact request may look at.
 MAX_SCAN = 5_000
+# How close a near duplicate is (vector distance): the curator's merge distance
+# (curation.Policy.merge_distance).
+DEFAULT_NEAR_DISTANCE = 0.15
 
 Days = Annotated[float, Field(strict=True, ge=0, le=MAX_DAYS, allow_inf_nan=False)]
 RecordId = Annotated[str, Field(min_length=1, max_length=256, pattern=ID_PATTERN)]

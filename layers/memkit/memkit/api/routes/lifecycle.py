@@ -3,7 +3,7 @@ namespace (memkit.lifecycle.forget, .compact, .policies)."""
 
 from __future__ import annotations
 
-from typing import Annotated, cast
+from typing import TYPE_CHECKING, Annotated, cast
 
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
@@ -12,19 +12,10 @@ from memkit.api.context import Services, services_of
 from memkit.api.params import NamespaceQuery, SessionIdQuery, UserIdQuery
 from memkit.api.responses import documented_errors
 from memkit.errors import FieldProblem, ValidationFailed
-from memkit.lifecycle.compact import (
-    DEFAULT_DISTANCE,
-    Compaction,
-    CompactionStore,
-    CompactOptions,
-    decode_cursor,
-)
-from memkit.lifecycle.forget import Forgetting, RecordLister
-from memkit.lifecycle.policies import PolicyService, PolicyStore
-from memkit.llm.protocol import MemoryModel
 from memkit.models.api import Status
 from memkit.models.domain import ID_PATTERN
 from memkit.models.lifecycle import (
+    DEFAULT_NEAR_DISTANCE,
     MAX_SCAN,
     CompactResult,
     ForgetRequest,
@@ -33,6 +24,10 @@ from memkit.models.lifecycle import (
     LifecyclePolicyView,
     Listing,
 )
+
+if TYPE_CHECKING:  # the services load on the first lifecycle request, not at cold start
+    from memkit.lifecycle.policies import PolicyService
+    from memkit.llm.protocol import MemoryModel
 
 router = APIGatewayHttpRouter()
 TAGS = ["lifecycle"]
@@ -79,6 +74,8 @@ def forget_memories(
             [FieldProblem("dry_run", "query and body differ")],
         )
     chosen = dry_run if dry_run is not None else body.dry_run
+    from memkit.lifecycle.forget import Forgetting, RecordLister
+
     # The API's store is a DynamoStore, whose ForgettingTable lists records (GSI3).
     forgetting = Forgetting(cast(RecordLister, services.store))
     return forgetting.forget(
@@ -116,9 +113,16 @@ def compact_memories(
     distance_threshold: Annotated[
         float,
         Query(ge=0, le=2, allow_inf_nan=False, description="how close a near duplicate is"),
-    ] = DEFAULT_DISTANCE,
+    ] = DEFAULT_NEAR_DISTANCE,
     cursor: Annotated[str | None, Query(max_length=4096)] = None,
 ) -> CompactResult:
+    from memkit.lifecycle.compact import (
+        Compaction,
+        CompactionStore,
+        CompactOptions,
+        decode_cursor,
+    )
+
     services = services_of(router)
     owner = services.owner(namespace, user_id)
     listing = Listing(owner.tenant, owner.namespace, owner.user_id, owner.user_id is not None)
@@ -138,6 +142,8 @@ def compact_memories(
 
 
 def _policies(services: Services) -> PolicyService:
+    from memkit.lifecycle.policies import PolicyService, PolicyStore
+
     return PolicyService(cast(PolicyStore, services.store))
 
 

@@ -3,7 +3,7 @@ background (GET /v1/jobs/{job_id}). The user's scratchpad routes are in scratchp
 
 from __future__ import annotations
 
-from typing import Annotated, cast
+from typing import TYPE_CHECKING, Annotated, cast
 
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.openapi.params import Path
@@ -12,7 +12,6 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from memkit.api.context import Services, services_of
 from memkit.api.params import NamespaceQuery, UserIdPath
 from memkit.api.responses import documented_errors
-from memkit.lifecycle.users import UserDeletion, UserStore, sqs_job_sender
 from memkit.models.domain import ID_PATTERN
 from memkit.models.users import (
     JobView,
@@ -22,6 +21,9 @@ from memkit.models.users import (
     job_view,
 )
 
+if TYPE_CHECKING:  # the deletion loads on the first request that needs it
+    from memkit.lifecycle.users import UserDeletion
+
 router = APIGatewayHttpRouter()
 TAGS = ["lifecycle"]
 
@@ -29,6 +31,8 @@ JobId = Annotated[str, Path(min_length=1, max_length=64, pattern=ID_PATTERN)]
 
 
 def _deletion(services: Services) -> UserDeletion:
+    from memkit.lifecycle.users import UserDeletion, UserStore, sqs_job_sender
+
     settings = services.settings
     send = None
     if settings.work_queue_url:

@@ -41,7 +41,7 @@ from memkit.vectors.protocol import Hit, Removal, VectorIndex
 
 if TYPE_CHECKING:
     from memkit.curation import Job
-    from memkit.store.users import PageCursor
+    from memkit.store.sessions import PageCursor
 
 # API Gateway gives a request 29 s and the API function times out at 15 s: a deletion
 # stops starting work after this long and leaves the rest to a job.

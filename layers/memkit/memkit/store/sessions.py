@@ -45,6 +45,11 @@ from memkit.times import now_iso
 
 # Items per Query page when a read wants everything (a whole log, a whole partition).
 PAGE_SIZE = 500
+# Items a deletion reads and deletes per Query page (a page is one deadline check).
+DELETE_PAGE_SIZE = 200
+# Where the next page of a partition's deletion starts (DynamoDB's LastEvaluatedKey): opaque
+# to callers, who hand it back.
+PageCursor = dict[str, Any]
 # TransactWriteItems takes 100 actions and 4 MB; the meta item is one of them.
 TRANSACTION_ITEMS = 100
 TRANSACTION_BYTES = 3_500_000
@@ -700,27 +705,63 @@ class SessionTable(TableBase):
             )
 
     def delete_session(self, owner: Owner, session_id: str) -> int:
-        """Delete every item of the session's partition, the meta item last. Items deleted.
+        """Delete every item of the session's partition, a page at a time, the meta item
+        last. Items deleted (see delete_session_page)."""
+        count, cursor = self.delete_session_page(owner, session_id)
+        while cursor is not None:
+            deleted, cursor = self.delete_session_page(owner, session_id, cursor)
+            count += deleted
+        return count
+
+    def delete_session_page(
+        self, owner: Owner, session_id: str, after: PageCursor | None = None
+    ) -> tuple[int, PageCursor | None]:
+        """One page of delete_session (from `after`, None: the first): the items deleted and
+        where the next page starts, None once the session is gone. The meta item goes with
+        the last page, so until then the user's listing (GSI2) still names the session and a
+        deletion cut short between pages finds it again. The first page refuses another
+        user's session (Forbidden) before deleting anything.
 
         A request that names a user leaves the messages another user kept in long-term
         memory (an earlier life of the session id, index_all_messages): they are that user's
         records, not this session's."""
-        tenant, namespace = owner.tenant, owner.namespace
-        meta_key = keys.session_key(tenant, namespace, session_id)
-        self._owned_meta_item(owner, session_id)  # another user's session goes nowhere
-        meta_item = None
-        count = 0
-        with translated("delete session"), BatchWrite(self._items.base) as batch:
-            for item in self._session_items(tenant, namespace, session_id):
-                if (item.pk, item.sk) == meta_key:
-                    meta_item = item  # expired or not, it goes last
-                    continue
-                if self._kept(item) and owner.user_id and item.user_id not in (None, owner.user_id):
-                    continue
-                batch.delete(item)
+        meta_key = keys.session_key(owner.tenant, owner.namespace, session_id)
+        if after is None:
+            self._owned_meta_item(owner, session_id)
+
+        def doomed(item: Any) -> bool:
+            theirs = (
+                self._kept(item)
+                and owner.user_id is not None
+                and item.user_id not in (None, owner.user_id)
+            )
+            return (item.pk, item.sk) != meta_key and not theirs
+
+        count, cursor = self._delete_page(meta_key[0], doomed, after, "delete session")
+        if cursor is None:
+            meta_item = self._batch_get([meta_key]).get(meta_key)  # expired or not
+            if meta_item is not None:
+                with translated("delete session"):
+                    meta_item.delete(add_version_condition=False)
                 count += 1
-        if meta_item is not None:
-            with translated("delete session"):
-                meta_item.delete(add_version_condition=False)
-            count += 1
-        return count
+        return count, cursor
+
+    def _delete_page(
+        self,
+        pk: str,
+        doomed: Callable[[Any], bool],
+        after: PageCursor | None,
+        operation: str,
+    ) -> tuple[int, PageCursor | None]:
+        """Delete the `doomed` items of one Query page of partition `pk` (a consistent
+        read from `after`); how many, and where the next page starts (None: the end)."""
+        base = self._items.base
+        with translated(operation):
+            page = base.query(
+                pk, consistent_read=True, limit=DELETE_PAGE_SIZE, last_evaluated_key=after
+            )
+            items = [item for item in page if doomed(item)]
+            with BatchWrite(base) as batch:
+                for item in items:
+                    batch.delete(item)
+        return len(items), page.last_evaluated_key

@@ -14,7 +14,7 @@ never the user's id or content, and expires a week after it was created. It carr
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from pynamodb.models import BatchWrite
@@ -25,14 +25,12 @@ from memkit.models.users import DeletionCounts, JobState
 from memkit.store import keys
 from memkit.store.base import translated
 from memkit.store.curation import CurationTable
+from memkit.store.sessions import PageCursor
 
-# Items per Query page when listing a user's sessions, records or scratchpads.
+# Items per Query page when listing a user's sessions or records.
 PAGE_SIZE = 200
 JOB_SK = "JOB"
 COUNTERS = ("sessions", "items", "records", "vectors")
-# Where the next page of a partition's deletion starts (DynamoDB's LastEvaluatedKey): opaque
-# to callers, who hand it back.
-PageCursor = dict[str, Any]
 
 
 def job_key(tenant: str, job_id: str) -> keys.Key:
@@ -72,33 +70,6 @@ class UserTable(CurationTable):
             ):
                 yield item.record_id
 
-    def delete_session_page(
-        self, owner: Owner, session_id: str, after: PageCursor | None = None
-    ) -> tuple[int, PageCursor | None]:
-        """One page of delete_session (from `after`, None: the first): the items deleted and
-        where the next page starts, None once the session is gone. The meta item goes with
-        the last page, so until then the user's listing (GSI2) still names the session and a
-        deletion cut short between pages finds it again. The first page refuses another
-        user's session (Forbidden) before deleting anything."""
-        meta_key = keys.session_key(owner.tenant, owner.namespace, session_id)
-        if after is None:
-            self._owned_meta_item(owner, session_id)
-
-        def doomed(item: Any) -> bool:
-            # Messages another user kept in long-term memory (an earlier life of the session
-            # id, index_all_messages) are theirs: they stay, as with delete_session.
-            theirs = self._kept(item) and item.user_id not in (None, owner.user_id)
-            return (item.pk, item.sk) != meta_key and not theirs
-
-        count, cursor = self._delete_page(meta_key[0], doomed, after, "delete session")
-        if cursor is None:
-            meta_item = self._batch_get([meta_key]).get(meta_key)  # expired or not
-            if meta_item is not None:
-                with translated("delete session"):
-                    meta_item.delete(add_version_condition=False)
-                count += 1
-        return count, cursor
-
     def delete_user_items_page(
         self, owner: Owner, session_id: str, after: PageCursor | None = None
     ) -> tuple[int, PageCursor | None]:
@@ -122,24 +93,6 @@ class UserTable(CurationTable):
             count += deleted
             if cursor is None:
                 return count
-
-    def _delete_page(
-        self,
-        pk: str,
-        doomed: Callable[[Any], bool],
-        after: PageCursor | None,
-        operation: str,
-    ) -> tuple[int, PageCursor | None]:
-        """Delete the `doomed` items of one Query page of partition `pk` (a consistent
-        read from `after`); how many, and where the next page starts (None: the end)."""
-        base = self._items.base
-        with translated(operation):
-            page = base.query(pk, consistent_read=True, limit=PAGE_SIZE, last_evaluated_key=after)
-            items = [item for item in page if doomed(item)]
-            with BatchWrite(base) as batch:
-                for item in items:
-                    batch.delete(item)
-        return len(items), page.last_evaluated_key
 
     def delete_user_records(
         self, tenant: str, namespace: str, user_id: str, record_ids: Sequence[str]

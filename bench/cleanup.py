@@ -78,8 +78,8 @@ def main() -> None:
     counter = RequestCounter().install()  # before any botocore session exists
 
     from memkit.config import CleanupSettings
-    from memkit.lifecycle.cleanup import CleanupRun, TableCursors
-    from memkit.lifecycle.expiry import ExpiryPhase
+    from memkit.jobs.cleanup import CleanupRun, TableCursors
+    from memkit.jobs.expiry import ExpiryPhase
     from memkit.store.dynamodb import DynamoStore
 
     with api_on_moto():

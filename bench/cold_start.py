@@ -84,10 +84,10 @@ def _seed(endpoint: str) -> None:
     import boto3
 
     from memkit.config import ApiSettings
-    from memkit.local.template import create_table, load_template
     from memkit.models.domain import Owner, PadRef
     from memkit.store.dynamodb import DynamoStore
     from memkit.tokens import content_tokens
+    from memkit_dev.local.template import create_table, load_template
 
     client = boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1")
     create_table(client, load_template(ROOT / "template.yaml"), TABLE)
@@ -99,7 +99,7 @@ def _seed(endpoint: str) -> None:
 
 def importtime(top: int = 10, runs: int = 5) -> None:
     """The API child's costliest imports, cumulative and self, medians of `runs` runs."""
-    from memkit.local.dynamodb import MotoDynamoDB
+    from memkit_dev.local.dynamodb import MotoDynamoDB
 
     environment.apply()
     moto = MotoDynamoDB().start()
@@ -135,7 +135,7 @@ def importtime(top: int = 10, runs: int = 5) -> None:
 
 def main() -> None:
     environment.apply()
-    from memkit.local.dynamodb import MotoDynamoDB
+    from memkit_dev.local.dynamodb import MotoDynamoDB
 
     moto = MotoDynamoDB().start()
     try:

@@ -49,12 +49,12 @@ def api_on_moto() -> Iterator[Callable[..., dict[str, Any]]]:
     import boto3
     from moto import mock_aws
 
-    from memkit.api.context import Services
-    from memkit.api.handler import make_lambda_handler
     from memkit.config import ApiSettings
-    from memkit.local.dynamodb import serialize_in_process_moto
-    from memkit.local.template import create_table, load_template
+    from memkit.handlers.api import make_lambda_handler
+    from memkit.handlers.wiring import api_services
     from memkit.store.dynamodb import DynamoStore
+    from memkit_dev.local.dynamodb import serialize_in_process_moto
+    from memkit_dev.local.template import create_table, load_template
     from tests.events import http_event
 
     serialize_in_process_moto()  # moto is not thread-safe; memkit writes from pools
@@ -62,7 +62,7 @@ def api_on_moto() -> Iterator[Callable[..., dict[str, Any]]]:
         client = boto3.client("dynamodb", region_name="us-east-1")
         create_table(client, load_template(ROOT / "template.yaml"), TABLE)
         settings = ApiSettings(table_name=TABLE, region="us-east-1")
-        handler = make_lambda_handler(lambda: Services.over(DynamoStore(settings), settings))
+        handler = make_lambda_handler(lambda: api_services(DynamoStore(settings), settings))
         context: Any = environment.LambdaContext()
 
         def send(method: str, path: str, expect: int = 200, **kwargs: Any) -> dict[str, Any]:

@@ -90,11 +90,11 @@ def table_with_records(
     import boto3
 
     from bench.dynamodb_requests import ROOT
-    from memkit.api.context import Services
-    from memkit.api.handler import make_lambda_handler
     from memkit.config import ApiSettings
-    from memkit.local.template import create_table, load_template
+    from memkit.handlers.api import make_lambda_handler
+    from memkit.handlers.wiring import api_services
     from memkit.store.dynamodb import DynamoStore
+    from memkit_dev.local.template import create_table, load_template
     from tests.events import http_event
 
     create_table(
@@ -104,7 +104,7 @@ def table_with_records(
     )
     settings = ApiSettings(table_name=TABLE, region="us-east-1")
     store = DynamoStore(settings)
-    services = Services.over(store, settings, index=lambda: index, embedder=lambda: embedder)
+    services = api_services(store, settings, index=lambda: index, embedder=lambda: embedder)
     api = make_lambda_handler(lambda: services)
     for start in range(0, count, 100):
         memories = [
@@ -123,10 +123,10 @@ def indexer_throughput() -> None:
     from moto import mock_aws
 
     from memkit.embeddings.local import LocalEmbedder
-    from memkit.indexer.handler import make_lambda_handler as make_indexer
-    from memkit.indexing import Indexer
-    from memkit.local.dynamodb import serialize_in_process_moto
+    from memkit.handlers.indexer import make_lambda_handler as make_indexer
+    from memkit.jobs.indexing import Indexer
     from memkit.vectors.local import LocalVectorIndex
+    from memkit_dev.local.dynamodb import serialize_in_process_moto
     from tests.integration.memory_world import StreamReader
 
     rng = random.Random(7)
@@ -236,9 +236,9 @@ def opensearch_requests() -> None:
     from opensearchpy import OpenSearch
 
     from memkit.embeddings.local import LocalEmbedder
-    from memkit.indexing import Indexer
-    from memkit.local.opensearch import LoopbackOpenSearch
+    from memkit.jobs.indexing import Indexer
     from memkit.vectors.opensearch import OpenSearchIndex
+    from memkit_dev.local.opensearch import LoopbackOpenSearch
 
     class NoStore:
         """Records are marked indexed in the table; this count is OpenSearch's alone."""
@@ -305,7 +305,7 @@ def post_to_searchable() -> None:
     import httpx
 
     from bench.dynamodb_requests import ROOT
-    from memkit.local.stack import LocalStack, LocalStackConfig
+    from memkit_dev.local.stack import LocalStack, LocalStackConfig
 
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # a line per request otherwise
     config = LocalStackConfig(port=0, concurrency=2, template=ROOT / "template.yaml")

@@ -1,7 +1,7 @@
 """Prompt hydration on the local stack: how long POST /v1/memory/prompt takes, and how many
 tokens the prompt it returns holds against the raw history it stands for.
 
-The stack is `make serve`'s (memkit.local.stack): moto's DynamoDB behind loopback, the
+The stack is `make serve`'s (memkit_dev.local.stack): moto's DynamoDB behind loopback, the
 loopback OpenSearch, the API function in two execution environments. It is seeded through
 the API, as a client would:
 
@@ -122,14 +122,14 @@ def index_stream(stack: Any, config: Any) -> int:
 
     from memkit.config import IndexerSettings
     from memkit.embeddings.local import LocalEmbedder
-    from memkit.indexer.handler import make_lambda_handler
-    from memkit.indexing import Indexer
-    from memkit.local.event_filter import passes
-    from memkit.local.streams import EventSourceMapping, lambda_record
-    from memkit.local.template import load_template
+    from memkit.handlers.indexer import make_lambda_handler
+    from memkit.handlers.wiring import vector_index_for
+    from memkit.jobs.indexing import Indexer
     from memkit.observability import metrics
     from memkit.store.dynamodb import DynamoStore
-    from memkit.vectors.factory import vector_index_for
+    from memkit_dev.local.event_filter import passes
+    from memkit_dev.local.streams import EventSourceMapping, lambda_record
+    from memkit_dev.local.template import load_template
 
     template = load_template(config.template)
     mapping = EventSourceMapping.from_template(template, "IndexerFunction")
@@ -173,9 +173,9 @@ def index_stream(stack: Any, config: Any) -> int:
 def dynamodb_requests(counter: Any, stack: Any, config: Any, question: str) -> Any:
     """The DynamoDB requests of one prompt, by operation: the real API handler run in this
     process over the stack's DynamoDB and loopback OpenSearch, its calls counted."""
-    from memkit.api.context import Services
-    from memkit.api.handler import make_lambda_handler
     from memkit.config import ApiSettings
+    from memkit.handlers.api import make_lambda_handler
+    from memkit.handlers.wiring import api_services
     from memkit.store.dynamodb import DynamoStore
     from tests.events import http_event
 
@@ -186,7 +186,7 @@ def dynamodb_requests(counter: Any, stack: Any, config: Any, question: str) -> A
         opensearch_endpoint=stack.opensearch.url,
         opensearch_auth="none",
     )
-    services = Services.over(DynamoStore(settings), settings)
+    services = api_services(DynamoStore(settings), settings)
     handler = make_lambda_handler(lambda: services)
     body = {"query": question, "session": {"session_id": SESSION, "user_id": USER}}
     event = http_event("POST", "/v1/memory/prompt", body=body)
@@ -201,9 +201,9 @@ def main() -> None:
     from bench.dynamodb_requests import ROOT, RequestCounter
 
     counter = RequestCounter().install()  # before any botocore session exists
-    from memkit.local.stack import LocalStack, LocalStackConfig
     from memkit.service.windows import message_tokens
     from memkit.tokens import estimate_tokens
+    from memkit_dev.local.stack import LocalStack, LocalStackConfig
 
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # a line per request otherwise
     config = LocalStackConfig(port=0, concurrency=2, template=ROOT / "template.yaml")

@@ -2,7 +2,7 @@
 
 RECORDS long-term records are written through the real API handler into moto (in process,
 as the integration tests run it), then the vector index is rebuilt three times by
-memkit.lifecycle.reindex: a parallel Scan of the table (4 segments), the stream indexer's
+memkit.jobs.reindex: a parallel Scan of the table (4 segments), the stream indexer's
 code embedding each page with the local embedder, `_bulk` writes into a new generation of
 the local stack's index (the loopback OpenSearch, domain flavour, through the real
 adapter), each record's index state written back to moto, the alias switch, the catch-up
@@ -31,10 +31,10 @@ def reindex_throughput() -> None:
 
     from memkit.config import IndexSettings
     from memkit.embeddings.local import LocalEmbedder
-    from memkit.lifecycle.reindex import Reindexer
-    from memkit.local.dynamodb import serialize_in_process_moto
-    from memkit.local.opensearch import LoopbackOpenSearch
+    from memkit.jobs.reindex import Reindexer
     from memkit.vectors.opensearch import opensearch_index
+    from memkit_dev.local.dynamodb import serialize_in_process_moto
+    from memkit_dev.local.opensearch import LoopbackOpenSearch
 
     rng = random.Random(11)
     serialize_in_process_moto()  # moto is not thread-safe; memkit reads and writes from pools

@@ -16,6 +16,7 @@ from typing import Any
 
 from bench import environment
 from bench.figures import median, percentile, report
+from memkit.handlers.wiring import api_services
 from memkit.tokens import content_tokens
 
 CALLS = 5_000
@@ -47,9 +48,8 @@ one day trip (Nara or Osaka). Avoid overnight buses.
 
 def _get_request() -> Callable[[], dict[str, Any]]:
     """One GET of a seeded scratchpad through the real handler, as a no-argument call."""
-    from memkit.api.context import Services
-    from memkit.api.handler import make_lambda_handler
     from memkit.config import ApiSettings
+    from memkit.handlers.api import make_lambda_handler
     from memkit.models.domain import Owner, PadRef
     from tests.events import http_event
     from tests.fakes.memory_store import InMemoryStore
@@ -58,7 +58,7 @@ def _get_request() -> Callable[[], dict[str, Any]]:
     ref = PadRef(owner=Owner(tenant="default"), session_id="demo")
     store.write_pad(store.read_pad(ref), NOTES, content_tokens(NOTES))
     assert 250 <= content_tokens(NOTES) <= 350, "the pad should hold about 300 tokens"
-    services = Services.over(store, ApiSettings(table_name="memkit-bench"))
+    services = api_services(store, ApiSettings(table_name="memkit-bench"))
     handler = make_lambda_handler(lambda: services)
     event = http_event("GET", PAD_PATH)
     context: Any = environment.LambdaContext()

@@ -71,8 +71,8 @@ def dynamodb_table() -> Iterator[str]:
     import boto3
     from moto import mock_aws
 
-    from memkit.local.dynamodb import serialize_in_process_moto
-    from memkit.local.template import create_table, load_template
+    from memkit_dev.local.dynamodb import serialize_in_process_moto
+    from memkit_dev.local.template import create_table, load_template
 
     serialize_in_process_moto()
     with mock_aws():

@@ -1,6 +1,7 @@
 """API function entry point (template.yaml: Handler memory_api.lambda_handler).
 
-The handler lives in the memkit layer so the local stack and the tests run this exact function.
+The handler lives in the memkit layer (memkit.handlers.api) so the local stack
+and the tests run this exact function.
 """
 
 import gc
@@ -10,6 +11,6 @@ import gc
 # collector after the first invocation, with that heap frozen out of its way.
 gc.disable()
 
-from memkit.api.handler import lambda_handler  # noqa: E402
+from memkit.handlers.api import lambda_handler  # noqa: E402
 
 __all__ = ["lambda_handler"]

@@ -11,7 +11,7 @@ from tests.conftest import ROOT, ApiResponse, call_api
 from tests.integration.memory_world import MemoryWorld, build_world
 
 if TYPE_CHECKING:
-    from memkit.local.stack import LocalStack
+    from memkit_dev.local.stack import LocalStack
 
 Call = Callable[..., ApiResponse]
 
@@ -19,13 +19,13 @@ Call = Callable[..., ApiResponse]
 @pytest.fixture
 def api(dynamodb_table: str) -> Call:
     """call(method, path, query=..., body=..., headers=...) through the real lambda_handler."""
-    from memkit.api.context import Services
-    from memkit.api.handler import make_lambda_handler
     from memkit.config import ApiSettings
+    from memkit.handlers.api import make_lambda_handler
+    from memkit.handlers.wiring import api_services
     from memkit.store.dynamodb import DynamoStore
 
     settings = ApiSettings(table_name=dynamodb_table, region="us-east-1")
-    services = Services.over(DynamoStore(settings), settings)
+    services = api_services(DynamoStore(settings), settings)
     handler = make_lambda_handler(lambda: services)
 
     def call(method: str, path: str, **kwargs: Any) -> ApiResponse:
@@ -46,7 +46,7 @@ def stack() -> Iterator[LocalStack]:
     module-scoped, not session-scoped, because its moto server shares moto's backends with
     the in-process mock that other modules' `dynamodb_table` starts and resets. Its tests
     keep to namespaces of their own, so they share the stack's table."""
-    from memkit.local.stack import LocalStack, LocalStackConfig
+    from memkit_dev.local.stack import LocalStack, LocalStackConfig
 
     config = LocalStackConfig(port=0, concurrency=1, template=ROOT / "template.yaml")
     with LocalStack(config) as running:

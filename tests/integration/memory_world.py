@@ -17,10 +17,11 @@ import boto3
 
 from memkit.embeddings.local import LocalEmbedder
 from memkit.embeddings.protocol import Purpose
-from memkit.local.event_filter import passes
-from memkit.local.streams import lambda_record
-from memkit.local.template import load_template
+from memkit.handlers.wiring import api_services
 from memkit.vectors.local import LocalVectorIndex
+from memkit_dev.local.event_filter import passes
+from memkit_dev.local.streams import lambda_record
+from memkit_dev.local.template import load_template
 from tests.conftest import ApiResponse, LambdaContextStub, call_api
 
 if TYPE_CHECKING:
@@ -62,7 +63,7 @@ class CountingEmbedder:
 
 class StreamReader:
     """Every shard of the table's stream, read from where the last read stopped, in the
-    shape Lambda delivers (memkit.local.streams.lambda_record). In process, on mock_aws;
+    shape Lambda delivers (memkit_dev.local.streams.lambda_record). In process, on mock_aws;
     the local stack's StreamPump does the same over loopback, in a thread."""
 
     def __init__(self, table: str, region: str = "us-east-1") -> None:
@@ -149,11 +150,10 @@ def build_world(
     """The API handler and the indexer handler over `table`, sharing one store, one index and
     one embedder. Defaults: the API's settings for the table, a store that indexes session
     messages, the counting local embedder and a local exact index of its dimensions."""
-    from memkit.api.context import Services
-    from memkit.api.handler import make_lambda_handler as make_api_handler
     from memkit.config import ApiSettings
-    from memkit.indexer.handler import make_lambda_handler as make_indexer_handler
-    from memkit.indexing import Indexer
+    from memkit.handlers.api import make_lambda_handler as make_api_handler
+    from memkit.handlers.indexer import make_lambda_handler as make_indexer_handler
+    from memkit.jobs.indexing import Indexer
     from memkit.store.dynamodb import DynamoStore
 
     api_settings = (
@@ -162,7 +162,7 @@ def build_world(
     dynamo = DynamoStore(api_settings, index_messages=True) if store is None else store
     counting = CountingEmbedder() if embedder is None else embedder
     vectors = LocalVectorIndex(counting.dimensions) if index is None else index
-    services = Services.over(dynamo, api_settings, index=lambda: vectors, embedder=lambda: counting)
+    services = api_services(dynamo, api_settings, index=lambda: vectors, embedder=lambda: counting)
     indexer = Indexer(dynamo, vectors, counting)
     return MemoryWorld(
         api_handler=make_api_handler(lambda: services),

@@ -23,7 +23,7 @@ from agent_memory_client.models import (
     WorkingMemory,
 )
 
-from memkit.local.stack import LocalStack
+from memkit_dev.local.stack import LocalStack
 
 pytestmark = [
     pytest.mark.integration,

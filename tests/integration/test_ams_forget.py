@@ -12,7 +12,7 @@ import pytest
 from agent_memory_client import MemoryAPIClient, MemoryClientConfig
 from agent_memory_client.models import ClientMemoryRecord, ForgetPolicy
 
-from memkit.local.stack import LocalStack
+from memkit_dev.local.stack import LocalStack
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 

@@ -1,6 +1,6 @@
 """The scheduled cleanup run on moto: expired sessions are deleted with their items and, once
 the stream is delivered to the indexer, their vectors; the run stops inside its time budget
-and the next one resumes where it stopped (memkit.lifecycle)."""
+and the next one resumes where it stopped (memkit.jobs)."""
 
 from __future__ import annotations
 
@@ -15,10 +15,11 @@ import boto3
 import pytest
 
 from memkit.config import CleanupSettings
-from memkit.lifecycle.cleanup import CleanupRun, TableCursors, TimeBudget, build_phases
-from memkit.lifecycle.expiry import ExpiryPhase
-from memkit.lifecycle.handler import CleanupFailed, make_lambda_handler
-from memkit.lifecycle.phases import Deadline, PhaseOutcome
+from memkit.handlers.cleanup import CleanupFailed, make_lambda_handler
+from memkit.handlers.wiring import cleanup_phases as build_phases
+from memkit.jobs.cleanup import CleanupRun, TableCursors, TimeBudget
+from memkit.jobs.expiry import ExpiryPhase
+from memkit.jobs.phases import Deadline, PhaseOutcome
 from memkit.store import keys
 from memkit.store.dynamodb import DynamoStore
 from tests.conftest import LambdaContextStub
@@ -329,7 +330,7 @@ def test_the_production_phases_start_with_expiry(dynamodb_table: str) -> None:
 def test_the_local_stack_runs_the_cleanup_function_on_its_timer() -> None:
     import httpx
 
-    from memkit.local.stack import LocalStack, LocalStackConfig
+    from memkit_dev.local.stack import LocalStack, LocalStackConfig
 
     # Given the local stack, its cleanup timer set far apart (the test ticks it), and a
     # session that expires in a second

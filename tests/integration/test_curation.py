@@ -12,11 +12,12 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from memkit.curation import Curator, Job, Policy
-from memkit.curator.handlers import Queueing, make_curator_handler, make_worker_handler
-from memkit.local.event_filter import passes
-from memkit.local.template import load_template
+from memkit.handlers.curator import make_lambda_handler as make_curator_handler
+from memkit.handlers.worker import make_lambda_handler as make_worker_handler
+from memkit.jobs.curation import Curator, Job, Policy, Queueing
 from memkit.service.long_term import LongTermService
+from memkit_dev.local.event_filter import passes
+from memkit_dev.local.template import load_template
 from tests.conftest import LambdaContextStub
 from tests.integration.memory_world import ROOT, MemoryWorld, StreamReader
 

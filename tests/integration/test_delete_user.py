@@ -15,9 +15,11 @@ from typing import Any
 import boto3
 import pytest
 
-from memkit.curation import Curator
-from memkit.curator.handlers import make_worker_handler
-from memkit.lifecycle.users import UserDeletion, sqs_job_sender
+from memkit.handlers.wiring import api_services
+from memkit.handlers.wiring import job_sender as sqs_job_sender
+from memkit.handlers.worker import make_lambda_handler as make_worker_handler
+from memkit.jobs.curation import Curator
+from memkit.jobs.users import UserDeletion
 from memkit.models.domain import Owner
 from memkit.service.long_term import LongTermService
 from memkit.store import keys
@@ -310,12 +312,11 @@ def _sqs_record(message: dict[str, Any]) -> dict[str, Any]:
 def _api_over(world: MemoryWorld, table: str, index: Any = None, **settings: Any) -> Any:
     """An API handler over the world's table, and over `index` (a factory; default: the
     world's index)."""
-    from memkit.api.context import Services
-    from memkit.api.handler import make_lambda_handler
     from memkit.config import ApiSettings
+    from memkit.handlers.api import make_lambda_handler
 
     api_settings = ApiSettings(table_name=table, region="us-east-1", **settings)
-    services = Services.over(
+    services = api_services(
         world.store,
         api_settings,
         index=index or (lambda: world.vector_index),
@@ -555,7 +556,7 @@ def test_a_session_too_large_for_the_budget_goes_page_by_page_and_the_job_finish
 def test_a_job_that_fails_every_attempt_the_queue_allows_is_reported_failed(
     queued: Queued,
 ) -> None:
-    from memkit.lifecycle.users import MAX_FAILURES
+    from memkit.jobs.users import MAX_FAILURES
 
     job_id = queued.api("DELETE", f"/v1/users/{ADA}").body["job_id"]
 

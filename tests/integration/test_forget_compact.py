@@ -13,10 +13,10 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from memkit.lifecycle.compact import Compaction, CompactOptions
-from memkit.lifecycle.forget import Forgetting
-from memkit.lifecycle.phases import Deadline
-from memkit.lifecycle.policies import PolicyPhase
+from memkit.jobs.compact import Compaction, CompactOptions
+from memkit.jobs.forget import Forgetting
+from memkit.jobs.phases import Deadline
+from memkit.jobs.policies import PolicyPhase
 from memkit.llm.local import LocalModel
 from memkit.models.domain import Owner
 from memkit.service.long_term import LongTermService
@@ -653,7 +653,7 @@ def test_a_deleted_policy_is_no_longer_applied(world: MemoryWorld) -> None:
 
 def test_the_cleanup_run_includes_the_policy_phase(dynamodb_table: str) -> None:
     from memkit.config import CleanupSettings
-    from memkit.lifecycle.cleanup import build_phases
+    from memkit.handlers.wiring import cleanup_phases as build_phases
     from memkit.store.dynamodb import DynamoStore
 
     settings = CleanupSettings(table_name=dynamodb_table, region="us-east-1", orphan_sample_size=0)
@@ -664,7 +664,7 @@ def test_the_cleanup_run_includes_the_policy_phase(dynamodb_table: str) -> None:
 
 
 def test_policy_cursors_survive_a_json_round_trip() -> None:
-    from memkit.lifecycle.policies import PolicyCursor
+    from memkit.jobs.policies import PolicyCursor
 
     cursor = PolicyCursor("default#work", "compact", "ada#")
 

@@ -14,10 +14,10 @@ from typing import Any
 import boto3
 import pytest
 
-from memkit.lifecycle.compact import Compaction, CompactOptions
-from memkit.lifecycle.forget import Forgetting
-from memkit.lifecycle.phases import Deadline
-from memkit.lifecycle.policies import PolicyPhase
+from memkit.jobs.compact import Compaction, CompactOptions
+from memkit.jobs.forget import Forgetting
+from memkit.jobs.phases import Deadline
+from memkit.jobs.policies import PolicyPhase
 from memkit.llm.local import LocalModel
 from memkit.models.domain import Owner
 from memkit.models.lifecycle import ForgetPolicy, LifecyclePolicy, Listing

@@ -10,7 +10,8 @@ import json
 
 import pytest
 
-from memkit.api.handler import make_lambda_handler
+from memkit.handlers.api import make_lambda_handler
+from memkit.handlers.wiring import api_services
 from tests.conftest import LambdaContextStub
 from tests.events import http_event
 from tests.integration.conftest import Call
@@ -51,12 +52,11 @@ def test_json_media_types_with_parameters_are_accepted(api: Call) -> None:
 
 
 def test_a_body_that_is_not_utf8_is_400(dynamodb_table: str) -> None:
-    from memkit.api.context import Services
     from memkit.config import ApiSettings
     from memkit.store.dynamodb import DynamoStore
 
     settings = ApiSettings(table_name=dynamodb_table)
-    handler = make_lambda_handler(lambda: Services.over(DynamoStore(settings), settings))
+    handler = make_lambda_handler(lambda: api_services(DynamoStore(settings), settings))
     event = http_event("PUT", PAD)
     event["body"] = base64.b64encode(b'{"content": "caf\xe9"}').decode()
     event["isBase64Encoded"] = True

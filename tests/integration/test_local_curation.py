@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from memkit.local.stack import LocalStack, LocalStackConfig
+from memkit_dev.local.stack import LocalStack, LocalStackConfig
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from memkit.local.dynamodb import MotoDynamoDB
-from memkit.local.stack import LocalStack, LocalStackConfig
+from memkit_dev.local.dynamodb import MotoDynamoDB
+from memkit_dev.local.stack import LocalStack, LocalStackConfig
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]

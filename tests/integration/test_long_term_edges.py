@@ -277,8 +277,8 @@ def test_a_text_bedrock_refuses_fails_alone_and_shows_failed(world: MemoryWorld)
     from botocore.stub import ANY, Stubber
 
     from memkit.embeddings.bedrock import TitanEmbedder
-    from memkit.indexer.handler import make_lambda_handler
-    from memkit.indexing import Indexer
+    from memkit.handlers.indexer import make_lambda_handler
+    from memkit.jobs.indexing import Indexer
 
     world.api(
         "POST",

@@ -13,11 +13,11 @@ import pytest
 
 from memkit.config import IndexSettings
 from memkit.errors import StoreUnavailable, Throttled
-from memkit.local.opensearch import LoopbackOpenSearch
 from memkit.vectors.filters import Condition, conditions_from
 from memkit.vectors.local import LocalVectorIndex
 from memkit.vectors.opensearch import OpenSearchIndex, cosine_from_score, opensearch_index
 from memkit.vectors.protocol import Hit, Removal, VectorDoc
+from memkit_dev.local.opensearch import LoopbackOpenSearch
 
 pytestmark = pytest.mark.integration
 

@@ -1,4 +1,4 @@
-"""The orphan sweep (memkit.lifecycle.orphans) on moto: vectors whose source item left the
+"""The orphan sweep (memkit.jobs.orphans) on moto: vectors whose source item left the
 table without a stream event reaching the indexer are found and removed; the others stay.
 On the local exact index (the world) and through the real OpenSearch adapter against the
 strict loopback OpenSearch, as a managed domain and as a serverless collection."""
@@ -11,11 +11,11 @@ from typing import Any
 import boto3
 import pytest
 
-from memkit.lifecycle.orphans import EXAMINED, FOUND, REMOVED, OrphanPhase
-from memkit.lifecycle.phases import Deadline
-from memkit.local.opensearch import LoopbackOpenSearch
+from memkit.jobs.orphans import EXAMINED, FOUND, REMOVED, OrphanPhase
+from memkit.jobs.phases import Deadline
 from memkit.store import keys
 from memkit.vectors.protocol import VectorDoc
+from memkit_dev.local.opensearch import LoopbackOpenSearch
 from tests.integration.memory_world import CountingEmbedder, MemoryWorld, build_world
 
 pytestmark = pytest.mark.integration
@@ -164,7 +164,7 @@ def test_an_expired_session_message_is_an_orphan(world: MemoryWorld, dynamodb_ta
 
 def test_the_cleanup_run_includes_the_orphan_phase(dynamodb_table: str) -> None:
     from memkit.config import CleanupSettings
-    from memkit.lifecycle.cleanup import build_phases
+    from memkit.handlers.wiring import cleanup_phases as build_phases
     from memkit.store.dynamodb import DynamoStore
 
     settings = CleanupSettings(table_name=dynamodb_table, region=REGION)

@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 
-from memkit.local.queues import (
+from memkit_dev.local.queues import (
     QueuePump,
     create_queues,
     queue_mapping_from_template,
     queue_pump_for,
 )
-from memkit.local.template import load_template
+from memkit_dev.local.template import load_template
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.integration
@@ -36,7 +36,7 @@ VISIBILITY = 1
 @pytest.fixture(scope="module")
 def endpoint() -> Iterator[str]:
     """moto's server as the local stack runs it: the same endpoint serves SQS and DynamoDB."""
-    from memkit.local.dynamodb import MotoDynamoDB
+    from memkit_dev.local.dynamodb import MotoDynamoDB
 
     server = MotoDynamoDB().start()
     yield server.endpoint

@@ -14,10 +14,11 @@ import pytest
 
 from memkit.embeddings.local import LocalEmbedder
 from memkit.embeddings.protocol import Purpose
-from memkit.lifecycle.phases import Deadline
-from memkit.lifecycle.reindex import OutOfTime, Reindexer, make_lambda_handler
-from memkit.local.opensearch import LoopbackOpenSearch
+from memkit.handlers.reindex import make_lambda_handler
+from memkit.jobs.phases import Deadline
+from memkit.jobs.reindex import OutOfTime, Reindexer
 from memkit.vectors.opensearch import OpenSearchIndex
+from memkit_dev.local.opensearch import LoopbackOpenSearch
 from tests.conftest import LambdaContextStub
 from tests.integration.memory_world import CountingEmbedder, MemoryWorld, build_world
 
@@ -287,7 +288,7 @@ def test_the_cli_rebuilds_with_a_progress_line(
     dynamodb_table: str,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from memkit.cli import main
+    from memkit_dev.cli import main
 
     _stock(os_world)
 
@@ -323,7 +324,7 @@ def test_the_cli_rebuilds_with_a_progress_line(
 def test_the_cli_refuses_a_rebuild_without_an_opensearch_endpoint(
     dynamodb_table: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from memkit.cli import main
+    from memkit_dev.cli import main
 
     code = main(["reindex", "--table", dynamodb_table])
 
@@ -370,7 +371,7 @@ def test_the_lambda_handler_refuses_an_unknown_payload_field() -> None:
 def test_the_cli_names_a_bad_option_instead_of_a_traceback(
     dynamodb_table: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from memkit.cli import main
+    from memkit_dev.cli import main
 
     code = main(["reindex", "--table", dynamodb_table, "--segments", "0", "--dry-run"])
 
@@ -381,7 +382,7 @@ def test_the_cli_names_a_bad_option_instead_of_a_traceback(
 def test_the_cli_reports_an_unreachable_index_and_switches_nothing(
     local_world: MemoryWorld, dynamodb_table: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from memkit.cli import main
+    from memkit_dev.cli import main
 
     _stock(local_world)
     unreachable = ["--opensearch-endpoint", "http://127.0.0.1:9", "--opensearch-auth", "none"]

@@ -29,14 +29,14 @@ def _msg(mid: str, seconds_ago: float = 0, **extra: Any) -> dict[str, Any]:
 @pytest.fixture
 def stack(dynamodb_table: str) -> tuple[Call, Any]:
     """The real handler, and the store instance it uses (to stage races on)."""
-    from memkit.api.context import Services
-    from memkit.api.handler import make_lambda_handler
     from memkit.config import ApiSettings
+    from memkit.handlers.api import make_lambda_handler
+    from memkit.handlers.wiring import api_services
     from memkit.store.dynamodb import DynamoStore
 
     settings = ApiSettings(table_name=dynamodb_table, region="us-east-1")
     store = DynamoStore(settings)
-    services = Services.over(store, settings)
+    services = api_services(store, settings)
     handler = make_lambda_handler(lambda: services)
 
     def call(method: str, path: str, **kwargs: Any) -> ApiResponse:

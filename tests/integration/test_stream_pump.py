@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from memkit.local.streams import EventSourceMapping, StreamPump, lambda_record, pump_for
+from memkit_dev.local.streams import EventSourceMapping, StreamPump, lambda_record, pump_for
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.integration
@@ -94,7 +94,7 @@ PLAIN = EventSourceMapping(batch_size=100, starting_position="TRIM_HORIZON")
 
 @pytest.fixture(scope="module")
 def endpoint() -> Iterator[str]:
-    from memkit.local.dynamodb import MotoDynamoDB
+    from memkit_dev.local.dynamodb import MotoDynamoDB
 
     server = MotoDynamoDB().start()
     yield server.endpoint
@@ -133,8 +133,8 @@ class Table:
 @pytest.fixture
 def table(endpoint: str) -> Table:
     """A fresh table per test, created from template.yaml's MemoryTable."""
-    from memkit.local.dynamodb import dynamodb_client
-    from memkit.local.template import create_table, load_template
+    from memkit_dev.local.dynamodb import dynamodb_client
+    from memkit_dev.local.template import create_table, load_template
 
     client = dynamodb_client(endpoint, REGION)
     name = f"pump-{uuid.uuid4().hex[:8]}"
@@ -642,7 +642,7 @@ def test_a_mapping_with_an_unsupported_filter_is_refused() -> None:
 
 
 def test_the_deployed_template_indexer_mapping_is_readable() -> None:
-    from memkit.local.template import load_template
+    from memkit_dev.local.template import load_template
 
     template = load_template(ROOT / "template.yaml")
     if "IndexerFunction" not in template.get("Resources", {}):

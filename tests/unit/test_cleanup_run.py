@@ -1,4 +1,4 @@
-"""The cleanup run's rules, with phases and cursors in memory (memkit.lifecycle.cleanup)."""
+"""The cleanup run's rules, with phases and cursors in memory (memkit.jobs.cleanup)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from collections.abc import Callable
 
 import pytest
 
-from memkit.lifecycle.cleanup import CleanupRun, RunResult, TimeBudget
-from memkit.lifecycle.expiry import ExpiryCursor
-from memkit.lifecycle.phases import Deadline, PhaseOutcome
+from memkit.jobs.cleanup import CleanupRun, RunResult, TimeBudget
+from memkit.jobs.expiry import ExpiryCursor
+from memkit.jobs.phases import Deadline, PhaseOutcome
 from memkit.store import keys
 
 

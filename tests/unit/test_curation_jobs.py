@@ -1,4 +1,4 @@
-"""What the curator queues for a write (memkit.curation.jobs_for), from stream images."""
+"""What the curator queues for a write (memkit.jobs.curation.jobs_for), from stream images."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from memkit.config import CurationSettings
-from memkit.curation import Job, Policy, jobs_for
-from memkit.curator.handlers import policy_of
+from memkit.handlers.wiring import curation_policy as policy_of
+from memkit.jobs.curation import Job, Policy, jobs_for
 
 POLICY = Policy(window_tokens=1000, threshold=0.7, quiet_seconds=30)
 

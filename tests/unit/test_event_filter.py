@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from memkit.local.event_filter import matches, parse_pattern, passes
+from memkit_dev.local.event_filter import matches, parse_pattern, passes
 
 # The indexer's FilterCriteria in template.yaml: records and memories, record deletes (by
 # OldImage: DynamoDB mappings filter on the `dynamodb` key only), stamped messages and theirs.

@@ -6,9 +6,8 @@ import pytest
 
 from memkit.config import IndexSettings
 from memkit.embeddings.bedrock import COHERE_ENGLISH_V3, TITAN_V2, CohereEmbedder, TitanEmbedder
-from memkit.embeddings.factory import embedder_for
 from memkit.embeddings.local import LocalEmbedder
-from memkit.vectors.factory import process_local_index, vector_index_for
+from memkit.handlers.wiring import embedder_for, process_local_index, vector_index_for
 from memkit.vectors.local import LocalVectorIndex
 from memkit.vectors.opensearch import OpenSearchIndex
 

@@ -1,4 +1,4 @@
-"""Forgetting's decision rules (memkit.lifecycle.forget.to_forget) and the bounded windows
+"""Forgetting's decision rules (memkit.jobs.forget.to_forget) and the bounded windows
 the scheduled run reads a namespace's listing in."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import pytest
 from pydantic import ValidationError
 
-from memkit.lifecycle.forget import Rules, read_window, to_forget
+from memkit.jobs.forget import Rules, read_window, to_forget
 from memkit.models.lifecycle import ForgetPolicy, ForgetRequest, Listing, RecordEntry
 from memkit.store import keys
 

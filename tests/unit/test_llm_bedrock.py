@@ -14,13 +14,13 @@ from botocore.exceptions import ReadTimeoutError
 from botocore.stub import ANY, Stubber
 
 from memkit.config import LLMSettings
+from memkit.handlers.wiring import memory_model_for
 from memkit.llm.bedrock import (
     DEFAULT_MODEL,
     INSTRUCTIONS_MAX_CHARS,
     ConverseModel,
     parse_json_answer,
 )
-from memkit.llm.factory import memory_model_for
 from memkit.llm.protocol import AnswerCutShort, Description, LLMError, Turn
 
 SECRET = "canary-7f3a9c"  # conversation content that must never reach a log line or error

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from memkit.config import LLMSettings
-from memkit.llm.factory import memory_model_for
+from memkit.handlers.wiring import memory_model_for
 from memkit.llm.local import LocalModel
 from memkit.llm.protocol import TITLE_MAX_CHARS, Description, Turn
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from memkit.local.template import load_template
+from memkit_dev.local.template import load_template
 from tests.events import load_event
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -270,7 +270,7 @@ def test_every_value_the_indexer_parameters_allow_is_one_lambda_accepts(
 
 
 def test_the_local_stack_reads_the_same_event_source_mapping(template: dict[str, Any]) -> None:
-    from memkit.local.streams import EventSourceMapping
+    from memkit_dev.local.streams import EventSourceMapping
 
     mapping = EventSourceMapping.from_template(template, "IndexerFunction")
 
@@ -328,7 +328,7 @@ def _filters(template: dict[str, Any]) -> list[str]:
 
 
 def test_every_stream_filter_is_a_json_pattern(template: dict[str, Any]) -> None:
-    from memkit.local.event_filter import parse_pattern
+    from memkit_dev.local.event_filter import parse_pattern
 
     for text in _filters(template):
         assert isinstance(json.loads(text), dict)
@@ -391,7 +391,7 @@ _IGNORED = [
 def test_the_stream_filters_pass_what_the_index_holds(
     template: dict[str, Any], what: str, record: Any
 ) -> None:
-    from memkit.local.event_filter import passes
+    from memkit_dev.local.event_filter import passes
 
     assert passes(_filters(template), record()), f"{what} must reach the indexer"
 
@@ -400,7 +400,7 @@ def test_the_stream_filters_pass_what_the_index_holds(
 def test_the_stream_filters_keep_everything_else_from_the_indexer(
     template: dict[str, Any], what: str, record: Any
 ) -> None:
-    from memkit.local.event_filter import passes
+    from memkit_dev.local.event_filter import passes
 
     assert not passes(_filters(template), record()), f"{what} must not invoke the indexer"
 
@@ -746,14 +746,14 @@ _NOT_CURATED = [
 def test_the_curator_reads_session_and_record_writes(
     template: dict[str, Any], what: str, record: Any
 ) -> None:
-    from memkit.local.event_filter import passes
+    from memkit_dev.local.event_filter import passes
 
     assert passes(_curator_filters(template), record()), f"{what} must reach the curator"
 
 
 @pytest.mark.parametrize(("what", "record"), _NOT_CURATED, ids=[what for what, _ in _NOT_CURATED])
 def test_the_curator_reads_nothing_else(template: dict[str, Any], what: str, record: Any) -> None:
-    from memkit.local.event_filter import passes
+    from memkit_dev.local.event_filter import passes
 
     assert not passes(_curator_filters(template), record()), f"{what} must not invoke the curator"
 
@@ -761,7 +761,7 @@ def test_the_curator_reads_nothing_else(template: dict[str, Any], what: str, rec
 def test_the_curator_reads_the_stream_in_batches_with_partial_failures_and_bounded_retries(
     template: dict[str, Any],
 ) -> None:
-    from memkit.local.streams import EventSourceMapping
+    from memkit_dev.local.streams import EventSourceMapping
 
     properties = _event_of(template, "CuratorFunction", "DynamoDB")["Properties"]
     mapping = EventSourceMapping.from_template(template, "CuratorFunction")
@@ -875,7 +875,7 @@ def test_the_work_queue_sends_poison_jobs_to_a_dead_letter_queue_an_alarm_watche
 def test_the_worker_reports_failed_jobs_alone_and_runs_as_wide_as_the_parameter_allows(
     template: dict[str, Any],
 ) -> None:
-    from memkit.local.queues import queue_mapping_from_template
+    from memkit_dev.local.queues import queue_mapping_from_template
 
     properties = _event_of(template, "MemoryWorkerFunction", "SQS")["Properties"]
     concurrency = template["Parameters"]["MemoryWorkerConcurrency"]

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from memkit.local.template import load_template
+from memkit_dev.local.template import load_template
 from tests.events import load_event
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -152,7 +152,7 @@ def test_the_serverless_collection_lets_the_cleanup_function_in(template: dict[s
 def test_the_canonical_schedule_event_is_what_the_schedule_sends(
     template: dict[str, Any],
 ) -> None:
-    from memkit.lifecycle.handler import SCHEDULE_KEYS
+    from memkit.handlers.cleanup import SCHEDULE_KEYS
 
     sent = json.loads(_schedule(template)["Input"])
     event = load_event("schedule.json")

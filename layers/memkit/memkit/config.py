@@ -173,7 +173,7 @@ class CleanupSettings(StoreSettings, IndexSettings, LLMSettings):
     cleanup_budget_seconds: float | None = Field(default=None, gt=0, le=900)
     # Expired sessions read from the lifecycle index per Query page.
     expiry_page_size: int = Field(default=100, ge=1, le=1000)
-    # Vectors the orphan sweep checks against the table per run (memkit.lifecycle.orphans).
+    # Vectors the orphan sweep checks against the table per run (memkit.jobs.orphans).
     orphan_sample_size: int = Field(default=1000, ge=0, le=100_000)
 
     @classmethod

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol
 
-from pydantic import ValidationError
-
-from memkit.config import ENV_PREFIX, ApiSettings, api_settings
-from memkit.errors import FieldProblem, Misconfigured, ValidationFailed
+from memkit.config import ApiSettings
+from memkit.errors import FieldProblem, ValidationFailed
 from memkit.models.domain import DEFAULT_NAMESPACE, Owner
 from memkit.service.profiles import ProfileService
 from memkit.service.scratchpad import ScratchpadService
@@ -19,6 +17,10 @@ from memkit.store.protocol import RecordStore, SessionStore, Store
 
 if TYPE_CHECKING:
     from memkit.embeddings.protocol import Embedder
+    from memkit.jobs.compact import Compaction
+    from memkit.jobs.forget import Forgetting
+    from memkit.jobs.policies import PolicyService
+    from memkit.jobs.users import UserDeletion
     from memkit.service.long_term import LongTermService
     from memkit.service.tools import ToolService
     from memkit.vectors.protocol import VectorIndex
@@ -29,8 +31,19 @@ class SessionsAndScratchpads(Store, SessionStore, RecordStore, Protocol):
 
 
 @dataclass(frozen=True)
+class Lifecycle:
+    """Background work that a request may start, each built on first use (memkit.jobs)."""
+
+    forgetting: Callable[[], Forgetting]
+    compaction: Callable[[LongTermService], Compaction]
+    policies: Callable[[], PolicyService]
+    deletion: Callable[[], UserDeletion]
+
+
+@dataclass(frozen=True)
 class Services:
-    """Everything the routes call, built once per execution environment."""
+    """Everything the routes call, built once per execution environment by the wiring
+    (memkit.handlers.wiring); every route receives it the same way, `services_of(router)`."""
 
     settings: ApiSettings
     profiles: ProfileService
@@ -40,6 +53,7 @@ class Services:
     # The vector index and the embedder, built on first use (a session route needs neither).
     index: Callable[[], VectorIndex]
     embedder: Callable[[], Embedder]
+    lifecycle: Lifecycle
 
     @cached_property
     def long_term(self) -> LongTermService:
@@ -55,41 +69,21 @@ class Services:
 
         return ToolService(self.scratchpads, self.long_term, self.sessions.user_of)
 
-    @classmethod
-    def over(
-        cls,
-        store: SessionsAndScratchpads,
-        settings: ApiSettings,
-        index: Callable[[], VectorIndex] | None = None,
-        embedder: Callable[[], Embedder] | None = None,
-    ) -> Services:
-        """The services over `store`; the index and embedder default to the configured
-        ones, built on first use (a session route never loads a model)."""
-        scratchpads = ScratchpadService(store, max_attempts=settings.merge_max_attempts)
+    @cached_property
+    def forgetting(self) -> Forgetting:
+        return self.lifecycle.forgetting()
 
-        def configured_embedder() -> Embedder:
-            from memkit.embeddings.factory import embedder_for
+    @cached_property
+    def compaction(self) -> Compaction:
+        return self.lifecycle.compaction(self.long_term)
 
-            return embedder_for(settings, settings.region)
+    @cached_property
+    def policies(self) -> PolicyService:
+        return self.lifecycle.policies()
 
-        chosen_embedder = embedder or configured_embedder
-
-        def configured_index() -> VectorIndex:
-            from memkit.vectors.factory import vector_index_for
-
-            return vector_index_for(settings, settings.region, chosen_embedder().dimensions)
-
-        chosen_index = index or configured_index
-        return cls(
-            settings=settings,
-            profiles=ProfileService(store),
-            scratchpads=scratchpads,
-            # A session's DELETE takes its messages' vectors out of the index at once.
-            sessions=SessionService(store, scratchpads, index=chosen_index),
-            store=store,
-            index=chosen_index,
-            embedder=chosen_embedder,
-        )
+    @cached_property
+    def deletion(self) -> UserDeletion:
+        return self.lifecycle.deletion()
 
     def tenant(self) -> str:
         """The caller's tenant. With auth off (the local stack's default) the configured one."""
@@ -117,26 +111,6 @@ def _one(field: str, query: str | None, body: str | None) -> str | None:
             [FieldProblem(field, "query and body differ")],
         )
     return query if query is not None else body
-
-
-@lru_cache(maxsize=1)
-def production_services() -> Services:
-    """Services over DynamoDB, from the environment (first request, not import)."""
-    from memkit.store.dynamodb import DynamoStore
-
-    try:
-        settings = api_settings()
-    except ValidationError as exc:
-        names = sorted(
-            {f"{ENV_PREFIX}{str(e['loc'][0]).upper()}" for e in exc.errors() if e["loc"]}
-        )
-        raise Misconfigured(f"invalid or missing settings: {', '.join(names)}") from exc
-    store = DynamoStore(
-        settings,
-        index_messages=settings.index_messages,
-        index_all_messages=settings.index_all_messages,
-    )
-    return Services.over(store, settings)
 
 
 def services_of(router: Any) -> Services:

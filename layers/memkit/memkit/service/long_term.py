@@ -4,7 +4,7 @@ through the vector index (API.md "Long-term memory").
 The table is the source of truth; the index is how records are found. A search asks the
 index for ids, then reads the records (and message hits) from the table: a hit whose item is
 gone, or no longer meets the filters (the index lags a write by a moment), is dropped, so a
-filter never widens. Writes reach the index through the stream (memkit.indexing); each record
+filter never widens. Writes reach the index through the stream (memkit.jobs.indexing); each record
 shows `indexing` (pending, then indexed) so a client can tell when it became searchable.
 """
 

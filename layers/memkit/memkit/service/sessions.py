@@ -568,8 +568,8 @@ class SessionService:
         deleted = self._store.delete_session(owner, session_id)
         if not deleted or self._index is None:
             return deleted
-        from memkit.lifecycle.phases import Deadline
-        from memkit.lifecycle.users import (
+        from memkit.jobs.phases import Deadline
+        from memkit.jobs.users import (
             SESSION_VECTORS_SECONDS,
             remove_vectors,
             session_vector_conditions,

@@ -285,7 +285,7 @@ class RecordTable(SessionTable):
         """Set `last_accessed` to `now` on each record last accessed before `before` (or
         never): one conditional UpdateItem each, concurrently. Best effort: a record deleted
         meanwhile, or touched by another search, is left as it is. Nothing else changes, so
-        the indexer skips the stream record (memkit.indexing) and no edit is lost (no
+        the indexer skips the stream record (memkit.jobs.indexing) and no edit is lost (no
         version bump: an edit racing a touch wins)."""
 
         def touch(record_id: str) -> bool:

@@ -2,7 +2,7 @@
 stack). The table stays the source of truth: an index can be rebuilt from it at any time.
 
 A doc is one indexed item of the table: a long-term record or a session message. Its `id` is
-opaque and unique across tenants (memkit.indexing derives it from the item's table key), so
+opaque and unique across tenants (memkit.jobs.indexing derives it from the item's table key), so
 one OpenSearch index can hold every tenant. `fields` are what filters read and what a hit
 carries back so the service can find the item in the table again:
 
@@ -16,7 +16,7 @@ older than the one the index holds changes nothing, so replays and out-of-order 
 leave the index as the newest write made it.
 
 Two lifecycle needs: `sample` reads the whole index in doc-id order a page at a time (the
-orphan sweep, memkit.lifecycle.orphans), and a RebuildableIndex builds a new generation of
+orphan sweep, memkit.jobs.orphans), and a RebuildableIndex builds a new generation of
 itself while the current one keeps serving, then makes it live in one step (memkit reindex).
 """
 

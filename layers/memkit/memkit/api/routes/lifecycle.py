@@ -1,14 +1,14 @@
 """Memory over time: forgetting (AMS), compaction, and the scheduled lifecycle policy of a
-namespace (memkit.lifecycle.forget, .compact, .policies)."""
+namespace (memkit.jobs.forget, .compact, .policies)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, cast
+from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from memkit.api.context import Services, services_of
+from memkit.api.context import services_of
 from memkit.api.params import NamespaceQuery, SessionIdQuery, UserIdQuery
 from memkit.api.responses import documented_errors
 from memkit.errors import FieldProblem, ValidationFailed
@@ -25,10 +25,6 @@ from memkit.models.lifecycle import (
     Listing,
 )
 
-if TYPE_CHECKING:  # the services load on the first lifecycle request, not at cold start
-    from memkit.lifecycle.policies import PolicyService
-    from memkit.llm.protocol import MemoryModel
-
 router = APIGatewayHttpRouter()
 TAGS = ["lifecycle"]
 MAX_COMPACT = 1_000
@@ -41,14 +37,6 @@ DryRun = Annotated[
     bool | None,
     Query(description="report what would happen, change nothing (default: true)"),
 ]
-
-
-def _model(services: Services) -> MemoryModel:
-    """The deployment's memory model (MEMKIT_LLM_PROVIDER; local unless configured)."""
-    from memkit.config import llm_settings
-    from memkit.llm.factory import memory_model_for
-
-    return memory_model_for(llm_settings(), services.settings.region)
 
 
 @router.post(
@@ -74,11 +62,7 @@ def forget_memories(
             [FieldProblem("dry_run", "query and body differ")],
         )
     chosen = dry_run if dry_run is not None else body.dry_run
-    from memkit.lifecycle.forget import Forgetting, RecordLister
-
-    # The API's store is a DynamoStore, whose ForgettingTable lists records (GSI3).
-    forgetting = Forgetting(cast(RecordLister, services.store))
-    return forgetting.forget(
+    return services.forgetting.forget(
         owner,
         body.policy,
         pinned_ids=body.pinned_ids or (),
@@ -116,20 +100,12 @@ def compact_memories(
     ] = DEFAULT_NEAR_DISTANCE,
     cursor: Annotated[str | None, Query(max_length=4096)] = None,
 ) -> CompactResult:
-    from memkit.lifecycle.compact import (
-        Compaction,
-        CompactionStore,
-        CompactOptions,
-        decode_cursor,
-    )
+    from memkit.jobs.compact import CompactOptions, decode_cursor  # loads on first use
 
     services = services_of(router)
     owner = services.owner(namespace, user_id)
     listing = Listing(owner.tenant, owner.namespace, owner.user_id, owner.user_id is not None)
     after = decode_cursor(cursor, listing)
-    compaction = Compaction(
-        cast(CompactionStore, services.store), services.long_term, lambda: _model(services)
-    )
     options = CompactOptions(
         limit=limit,
         dry_run=True if dry_run is None else dry_run,
@@ -137,14 +113,8 @@ def compact_memories(
         distance=distance_threshold,
         judgements=API_JUDGEMENTS,
     )
-    result, _ = compaction.compact(owner, options, after)
+    result, _ = services.compaction.compact(owner, options, after)
     return result
-
-
-def _policies(services: Services) -> PolicyService:
-    from memkit.lifecycle.policies import PolicyService, PolicyStore
-
-    return PolicyService(cast(PolicyStore, services.store))
 
 
 @router.put(
@@ -158,7 +128,7 @@ def put_lifecycle_policy(
 ) -> LifecyclePolicyView:
     services = services_of(router)
     owner = services.owner(namespace, None)
-    return _policies(services).put(owner.tenant, owner.namespace, body)
+    return services.policies.put(owner.tenant, owner.namespace, body)
 
 
 @router.get(
@@ -170,7 +140,7 @@ def put_lifecycle_policy(
 def get_lifecycle_policy(namespace: NamespacePath) -> LifecyclePolicyView:
     services = services_of(router)
     owner = services.owner(namespace, None)
-    return _policies(services).get(owner.tenant, owner.namespace)
+    return services.policies.get(owner.tenant, owner.namespace)
 
 
 @router.delete(
@@ -182,5 +152,5 @@ def get_lifecycle_policy(namespace: NamespacePath) -> LifecyclePolicyView:
 def delete_lifecycle_policy(namespace: NamespacePath) -> Status:
     services = services_of(router)
     owner = services.owner(namespace, None)
-    _policies(services).delete(owner.tenant, owner.namespace)
+    services.policies.delete(owner.tenant, owner.namespace)
     return Status()

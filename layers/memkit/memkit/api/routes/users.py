@@ -3,13 +3,13 @@ background (GET /v1/jobs/{job_id}). The user's scratchpad routes are in scratchp
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, cast
+from typing import Annotated
 
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.openapi.params import Path
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from memkit.api.context import Services, services_of
+from memkit.api.context import services_of
 from memkit.api.params import NamespaceQuery, UserIdPath
 from memkit.api.responses import documented_errors
 from memkit.models.domain import ID_PATTERN
@@ -21,25 +21,10 @@ from memkit.models.users import (
     job_view,
 )
 
-if TYPE_CHECKING:  # the deletion loads on the first request that needs it
-    from memkit.lifecycle.users import UserDeletion
-
 router = APIGatewayHttpRouter()
 TAGS = ["lifecycle"]
 
 JobId = Annotated[str, Path(min_length=1, max_length=64, pattern=ID_PATTERN)]
-
-
-def _deletion(services: Services) -> UserDeletion:
-    from memkit.lifecycle.users import UserDeletion, UserStore, sqs_job_sender
-
-    settings = services.settings
-    send = None
-    if settings.work_queue_url:
-        send = sqs_job_sender(settings.work_queue_url, settings.region, settings.sqs_endpoint)
-    # The API's store is a DynamoStore, whose UserTable keeps what a deletion needs.
-    store = cast(UserStore, services.store)
-    return UserDeletion(store, services.index, send)
 
 
 @router.delete(
@@ -65,7 +50,7 @@ def delete_user(
 ) -> Response[UserDeleted | UserDeletionRunning]:
     services = services_of(router)
     owner = services.owner(namespace, user_id)
-    outcome = _deletion(services).delete(owner, services.settings.user_deletion_budget_seconds)
+    outcome = services.deletion.delete(owner, services.settings.user_deletion_budget_seconds)
     if outcome.job is None:
         return Response(
             status_code=200,
@@ -89,4 +74,4 @@ def delete_user(
 )
 def get_job(job_id: JobId) -> JobView:
     services = services_of(router)
-    return job_view(_deletion(services).job(services.tenant(), job_id))
+    return job_view(services.deletion.job(services.tenant(), job_id))

@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Protocol
 
-from memkit.lifecycle.phases import Deadline, PhaseOutcome
+from memkit.jobs.phases import Deadline, PhaseOutcome
 from memkit.store import keys
 from memkit.vectors.protocol import Removal, Sampled, VectorIndex
 

@@ -1,6 +1,7 @@
-"""The indexer's entry point: a Powertools BatchProcessor over DynamoDB stream records.
+"""The stream indexer's entry point (functions/indexer): a Powertools BatchProcessor over
+DynamoDB stream records.
 
-The batch is embedded and written to the index whole (memkit.indexing), then each record is
+The batch is embedded and written to the index whole (memkit.jobs.indexing), then each record is
 passed through the BatchProcessor, which reports those that failed in `batchItemFailures`:
 Lambda retries from the first of them (bisecting on a function error), and after the
 retries the event source mapping sends them to the on-failure queue. A poison record fails
@@ -10,7 +11,6 @@ alone; the rest of the batch is indexed.
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import lru_cache
 from typing import Any
 
 from aws_lambda_powertools.utilities.batch import (
@@ -20,11 +20,9 @@ from aws_lambda_powertools.utilities.batch import (
 )
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import ValidationError
 
-from memkit.config import ENV_PREFIX, indexer_settings
-from memkit.errors import Misconfigured
-from memkit.indexing import BatchOutcome, Indexer
+from memkit.handlers.wiring import production_indexer
+from memkit.jobs.indexing import BatchOutcome, Indexer
 from memkit.observability import drop_disabled_metrics, logger, metrics
 
 Handler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
@@ -32,25 +30,6 @@ Handler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
 
 class RecordFailed(Exception):
     """This stream record was not indexed; the reason carries no content."""
-
-
-@lru_cache(maxsize=1)
-def production_indexer() -> Indexer:
-    """The indexer over DynamoDB, the configured embedder and index (first batch, not import)."""
-    from memkit.embeddings.factory import embedder_for
-    from memkit.store.dynamodb import DynamoStore
-    from memkit.vectors.factory import vector_index_for
-
-    try:
-        settings = indexer_settings()
-    except ValidationError as exc:
-        names = sorted(
-            {f"{ENV_PREFIX}{str(e['loc'][0]).upper()}" for e in exc.errors() if e["loc"]}
-        )
-        raise Misconfigured(f"invalid or missing settings: {', '.join(names)}") from exc
-    embedder = embedder_for(settings, settings.region)
-    index = vector_index_for(settings, settings.region, embedder.dimensions)
-    return Indexer(DynamoStore(settings), index, embedder)
 
 
 def make_lambda_handler(indexer: Callable[[], Indexer] = production_indexer) -> Handler:

@@ -17,20 +17,16 @@ import json
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import Literal, Protocol
 
 from memkit.errors import NotFound
-from memkit.lifecycle.compact import Compaction, CompactOptions
-from memkit.lifecycle.forget import Forgetting
-from memkit.lifecycle.phases import Deadline, PhaseOutcome
+from memkit.jobs.compact import Compaction, CompactOptions
+from memkit.jobs.forget import Forgetting
+from memkit.jobs.phases import Deadline, PhaseOutcome
 from memkit.models.domain import Owner
 from memkit.models.lifecycle import LifecyclePolicy, LifecyclePolicyView, StoredPolicy
 from memkit.observability import logger
 from memkit.times import now_iso
-
-if TYPE_CHECKING:
-    from memkit.config import CleanupSettings
-    from memkit.store.dynamodb import DynamoStore
 
 Step = Literal["forget", "compact"]
 STEPS: tuple[Step, ...] = ("forget", "compact")
@@ -227,35 +223,3 @@ class PolicyPhase:
                     extra={"step": step, "namespace_policy": stored.position},
                 )
                 return None
-
-
-def policy_phase_for(
-    settings: CleanupSettings, store: DynamoStore, clock: Callable[[], float] = time.time
-) -> PolicyPhase:
-    """The phase over the table, with the configured embedder, vector index and model (each
-    built on first use: a run with no compaction policy builds none)."""
-    from memkit.embeddings.protocol import Embedder
-    from memkit.llm.factory import memory_model_for
-    from memkit.llm.protocol import MemoryModel
-    from memkit.service.long_term import LongTermService
-    from memkit.vectors.protocol import VectorIndex
-
-    def embedder() -> Embedder:
-        from memkit.embeddings.factory import embedder_for
-
-        return embedder_for(settings, settings.region)
-
-    def index() -> VectorIndex:
-        from memkit.vectors.factory import vector_index_for
-
-        return vector_index_for(settings, settings.region, embedder().dimensions)
-
-    def model() -> MemoryModel:
-        return memory_model_for(settings, settings.region)
-
-    long_term = LongTermService(store, index, embedder, clock)
-    return PolicyPhase(
-        store,
-        Forgetting(store, clock),
-        Compaction(store, long_term, model, clock),
-    )

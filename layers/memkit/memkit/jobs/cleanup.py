@@ -2,14 +2,14 @@
 
 A run derives one deadline from the invocation's remaining time (a margin before the
 timeout, so it always stops cleanly and saves its cursors), then runs each phase
-(memkit.lifecycle.phases) from the cursor it saved last time. After each phase it saves the
+(memkit.jobs.phases) from the cursor it saved last time. After each phase it saves the
 phase's new cursor (none once the phase reached its end), so a run stopped by its deadline
 resumes where it stopped.
 
 A phase that raises does not stop the others: the run logs it (the exception's type and
 where, never its message: it could quote content), counts it, keeps the phase's saved
 cursor (the next run retries from there) and reports the run as failed. The Lambda handler
-raises at the end of such a run (memkit.lifecycle.handler), so the Errors alarm and the
+raises at the end of such a run (memkit.handlers.cleanup), so the Errors alarm and the
 dead-letter queue see it.
 """
 
@@ -19,16 +19,12 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from memkit.errors import VersionConflict
-from memkit.lifecycle.phases import Deadline, Phase
+from memkit.jobs.phases import Deadline, Phase
 from memkit.observability import logger, metrics
 from memkit.store.expiry import SavedCursors
-
-if TYPE_CHECKING:
-    from memkit.config import CleanupSettings
-    from memkit.store.dynamodb import DynamoStore
 
 Status = Literal["done", "stopped", "failed", "not started"]
 
@@ -203,26 +199,3 @@ class CleanupRun:
             "cleanup phase failed", extra={"phase": name, "error": error, "where": _where(exc)}
         )
         return PhaseReport(name, "failed", dict(counts or {}), error)
-
-
-def build_phases(
-    settings: CleanupSettings, store: DynamoStore, clock: Callable[[], float] = time.time
-) -> list[Phase]:
-    """The phases of a scheduled run, in order (the handler's factory calls this). Each
-    lifecycle concern adds its phase here."""
-    from memkit.lifecycle.expiry import ExpiryPhase
-
-    phases: list[Phase] = [ExpiryPhase(store, page_size=settings.expiry_page_size, clock=clock)]
-    # Namespaces' forgetting and compaction policies (lifecycle.policies).
-    from memkit.lifecycle.policies import policy_phase_for
-
-    phases.append(policy_phase_for(settings, store, clock))
-    if settings.orphan_sample_size > 0:  # vectors whose item is gone (lifecycle.orphans)
-        from memkit.embeddings.factory import embedder_for
-        from memkit.lifecycle.orphans import OrphanPhase
-        from memkit.vectors.factory import vector_index_for
-
-        dimensions = embedder_for(settings, settings.region).dimensions
-        index = vector_index_for(settings, settings.region, dimensions)
-        phases.append(OrphanPhase(store, index, settings.orphan_sample_size))
-    return phases

@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from memkit.errors import BadRequest, FieldProblem, NotFound, TooLarge, VersionConflict
-from memkit.lifecycle.forget import RecordLister, epoch, read_window
+from memkit.jobs.forget import RecordLister, epoch, read_window
 from memkit.llm.protocol import LLMError, MemoryModel
 from memkit.models.domain import Owner, StoredRecord
 from memkit.models.lifecycle import (

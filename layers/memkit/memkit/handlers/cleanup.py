@@ -1,4 +1,5 @@
-"""The cleanup function's entry point: one scheduled cleanup run (memkit.lifecycle.cleanup).
+"""The cleanup function's entry point (functions/cleanup): one scheduled cleanup run
+(memkit.jobs.cleanup).
 
 EventBridge Scheduler invokes it asynchronously on the `CleanupRate` schedule; the event
 carries nothing the run needs, only ids of the invocation (template.yaml's Input: the
@@ -14,15 +15,12 @@ scheduled run is the retry, from the saved cursors.
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import lru_cache
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import ValidationError
 
-from memkit.config import ENV_PREFIX, cleanup_settings
-from memkit.errors import Misconfigured
-from memkit.lifecycle.cleanup import CleanupRun, TableCursors, TimeBudget, build_phases
+from memkit.handlers.wiring import production_cleanup
+from memkit.jobs.cleanup import CleanupRun
 from memkit.observability import drop_disabled_metrics, logger, metrics
 
 # What the schedule's Input carries (template.yaml, events/schedule.json).
@@ -33,27 +31,6 @@ Handler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
 
 class CleanupFailed(Exception):
     """Some phases failed in this run (named); the others ran and saved their cursors."""
-
-
-@lru_cache(maxsize=1)
-def production_cleanup() -> CleanupRun:
-    """The run over DynamoDB with the configured phases (first invocation, not import)."""
-    from memkit.store.dynamodb import DynamoStore
-
-    try:
-        settings = cleanup_settings()
-    except ValidationError as exc:
-        names = sorted(
-            {f"{ENV_PREFIX}{str(e['loc'][0]).upper()}" for e in exc.errors() if e["loc"]}
-        )
-        raise Misconfigured(f"invalid or missing settings: {', '.join(names)}") from exc
-    store = DynamoStore(settings)
-    budget = TimeBudget(
-        settings.cleanup_margin_seconds,
-        settings.cleanup_margin_fraction,
-        settings.cleanup_budget_seconds,
-    )
-    return CleanupRun(build_phases(settings, store), TableCursors(store), budget)
 
 
 def make_lambda_handler(cleanup: Callable[[], CleanupRun] = production_cleanup) -> Handler:

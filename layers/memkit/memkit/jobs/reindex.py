@@ -5,7 +5,7 @@ a change of embedding model or dimensions, without downtime for searches.
    OpenSearch, a fresh instance in process); the live one keeps answering searches and
    taking the indexer's writes.
 2. Copy: a parallel Scan reads every indexable live item (memkit.store.reindex); each page
-   goes through the stream indexer's own code as INSERT records (memkit.indexing.Indexer),
+   goes through the stream indexer's own code as INSERT records (memkit.jobs.indexing.Indexer),
    so docs are built, embedded in batches and bulk-written exactly as the indexer does,
    into the new generation only.
 3. Switch: one atomic step makes the new generation the one searches and writes use.
@@ -14,7 +14,7 @@ a change of embedding model or dimensions, without downtime for searches.
    that the indexer then sent to the old generation; versions (the item's write time) make
    the replay harmless. Writes after the switch reach the new generation by the stream.
    An item deleted during the copy may have been copied after its removal reached the old
-   generation: the orphan sweep (memkit.lifecycle.orphans) removes such vectors.
+   generation: the orphan sweep (memkit.jobs.orphans) removes such vectors.
 5. The old generation is deleted.
 
 A failure before the switch deletes the new generation; searches never saw it. Running out
@@ -44,12 +44,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from memkit.embeddings.protocol import Embedder
-from memkit.errors import MemkitError
-from memkit.indexing import Indexer, IndexerStore
-from memkit.lifecycle.phases import Deadline
+from memkit.jobs.indexing import Indexer, IndexerStore
+from memkit.jobs.phases import Deadline
 from memkit.observability import logger
 from memkit.vectors.protocol import Rebuild, RebuildableIndex, VectorIndex
 
@@ -356,216 +355,3 @@ class _Reporter:
             self._counts.failed += failed
             if self._progress is not None:
                 self._progress(self._counts, self._total)
-
-
-# --- the command line --------------------------------------------------------------------
-
-
-BAR_WIDTH = 24
-
-
-class ProgressLine:
-    """One line on a terminal, rewritten in place (\\r): a bar and the items read of the
-    table's approximate size, docs indexed, failures, rate and time left. At most every
-    `interval` seconds, and a final line by `finish`."""
-
-    def __init__(
-        self,
-        stream: Any,
-        clock: Callable[[], float] = time.monotonic,
-        interval: float = 0.2,
-    ) -> None:
-        self._stream = stream
-        self._clock = clock
-        self._interval = interval
-        self._started = clock()
-        self._shown = float("-inf")
-        self._counts: ReindexCounts | None = None
-        self._total = 0
-
-    def __call__(self, counts: ReindexCounts, total: int) -> None:
-        self._counts, self._total = counts, total
-        now = self._clock()
-        if now - self._shown >= self._interval:
-            self._shown = now
-            self._render(now)
-
-    def _render(self, now: float) -> None:
-        counts, total = self._counts, self._total
-        if counts is None:
-            return
-        elapsed = max(now - self._started, 1e-9)
-        rate = counts.scanned / elapsed
-        if total > 0:
-            done = min(counts.scanned, total)
-            left = (total - done) / rate if rate > 0 else 0.0
-            filled = round(BAR_WIDTH * done / total)
-            bar = "#" * filled + "." * (BAR_WIDTH - filled)
-            where = f"[{bar}] {done}/~{total} items ({100 * done / total:.0f}%)"
-            eta = f", ETA {int(left // 60)}:{int(left % 60):02d}"
-        else:
-            where, eta = f"{counts.scanned} items", ""
-        line = (
-            f"reindex: {where}, indexed {counts.indexed}, failed {counts.failed}, "
-            f"{rate:.0f} items/s{eta}"
-        )
-        self._stream.write(f"\r{line}")
-        self._stream.flush()
-
-    def finish(self) -> None:
-        """The last counts, then a new line (once)."""
-        if self._counts is not None:
-            self._render(self._clock())
-            self._stream.write("\n")
-            self._stream.flush()
-            self._counts = None
-
-
-def reindex_command(args: Any) -> int:
-    """`memkit reindex`: settings from MEMKIT_* variables, overridden by the options; a
-    progress line on stderr, the summary (JSON) on stdout. Exit 1 when items failed."""
-    import json
-    import os
-    import sys
-
-    from memkit.config import ENV_PREFIX, ReindexSettings
-    from memkit.embeddings.factory import embedder_for
-    from memkit.observability import metrics
-    from memkit.store.dynamodb import DynamoStore
-    from memkit.vectors.factory import vector_index_for
-
-    overrides = {
-        "table_name": args.table,
-        "region": args.region,
-        "dynamodb_endpoint": args.dynamodb_endpoint,
-        "opensearch_endpoint": args.opensearch_endpoint,
-        "opensearch_flavour": args.opensearch_flavour,
-        "opensearch_index": args.index,
-        "opensearch_auth": args.opensearch_auth,
-        "embedder": args.embedder,
-        "embedding_model": args.embedding_model,
-        "embedding_dimensions": args.embedding_dimensions,
-        "reindex_segments": args.segments,
-        "reindex_page_size": args.page_size,
-    }
-    # An option wins over its MEMKIT_* variable.
-    given = {f"{ENV_PREFIX}{k.upper()}": str(v) for k, v in overrides.items() if v is not None}
-    try:
-        settings = ReindexSettings.from_env({**os.environ, **given})
-    except ValidationError as exc:
-        names = sorted({str(error["loc"][0]) for error in exc.errors() if error["loc"]})
-        sys.stderr.write(f"memkit reindex: invalid or missing settings: {', '.join(names)}\n")
-        return 2
-    if settings.opensearch_endpoint is None and not args.dry_run:
-        sys.stderr.write(
-            "memkit reindex: set --opensearch-endpoint (or MEMKIT_OPENSEARCH_ENDPOINT): the "
-            "in-process index lives in the process that serves it\n"
-        )
-        return 2
-    embedder = embedder_for(settings, settings.region)
-    index = rebuildable(vector_index_for(settings, settings.region, embedder.dimensions))
-    line = ProgressLine(sys.stderr)
-
-    def progress(counts: ReindexCounts, total: int) -> None:
-        metrics.clear_metrics()  # nothing publishes them outside Lambda
-        line(counts, total)
-
-    reindexer = Reindexer(
-        DynamoStore(settings),
-        index,
-        embedder,
-        segments=settings.reindex_segments,
-        page_size=settings.reindex_page_size,
-    )
-    previous = logger.log_level
-    logger.setLevel("WARNING")  # the progress line speaks; batches' logs would drown it
-    try:
-        report = reindexer.run(dry_run=args.dry_run, progress=progress)
-    except MemkitError as exc:  # the table or the index refused or is unreachable
-        line.finish()
-        sys.stderr.write(f"memkit reindex: {exc}\n")
-        return 1
-    finally:
-        line.finish()
-        logger.setLevel(previous)
-    sys.stdout.write(json.dumps(report.summary()) + "\n")
-    return 1 if report.failed else 0
-
-
-def rebuildable(index: VectorIndex) -> RebuildableIndex:
-    """`index` as the rebuildable index it is (memkit's own indexes all are)."""
-    from memkit.vectors.local import LocalVectorIndex
-    from memkit.vectors.opensearch import OpenSearchIndex
-
-    if not isinstance(index, OpenSearchIndex | LocalVectorIndex):
-        raise TypeError(f"{type(index).__name__} cannot be rebuilt")
-    return index
-
-
-# --- the Lambda entry (functions/reindex) ------------------------------------------------
-
-
-class ReindexEvent(BaseModel):
-    """What `aws lambda invoke --payload` may say; settings fill what it leaves out."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    segments: int | None = Field(default=None, ge=1, le=64)
-    page_size: int | None = Field(default=None, ge=1, le=1000)
-    dry_run: bool = False
-    # The `continuation` a paused invocation returned: go on with that rebuild.
-    resume: ReindexState | None = None
-
-
-def copy_deadline(remaining_ms: int, clock: Callable[[], float] = time.monotonic) -> Deadline:
-    """When an invocation's copy must stop: the switch, the catch-up (a second Scan) and
-    the report need the rest (a minute, or 40 % of the time left if more)."""
-    remaining = max(0.0, remaining_ms / 1000)
-    return Deadline.after(max(0.0, remaining - max(60.0, 0.4 * remaining)), clock)
-
-
-ReindexerFactory = Callable[[ReindexEvent], Reindexer]
-
-
-def production_reindexer(event: ReindexEvent) -> Reindexer:
-    """The rebuild the function's environment describes (MEMKIT_* variables)."""
-    from memkit.config import ReindexSettings
-    from memkit.embeddings.factory import embedder_for
-    from memkit.store.dynamodb import DynamoStore
-    from memkit.vectors.factory import vector_index_for
-
-    settings = ReindexSettings.from_env()
-    embedder = embedder_for(settings, settings.region)
-    index = rebuildable(vector_index_for(settings, settings.region, embedder.dimensions))
-    return Reindexer(
-        DynamoStore(settings),
-        index,
-        embedder,
-        segments=event.segments or settings.reindex_segments,
-        page_size=event.page_size or settings.reindex_page_size,
-    )
-
-
-def make_lambda_handler(
-    reindexer: ReindexerFactory = production_reindexer,
-) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
-    """The Lambda handler: one rebuild per invocation, its summary as the result."""
-    from memkit.observability import drop_disabled_metrics, metrics
-
-    @logger.inject_lambda_context(clear_state=True)
-    @metrics.log_metrics
-    @drop_disabled_metrics
-    def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        request = ReindexEvent.model_validate(event or {})
-        deadline = copy_deadline(context.get_remaining_time_in_millis())
-        report = reindexer(request).run(
-            dry_run=request.dry_run, deadline=deadline, pause=True, resume=request.resume
-        )
-        metrics.add_metric(name="ReindexedDocs", unit="Count", value=report.indexed)
-        metrics.add_metric(name="ReindexFailures", unit="Count", value=report.failed)
-        return report.summary()
-
-    return lambda_handler
-
-
-lambda_handler = make_lambda_handler()

@@ -1,4 +1,4 @@
-"""The API function's entry point: decorators plus `app.resolve`."""
+"""The API function's entry point (functions/api): decorators plus `app.resolve`."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from memkit.api.app import app
-from memkit.api.context import Services, production_services
+from memkit.api.context import Services
 from memkit.api.guard import body_problem
 from memkit.api.responses import refusal
+from memkit.handlers.wiring import production_services
 from memkit.observability import logger, metrics
 
 Handler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]

@@ -1,7 +1,7 @@
 """The local stack: DynamoDB (moto or an endpoint), the API function, the HTTP API in front,
-and long-term memory: a loopback OpenSearch (memkit.local.opensearch) that the production
+and long-term memory: a loopback OpenSearch (memkit_dev.local.opensearch) that the production
 adapter talks to, and a stream pump that reads the table's stream as Lambda's poller does and
-invokes the indexer function with the real records (memkit.local.streams).
+invokes the indexer function with the real records (memkit_dev.local.streams).
 
 Other background parts (the cleanup timer) join through `LocalStack.background`: anything
 with start() and stop(), started after the table exists.
@@ -19,14 +19,14 @@ import boto3
 from werkzeug.serving import BaseWSGIServer, make_server
 
 from memkit.embeddings.local import DIMENSIONS as LOCAL_DIMENSIONS
-from memkit.local.dynamodb import MotoDynamoDB, dynamodb_client
-from memkit.local.functions import FunctionSpec, LocalFunction
-from memkit.local.gateway import HttpApiGateway, http_api_routes
-from memkit.local.opensearch import LoopbackOpenSearch
-from memkit.local.queues import QueuePump, create_queues, queue_pump_for
-from memkit.local.schedule import ScheduleTimer, function_timeout
-from memkit.local.streams import StreamPump, pump_for
-from memkit.local.template import create_table, find_template, load_template
+from memkit_dev.local.dynamodb import MotoDynamoDB, dynamodb_client
+from memkit_dev.local.functions import FunctionSpec, LocalFunction
+from memkit_dev.local.gateway import HttpApiGateway, http_api_routes
+from memkit_dev.local.opensearch import LoopbackOpenSearch
+from memkit_dev.local.queues import QueuePump, create_queues, queue_pump_for
+from memkit_dev.local.schedule import ScheduleTimer, function_timeout
+from memkit_dev.local.streams import StreamPump, pump_for
+from memkit_dev.local.template import create_table, find_template, load_template
 
 API_FUNCTION = "ApiFunction"
 INDEXER_FUNCTION = "IndexerFunction"

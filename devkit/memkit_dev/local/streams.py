@@ -40,7 +40,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from memkit.local.event_filter import parse_pattern, passes
+from memkit_dev.local.event_filter import parse_pattern, passes
 
 __all__ = [
     "EventSourceMapping",

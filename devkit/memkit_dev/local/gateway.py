@@ -18,7 +18,7 @@ from typing import Any
 
 from werkzeug.wrappers import Request, Response
 
-from memkit.local.functions import LocalFunction
+from memkit_dev.local.functions import LocalFunction
 
 # API Gateway HTTP APIs refuse larger payloads with 413, and give up on integrations at 30 s.
 MAX_PAYLOAD_BYTES = 10 * 1024 * 1024

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from memkit.errors import Forbidden, MemkitError, NotFound, StoreUnavailable
 from memkit.ids import new_ulid
-from memkit.lifecycle.phases import Deadline
+from memkit.jobs.phases import Deadline
 from memkit.models.domain import Owner
 from memkit.models.users import DeletionCounts, JobState
 from memkit.observability import logger, metrics
@@ -40,7 +40,7 @@ from memkit.vectors.filters import Condition
 from memkit.vectors.protocol import Hit, Removal, VectorIndex
 
 if TYPE_CHECKING:
-    from memkit.curation import Job
+    from memkit.jobs.curation import Job
     from memkit.store.sessions import PageCursor
 
 # API Gateway gives a request 29 s and the API function times out at 15 s: a deletion
@@ -478,7 +478,7 @@ class UserDeletion:
         ]
 
     def _queue(self, owner: Owner, job_id: str, stamp: str) -> None:
-        from memkit.curation import Job
+        from memkit.jobs.curation import Job
 
         assert self._send is not None
         self._send(

@@ -21,7 +21,7 @@ Outcomes follow Lambda's rules for SQS:
 One batch is invoked at a time (Lambda runs several at once, up to the mapping's
 MaximumConcurrency). Logs carry counts and message ids, never message bodies.
 
-moto's server (memkit.local.dynamodb.MotoDynamoDB runs moto's DomainDispatcherApplication)
+moto's server (memkit_dev.local.dynamodb.MotoDynamoDB runs moto's DomainDispatcherApplication)
 serves SQS on the same endpoint as DynamoDB. It handles one request at a time, so a long poll
 (`wait_seconds` > 0) holds every other DynamoDB and SQS call for its duration: keep it 0
 against the local server.
@@ -39,7 +39,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from typing import Any
 
-from memkit.local.streams import _resolve
+from memkit_dev.local.streams import _resolve
 
 __all__ = [
     "LOCAL_VISIBILITY_TIMEOUT_SECONDS",

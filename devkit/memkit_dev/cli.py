@@ -11,7 +11,7 @@ from pathlib import Path
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from memkit.local.stack import LocalStack, LocalStackConfig
+    from memkit_dev.local.stack import LocalStack, LocalStackConfig
 
     config = LocalStackConfig(
         host=args.host,
@@ -63,7 +63,7 @@ def _openapi(args: argparse.Namespace) -> int:
 
 
 def _reindex(args: argparse.Namespace) -> int:
-    from memkit.lifecycle.reindex import reindex_command
+    from memkit_dev.reindex import reindex_command
 
     return reindex_command(args)
 

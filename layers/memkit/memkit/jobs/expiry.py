@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from memkit.lifecycle.phases import Deadline, PhaseOutcome
+from memkit.jobs.phases import Deadline, PhaseOutcome
 from memkit.store import keys
 from memkit.store.expiry import DueSession, Purge
 

@@ -82,7 +82,7 @@ class Job:
     stamp: str
     delay_seconds: int = 0
     record_id: str | None = None  # describe: the record
-    # delete_user (memkit.lifecycle.users): the user and the job that reports on it.
+    # delete_user (memkit.jobs.users): the user and the job that reports on it.
     user_id: str | None = None
     job_id: str | None = None
 
@@ -150,6 +150,16 @@ class LongTermMemory(Protocol):
     def search(self, tenant: str, request: SearchRequest, *, access: bool = True) -> Any: ...
 
     def edit(self, tenant: str, record_id: str, edit: MemoryEdit) -> Any: ...
+
+
+@dataclass(frozen=True)
+class Queueing:
+    """What the stream curator needs: the table (to size a session's view), the work queue's
+    sender, the policy."""
+
+    store: CurationStore
+    send: Callable[[Job], None]
+    policy: Policy
 
 
 def _turns(messages: Sequence[StoredMessage]) -> list[Turn]:

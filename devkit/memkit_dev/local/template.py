@@ -46,7 +46,7 @@ def find_template(start: Path | None = None) -> Path:
     candidates: list[Path] = []
     here = (start or Path.cwd()).resolve()
     candidates.extend(directory / "template.yaml" for directory in (here, *here.parents))
-    candidates.append(Path(__file__).resolve().parents[4] / "template.yaml")
+    candidates.append(Path(__file__).resolve().parents[3] / "template.yaml")
     for candidate in candidates:
         if candidate.is_file() and "MemoryTable" in candidate.read_text(encoding="utf-8"):
             return candidate

@@ -1,0 +1,134 @@
+"""`memkit reindex`: the index rebuild (memkit.jobs.reindex) from a terminal, with a
+progress line."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from memkit.errors import MemkitError
+from memkit.jobs.reindex import ReindexCounts
+from memkit.observability import logger, metrics
+
+BAR_WIDTH = 24
+
+
+class ProgressLine:
+    """One line on a terminal, rewritten in place (\\r): a bar and the items read of the
+    table's approximate size, docs indexed, failures, rate and time left. At most every
+    `interval` seconds, and a final line by `finish`."""
+
+    def __init__(
+        self,
+        stream: Any,
+        clock: Callable[[], float] = time.monotonic,
+        interval: float = 0.2,
+    ) -> None:
+        self._stream = stream
+        self._clock = clock
+        self._interval = interval
+        self._started = clock()
+        self._shown = float("-inf")
+        self._counts: ReindexCounts | None = None
+        self._total = 0
+
+    def __call__(self, counts: ReindexCounts, total: int) -> None:
+        self._counts, self._total = counts, total
+        now = self._clock()
+        if now - self._shown >= self._interval:
+            self._shown = now
+            self._render(now)
+
+    def _render(self, now: float) -> None:
+        counts, total = self._counts, self._total
+        if counts is None:
+            return
+        elapsed = max(now - self._started, 1e-9)
+        rate = counts.scanned / elapsed
+        if total > 0:
+            done = min(counts.scanned, total)
+            left = (total - done) / rate if rate > 0 else 0.0
+            filled = round(BAR_WIDTH * done / total)
+            bar = "#" * filled + "." * (BAR_WIDTH - filled)
+            where = f"[{bar}] {done}/~{total} items ({100 * done / total:.0f}%)"
+            eta = f", ETA {int(left // 60)}:{int(left % 60):02d}"
+        else:
+            where, eta = f"{counts.scanned} items", ""
+        line = (
+            f"reindex: {where}, indexed {counts.indexed}, failed {counts.failed}, "
+            f"{rate:.0f} items/s{eta}"
+        )
+        self._stream.write(f"\r{line}")
+        self._stream.flush()
+
+    def finish(self) -> None:
+        """The last counts, then a new line (once)."""
+        if self._counts is not None:
+            self._render(self._clock())
+            self._stream.write("\n")
+            self._stream.flush()
+            self._counts = None
+
+
+def reindex_command(args: Any) -> int:
+    """`memkit reindex`: settings from MEMKIT_* variables, overridden by the options; a
+    progress line on stderr, the summary (JSON) on stdout. Exit 1 when items failed."""
+    import json
+    import os
+    import sys
+
+    from pydantic import ValidationError
+
+    from memkit.config import ENV_PREFIX, ReindexSettings
+    from memkit.handlers.wiring import reindexer
+
+    overrides = {
+        "table_name": args.table,
+        "region": args.region,
+        "dynamodb_endpoint": args.dynamodb_endpoint,
+        "opensearch_endpoint": args.opensearch_endpoint,
+        "opensearch_flavour": args.opensearch_flavour,
+        "opensearch_index": args.index,
+        "opensearch_auth": args.opensearch_auth,
+        "embedder": args.embedder,
+        "embedding_model": args.embedding_model,
+        "embedding_dimensions": args.embedding_dimensions,
+        "reindex_segments": args.segments,
+        "reindex_page_size": args.page_size,
+    }
+    # An option wins over its MEMKIT_* variable.
+    given = {f"{ENV_PREFIX}{k.upper()}": str(v) for k, v in overrides.items() if v is not None}
+    try:
+        settings = ReindexSettings.from_env({**os.environ, **given})
+    except ValidationError as exc:
+        # The settings' own names: each is an option's (--reindex-segments: --segments).
+        names = sorted({str(error["loc"][0]) for error in exc.errors() if error["loc"]})
+        sys.stderr.write(f"memkit reindex: invalid or missing settings: {', '.join(names)}\n")
+        return 2
+    if settings.opensearch_endpoint is None and not args.dry_run:
+        sys.stderr.write(
+            "memkit reindex: set --opensearch-endpoint (or MEMKIT_OPENSEARCH_ENDPOINT): the "
+            "in-process index lives in the process that serves it\n"
+        )
+        return 2
+    rebuild = reindexer(settings)
+    line = ProgressLine(sys.stderr)
+
+    def progress(counts: ReindexCounts, total: int) -> None:
+        metrics.clear_metrics()  # nothing publishes them outside Lambda
+        line(counts, total)
+
+    previous = logger.log_level
+    logger.setLevel("WARNING")  # the progress line speaks; batches' logs would drown it
+    try:
+        report = rebuild.run(dry_run=args.dry_run, progress=progress)
+    except MemkitError as exc:  # the table or the index refused or is unreachable
+        line.finish()
+        sys.stderr.write(f"memkit reindex: {exc}\n")
+        return 1
+    finally:
+        line.finish()
+        logger.setLevel(previous)
+    sys.stdout.write(json.dumps(report.summary()) + "\n")
+    return 1 if report.failed else 0

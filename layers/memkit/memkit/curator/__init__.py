@@ -1,1 +1,0 @@
-"""Background curation's two functions: the stream curator and the memory worker."""

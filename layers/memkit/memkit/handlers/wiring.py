@@ -1,0 +1,424 @@
+"""The one place that builds memkit's dependencies from validated settings.
+
+Stores, embedders, vector indexes, memory models and the job sender are constructed here
+and nowhere else; each entry point (memkit.handlers.*) asks this module for what it runs
+over, and tests pass fakes to the handlers' `make_lambda_handler` instead. Settings are
+read on the first request, never at import, and a bad one is a `Misconfigured` naming the
+variables, never a stack trace.
+
+Everything heavy (boto3 clients, numpy, the model, OpenSearch's client, background jobs'
+modules) is imported inside the function that builds it: the API's cold start pays only for
+what its first route uses.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from functools import lru_cache
+from typing import TYPE_CHECKING, TypeVar
+
+from pydantic import ValidationError
+
+from memkit.api.context import Lifecycle, Services
+from memkit.config import (
+    ENV_PREFIX,
+    ApiSettings,
+    CleanupSettings,
+    CurationSettings,
+    IndexSettings,
+    LLMSettings,
+    ReindexSettings,
+    StoreSettings,
+    api_settings,
+    cleanup_settings,
+    curation_settings,
+    indexer_settings,
+    llm_settings,
+)
+from memkit.errors import Misconfigured, StoreUnavailable
+from memkit.service.profiles import ProfileService
+from memkit.service.scratchpad import ScratchpadService
+from memkit.service.sessions import SessionService
+
+if TYPE_CHECKING:
+    from memkit.embeddings.protocol import Embedder
+    from memkit.jobs.cleanup import CleanupRun
+    from memkit.jobs.compact import Compaction
+    from memkit.jobs.curation import Curator, Job, Policy, Queueing
+    from memkit.jobs.forget import Forgetting
+    from memkit.jobs.indexing import Indexer
+    from memkit.jobs.phases import Phase
+    from memkit.jobs.policies import PolicyService
+    from memkit.jobs.reindex import Reindexer
+    from memkit.jobs.users import UserDeletion
+    from memkit.llm.protocol import MemoryModel
+    from memkit.service.long_term import LongTermService
+    from memkit.store.dynamodb import DynamoStore
+    from memkit.vectors.local import LocalVectorIndex
+    from memkit.vectors.protocol import RebuildableIndex, VectorIndex
+
+S = TypeVar("S")
+
+JobSender = Callable[["Job"], None]
+
+
+def checked(load: Callable[[], S]) -> S:
+    """Settings from the environment, or `Misconfigured` naming the bad variables."""
+    try:
+        return load()
+    except ValidationError as exc:
+        names = sorted(
+            {f"{ENV_PREFIX}{str(e['loc'][0]).upper()}" for e in exc.errors() if e["loc"]}
+        )
+        raise Misconfigured(f"invalid or missing settings: {', '.join(names)}") from exc
+
+
+# -- providers -------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=4)
+def embedder_for(settings: IndexSettings, region: str) -> Embedder:
+    """local: the shipped static model; titan | cohere: Bedrock in `region`."""
+    if settings.embedder == "local":
+        from memkit.embeddings.local import LocalEmbedder
+
+        return LocalEmbedder()
+    import boto3
+    from botocore.config import Config
+
+    from memkit.embeddings.bedrock import COHERE_ENGLISH_V3, TITAN_V2, CohereEmbedder, TitanEmbedder
+
+    # The embedders retry throttling themselves, with backoff over a longer window.
+    client = boto3.client(
+        "bedrock-runtime",
+        region_name=region,
+        config=Config(retries={"max_attempts": 2, "mode": "standard"}, read_timeout=30),
+    )
+    if settings.embedder == "titan":
+        return TitanEmbedder(
+            client, settings.embedding_dimensions, settings.embedding_model or TITAN_V2
+        )
+    return CohereEmbedder(client, settings.embedding_model or COHERE_ENGLISH_V3)
+
+
+@lru_cache(maxsize=4)
+def process_local_index(dimensions: int) -> LocalVectorIndex:
+    """One exact index for this process (tests and benchmarks that run in one process; the
+    local stack serves one to all its functions over loopback, memkit_dev.local.opensearch)."""
+    from memkit.vectors.local import LocalVectorIndex
+
+    return LocalVectorIndex(dimensions)
+
+
+@lru_cache(maxsize=4)
+def vector_index_for(settings: IndexSettings, region: str, dimensions: int) -> VectorIndex:
+    """OpenSearch at `opensearch_endpoint` (a domain or a Serverless collection), else the
+    process's local index."""
+    if settings.opensearch_endpoint is None:
+        return process_local_index(dimensions)
+    from memkit.vectors.opensearch import opensearch_index
+
+    return opensearch_index(settings, region, dimensions)
+
+
+def configured_index(
+    settings: IndexSettings, region: str, embedder: Callable[[], Embedder] | None = None
+) -> Callable[[], VectorIndex]:
+    """The configured index, built on first use (its dimensions are the embedder's)."""
+    chosen = embedder or (lambda: embedder_for(settings, region))
+    return lambda: vector_index_for(settings, region, chosen().dimensions)
+
+
+def rebuildable(index: VectorIndex) -> RebuildableIndex:
+    """`index` as the rebuildable index it is (memkit's own indexes all are)."""
+    from memkit.vectors.local import LocalVectorIndex
+    from memkit.vectors.opensearch import OpenSearchIndex
+
+    if not isinstance(index, OpenSearchIndex | LocalVectorIndex):
+        raise TypeError(f"{type(index).__name__} cannot be rebuilt")
+    return index
+
+
+# ConverseModel's retry policy: attempts, and how many read timeouts (sleeps included) a
+# task may take in all, so a stuck model fails the batch to its retry path instead of
+# running out the function's time.
+MODEL_ATTEMPTS = 4
+MODEL_DEADLINE_TIMEOUTS = 3
+
+
+@lru_cache(maxsize=4)
+def memory_model_for(settings: LLMSettings, region: str | None = None) -> MemoryModel:
+    """local: extractive and heuristic, no network; bedrock: Converse with `llm_model` in
+    `region` (None: the function's own region, as boto3 finds it)."""
+    if settings.llm_provider == "local":
+        from memkit.llm.local import LocalModel
+
+        return LocalModel()
+    import boto3
+    from botocore.config import Config
+
+    from memkit.llm.bedrock import DEFAULT_MODEL, ConverseModel
+
+    # ConverseModel owns the retry policy (with backoff and a deadline): the SDK makes one
+    # attempt a call, and a read waits at most llm_timeout_seconds.
+    client = boto3.client(
+        "bedrock-runtime",
+        region_name=region,
+        config=Config(
+            retries={"total_max_attempts": 1, "mode": "standard"},
+            connect_timeout=5,
+            read_timeout=settings.llm_timeout_seconds,
+        ),
+    )
+    return ConverseModel(
+        client,
+        settings.llm_model or DEFAULT_MODEL,
+        max_attempts=MODEL_ATTEMPTS,
+        deadline_seconds=MODEL_DEADLINE_TIMEOUTS * settings.llm_timeout_seconds,
+    )
+
+
+@lru_cache(maxsize=4)
+def job_sender(queue_url: str, region: str, endpoint: str | None) -> JobSender:
+    """Sends a job to the memory work queue (one SQS client per process and queue)."""
+    import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    sqs = boto3.client("sqs", region_name=region, endpoint_url=endpoint)
+
+    def send(job: Job) -> None:
+        try:
+            sqs.send_message(
+                QueueUrl=queue_url, MessageBody=job.to_json(), DelaySeconds=job.delay_seconds
+            )
+        except (BotoCoreError, ClientError) as exc:
+            raise StoreUnavailable("the work queue is unavailable; retry later") from exc
+
+    return send
+
+
+def configured_job_sender(settings: CurationSettings | ApiSettings) -> JobSender | None:
+    """The work queue's sender, or None when no queue is configured."""
+    if not settings.work_queue_url:
+        return None
+    return job_sender(settings.work_queue_url, settings.region, settings.sqs_endpoint)
+
+
+def dynamo_store(settings: StoreSettings) -> DynamoStore:
+    """The table. The API's store also stamps messages for indexing as configured."""
+    from memkit.store.dynamodb import DynamoStore
+
+    if isinstance(settings, ApiSettings):
+        return DynamoStore(
+            settings,
+            index_messages=settings.index_messages,
+            index_all_messages=settings.index_all_messages,
+        )
+    return DynamoStore(settings)
+
+
+# -- the API ---------------------------------------------------------------------------------
+
+
+def api_services(
+    store: DynamoStore,
+    settings: ApiSettings,
+    index: Callable[[], VectorIndex] | None = None,
+    embedder: Callable[[], Embedder] | None = None,
+) -> Services:
+    """The routes' services over `store`; the index and embedder default to the configured
+    ones, built on first use (a session route never loads a model)."""
+    chosen_embedder = embedder or (lambda: embedder_for(settings, settings.region))
+    chosen_index = index or configured_index(settings, settings.region, chosen_embedder)
+    scratchpads = ScratchpadService(store, max_attempts=settings.merge_max_attempts)
+    return Services(
+        settings=settings,
+        profiles=ProfileService(store),
+        scratchpads=scratchpads,
+        # A session's DELETE takes its messages' vectors out of the index at once.
+        sessions=SessionService(store, scratchpads, index=chosen_index),
+        store=store,
+        index=chosen_index,
+        embedder=chosen_embedder,
+        lifecycle=_api_lifecycle(store, settings, chosen_index),
+    )
+
+
+def _api_lifecycle(
+    store: DynamoStore, settings: ApiSettings, index: Callable[[], VectorIndex]
+) -> Lifecycle:
+    """Forgetting, compaction, policies and a user's deletion, each built on the first
+    request that needs it (their modules load then, not at cold start)."""
+
+    def forgetting() -> Forgetting:
+        from memkit.jobs.forget import Forgetting
+
+        return Forgetting(store)
+
+    def compaction(long_term: LongTermService) -> Compaction:
+        from memkit.jobs.compact import Compaction
+
+        def model() -> MemoryModel:
+            return memory_model_for(checked(llm_settings), settings.region)
+
+        return Compaction(store, long_term, model)
+
+    def policies() -> PolicyService:
+        from memkit.jobs.policies import PolicyService
+
+        return PolicyService(store)
+
+    def deletion() -> UserDeletion:
+        from memkit.jobs.users import UserDeletion
+
+        return UserDeletion(store, index, configured_job_sender(settings))
+
+    return Lifecycle(forgetting, compaction, policies, deletion)
+
+
+@lru_cache(maxsize=1)
+def production_services() -> Services:
+    """Services over DynamoDB, from the environment (first request, not import)."""
+    settings = checked(api_settings)
+    return api_services(dynamo_store(settings), settings)
+
+
+# -- the stream indexer ----------------------------------------------------------------------
+
+
+@lru_cache(maxsize=1)
+def production_indexer() -> Indexer:
+    """The indexer over DynamoDB, the configured embedder and index (first batch, not import)."""
+    from memkit.jobs.indexing import Indexer
+
+    settings = checked(indexer_settings)
+    embedder = embedder_for(settings, settings.region)
+    index = vector_index_for(settings, settings.region, embedder.dimensions)
+    return Indexer(dynamo_store(settings), index, embedder)
+
+
+# -- curation: the stream curator and the memory worker -------------------------------------
+
+
+def curation_policy(settings: CurationSettings) -> Policy:
+    from memkit.jobs.curation import Policy
+
+    return Policy(
+        window_tokens=settings.summary_window_tokens,
+        threshold=settings.summary_threshold,
+        quiet_seconds=settings.extraction_quiet_seconds,
+        # The local model cannot extract facts: queue no extraction it would skip. Its
+        # topics are frequent words, not worth re-indexing every new record for.
+        extract=settings.llm_provider != "local",
+        describe=settings.llm_provider != "local",
+    )
+
+
+@lru_cache(maxsize=1)
+def production_queueing() -> Queueing:
+    from memkit.jobs.curation import Queueing
+
+    settings = checked(curation_settings)
+    send = configured_job_sender(settings)
+    if send is None:
+        raise Misconfigured("MEMKIT_WORK_QUEUE_URL is not set")
+    return Queueing(dynamo_store(settings), send, curation_policy(settings))
+
+
+@lru_cache(maxsize=1)
+def production_curator() -> Curator:
+    from memkit.jobs.curation import Curator
+    from memkit.service.long_term import LongTermService
+
+    settings = checked(curation_settings)
+    store = dynamo_store(settings)
+    embedder = embedder_for(settings, settings.region)
+    index = configured_index(settings, settings.region, lambda: embedder)
+    long_term = LongTermService(store, index, lambda: embedder)
+    model = memory_model_for(settings, settings.region)
+    return Curator(store, long_term, model, curation_policy(settings))
+
+
+@lru_cache(maxsize=1)
+def production_deletions() -> UserDeletion:
+    from memkit.jobs.users import UserDeletion
+
+    settings = checked(curation_settings)
+    index = configured_index(settings, settings.region)
+    return UserDeletion(dynamo_store(settings), index, configured_job_sender(settings))
+
+
+# -- the scheduled cleanup -------------------------------------------------------------------
+
+
+def cleanup_phases(
+    settings: CleanupSettings, store: DynamoStore, clock: Callable[[], float] = time.time
+) -> list[Phase]:
+    """The phases of a scheduled run, in order. Each lifecycle concern adds its phase here;
+    the embedder, index and model are built on first use (a run with no compaction policy
+    and no orphan sweep builds none)."""
+    from memkit.jobs.compact import Compaction
+    from memkit.jobs.expiry import ExpiryPhase
+    from memkit.jobs.forget import Forgetting
+    from memkit.jobs.policies import PolicyPhase
+    from memkit.service.long_term import LongTermService
+
+    def embedder() -> Embedder:
+        return embedder_for(settings, settings.region)
+
+    index = configured_index(settings, settings.region, embedder)
+
+    def model() -> MemoryModel:
+        return memory_model_for(settings, settings.region)
+
+    long_term = LongTermService(store, index, embedder, clock)
+    phases: list[Phase] = [
+        ExpiryPhase(store, page_size=settings.expiry_page_size, clock=clock),
+        # Namespaces' forgetting and compaction policies.
+        PolicyPhase(store, Forgetting(store, clock), Compaction(store, long_term, model, clock)),
+    ]
+    if settings.orphan_sample_size > 0:  # vectors whose item is gone
+        from memkit.jobs.orphans import OrphanPhase
+
+        phases.append(OrphanPhase(store, index(), settings.orphan_sample_size))
+    return phases
+
+
+@lru_cache(maxsize=1)
+def production_cleanup() -> CleanupRun:
+    """The run over DynamoDB with the configured phases (first invocation, not import)."""
+    from memkit.jobs.cleanup import CleanupRun, TableCursors, TimeBudget
+
+    settings = checked(cleanup_settings)
+    store = dynamo_store(settings)
+    budget = TimeBudget(
+        settings.cleanup_margin_seconds,
+        settings.cleanup_margin_fraction,
+        settings.cleanup_budget_seconds,
+    )
+    return CleanupRun(cleanup_phases(settings, store), TableCursors(store), budget)
+
+
+# -- the index rebuild -----------------------------------------------------------------------
+
+
+def reindexer(
+    settings: ReindexSettings, segments: int | None = None, page_size: int | None = None
+) -> Reindexer:
+    """The rebuild `settings` describe (`memkit reindex`, functions/reindex)."""
+    from memkit.jobs.reindex import Reindexer
+
+    embedder = embedder_for(settings, settings.region)
+    index = rebuildable(vector_index_for(settings, settings.region, embedder.dimensions))
+    return Reindexer(
+        dynamo_store(settings),
+        index,
+        embedder,
+        segments=segments or settings.reindex_segments,
+        page_size=page_size or settings.reindex_page_size,
+    )
+
+
+def reindex_settings(environ: dict[str, str] | None = None) -> ReindexSettings:
+    return checked(lambda: ReindexSettings.from_env(environ))

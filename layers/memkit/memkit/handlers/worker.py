@@ -1,0 +1,66 @@
+"""The memory worker's entry point (functions/worker): the work queue's messages -> jobs run
+with the configured MemoryModel (memkit.jobs.curation), and the rest of a user's deletion
+that did not finish within its request (memkit.jobs.users). A job that fails is reported in
+batchItemFailures; SQS retries it after its visibility timeout and, after maxReceiveCount
+tries, moves it to the DLQ.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from aws_lambda_powertools.utilities.batch import (
+    BatchProcessor,
+    EventType,
+    process_partial_response,
+)
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from memkit.handlers.wiring import production_curator, production_deletions
+from memkit.jobs.curation import Curator, Job
+from memkit.observability import drop_disabled_metrics, logger, metrics
+
+if TYPE_CHECKING:
+    from memkit.jobs.users import UserDeletion
+
+Handler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
+
+# A delete_user job works for this share of the time the invocation has left, then queues
+# itself again (so the rest of a batch still has time).
+DELETION_SHARE = 0.75
+
+
+def make_lambda_handler(
+    curator: Callable[[], Curator] = production_curator,
+    deletions: Callable[[], UserDeletion] = production_deletions,
+) -> Handler:
+    """The memory worker over `curator`, and `deletions` for a user's deletion that did not
+    finish within its request (production: from settings)."""
+
+    @logger.inject_lambda_context(clear_state=True)
+    @metrics.log_metrics
+    @drop_disabled_metrics
+    def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+        worker = curator()
+
+        def on_message(record: SQSRecord) -> None:
+            job = Job.from_json(record.body)
+            if job.kind == "delete_user":
+                budget = DELETION_SHARE * context.get_remaining_time_in_millis() / 1000
+                outcome = deletions().resume(job, budget)
+            else:
+                outcome = worker.run(job)
+            logger.info("curation job", extra={"job": job.kind, "outcome": outcome})
+
+        processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
+        response = process_partial_response(
+            event=event, record_handler=on_message, processor=processor, context=context
+        )
+        return dict(response)
+
+    return lambda_handler
+
+
+lambda_handler = make_lambda_handler()

@@ -1,1 +1,0 @@
-"""The stream indexer function (template.yaml IndexerFunction)."""

@@ -5,12 +5,33 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from boto3.dynamodb.types import TypeSerializer
 
 from memkit.config import CurationSettings
 from memkit.handlers.wiring import curation_policy as policy_of
-from memkit.jobs.curation import Job, Policy, jobs_for
+from memkit.jobs.curation import Job, Policy
+from memkit.jobs.curation import jobs_for as jobs_for_values
+from memkit.store.changes import Value, stream_change
 
 POLICY = Policy(window_tokens=1000, threshold=0.7, quiet_seconds=30)
+
+
+def _decoded(image: dict[str, Any] | None) -> Value | None:
+    """A stream image as the store hands it to the jobs (memkit.store.changes)."""
+    if image is None:
+        return None
+    raw = {name: TypeSerializer().serialize(value) for name, value in image.items()}
+    change = stream_change({"eventName": "INSERT", "dynamodb": {"NewImage": raw}})
+    assert change is not None
+    return change.new
+
+
+def jobs_for(
+    old: dict[str, Any] | None, new: dict[str, Any], policy: Policy, view: Any
+) -> list[Job]:
+    decoded = _decoded(new)
+    assert decoded is not None
+    return jobs_for_values(_decoded(old), decoded, policy, view)
 
 
 def _session(count: int, title: str | None = None) -> dict[str, Any]:
@@ -60,7 +81,7 @@ def test_no_extraction_is_queued_when_the_model_cannot_extract() -> None:
         (None, {}, True),
         (None, {"topics": ["drinks"]}, False),
         (None, {"extracted": "t"}, False),
-        ({"kind": "record"}, {}, False),  # an edit, the worker's own included
+        ({"kind": "record", "tenant": "t", "record_id": "r1", "text": "tea"}, {}, False),  # an edit
     ],
 )
 def test_a_new_record_without_topics_is_described(
@@ -71,6 +92,7 @@ def test_a_new_record_without_topics_is_described(
         "tenant": "t",
         "namespace": "ns",
         "record_id": "r1",
+        "text": "likes tea",
         "updated_at": "2026-11-23T10:00:00.000Z",
         **changes,
     }

@@ -18,7 +18,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from memkit.embeddings.protocol import Purpose
+from memkit.embeddings.protocol import RETRYABLE, EmbeddingFailed, Purpose
 
 TITAN_V2 = "amazon.titan-embed-text-v2:0"
 TITAN_DIMENSIONS = (256, 512, 1024)
@@ -27,23 +27,8 @@ COHERE_ENGLISH_V3 = "cohere.embed-english-v3"
 COHERE_DIMENSIONS = 1024
 COHERE_BATCH = 96
 COHERE_MAX_CHARS = 2_048
-RETRYABLE = {
-    "ThrottlingException",
-    "ServiceUnavailableException",
-    "ModelNotReadyException",
-    "InternalServerException",
-}
 BACKOFF_BASE_SECONDS = 0.2
 BACKOFF_CAP_SECONDS = 5.0
-
-
-class EmbeddingFailed(Exception):
-    """Some texts could not be embedded. `vectors` has the others (None where failed)."""
-
-    def __init__(self, failures: dict[int, str], vectors: list[list[float] | None]) -> None:
-        super().__init__(f"{len(failures)} of {len(vectors)} texts could not be embedded")
-        self.failures = failures
-        self.vectors = vectors
 
 
 class _Caller:

@@ -16,21 +16,13 @@ from aws_lambda_powertools.utilities.batch import (
 )
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from boto3.dynamodb.types import TypeDeserializer
 
 from memkit.handlers.wiring import production_queueing
-from memkit.jobs.curation import Queueing, jobs_for
-from memkit.models.domain import DEFAULT_NAMESPACE, Owner
+from memkit.jobs.curation import Queueing, queue_jobs
 from memkit.observability import drop_disabled_metrics, logger, metrics
+from memkit.store.changes import stream_change
 
 Handler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
-_deserializer = TypeDeserializer()
-
-
-def _image(raw: dict[str, Any] | None) -> dict[str, Any] | None:
-    if not raw:
-        return None
-    return {name: _deserializer.deserialize(value) for name, value in raw.items()}
 
 
 def make_lambda_handler(queueing: Callable[[], Queueing] = production_queueing) -> Handler:
@@ -43,22 +35,10 @@ def make_lambda_handler(queueing: Callable[[], Queueing] = production_queueing) 
         deps = queueing()
 
         def on_record(record: DynamoDBRecord) -> None:
-            raw = record.raw_event.get("dynamodb") or {}
-            new, old = _image(raw.get("NewImage")), _image(raw.get("OldImage"))
-            if new is None or new.get("kind") not in ("session", "record"):
+            change = stream_change(record.raw_event)
+            if change is None:
                 return
-            owner = Owner(
-                tenant=str(new["tenant"]), namespace=str(new.get("namespace") or DEFAULT_NAMESPACE)
-            )
-
-            def view_tokens() -> int:
-                meta = deps.store.session_meta(owner, str(new.get("session_id")))
-                if meta is None:
-                    return 0
-                return sum(m.tokens for m in deps.store.view_messages(owner, meta))
-
-            for job in jobs_for(old, new, deps.policy, view_tokens):
-                deps.send(job)
+            for job in queue_jobs(change, deps):
                 metrics.add_metric(name=f"CurationQueued_{job.kind}", unit="Count", value=1)
 
         processor = BatchProcessor(

@@ -17,9 +17,9 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, ConfigDict, Field
 
 from memkit.handlers.wiring import reindex_settings, reindexer
-from memkit.jobs.phases import Deadline
 from memkit.jobs.reindex import Reindexer, ReindexState
 from memkit.observability import drop_disabled_metrics, logger, metrics
+from memkit.times import Deadline
 
 Handler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
 

@@ -22,9 +22,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from memkit.errors import VersionConflict
-from memkit.jobs.phases import Deadline, Phase
+from memkit.jobs.phases import Phase
 from memkit.observability import logger, metrics
 from memkit.store.expiry import SavedCursors
+from memkit.times import Deadline
 
 Status = Literal["done", "stopped", "failed", "not started"]
 

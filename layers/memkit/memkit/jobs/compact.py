@@ -42,7 +42,7 @@ from memkit.models.lifecycle import (
 from memkit.models.memory import MAX_TAGS, MemoryResults, SearchMode, SearchRequest
 from memkit.observability import logger, metrics
 from memkit.service.long_term import check_size
-from memkit.store import keys
+from memkit.store.protocol import user_records_start
 from memkit.times import now_iso
 
 COMPACTED_TYPES = frozenset({"semantic", "episodic"})
@@ -116,7 +116,7 @@ def decode_cursor(cursor: str | None, listing: Listing) -> str | None:
     except (binascii.Error, ValueError, UnicodeDecodeError, KeyError) as exc:
         raise BadRequest("invalid cursor", [FieldProblem("cursor", "not a cursor")]) from exc
     mine = isinstance(after, str) and (
-        not listing.one_user or after.startswith(keys.user_records_prefix(listing.user_id))
+        not listing.one_user or after.startswith(user_records_start(listing.user_id))
     )
     if not mine:
         raise BadRequest("invalid cursor", [FieldProblem("cursor", "not a cursor for this scope")])

@@ -38,9 +38,10 @@ from memkit.llm.protocol import (
     Turn,
     fact_key,
 )
-from memkit.models.domain import DEFAULT_NAMESPACE, Owner, SessionMeta, StoredMessage
+from memkit.models.domain import Owner, SessionMeta, StoredMessage
 from memkit.models.memory import CreateMemories, MemoryEdit, MemoryRecordIn, SearchRequest
 from memkit.observability import logger, metrics
+from memkit.store.changes import ItemChange, RecordValue, SessionValue, Value
 
 JobKind = Literal["summarize", "extract", "title", "describe", "delete_user"]
 STRATEGIES: tuple[Strategy, ...] = ("discrete", "summary", "preferences", "custom")
@@ -170,51 +171,71 @@ def _turns(messages: Sequence[StoredMessage]) -> list[Turn]:
 
 
 def jobs_for(
-    old: dict[str, Any] | None,
-    new: dict[str, Any],
+    old: Value | None,
+    new: Value,
     policy: Policy,
     view_tokens: Callable[[], int],
 ) -> list[Job]:
-    """The jobs a write calls for, from its stream images (plain values).
+    """The jobs a write calls for, from what the item was and is now.
 
     A session: only writes that added messages call for any, so the worker's own writes (a
     summary, a title) queue nothing. A long-term record: a new one without topics or
     entities is described (the worker's edit is not new, so it queues nothing)."""
-    if new.get("kind") == "record":
+    if isinstance(new, RecordValue):
         return _describe_jobs(old, new) if policy.describe else []
-    added = int(new.get("message_count") or 0) - int((old or {}).get("message_count") or 0)
-    if added <= 0:
+    if not isinstance(new, SessionValue):
         return []
-    tenant, namespace = str(new["tenant"]), str(new.get("namespace") or DEFAULT_NAMESPACE)
-    session_id, stamp = str(new["session_id"]), str(new["updated_at"])
+    before = old.message_count if isinstance(old, SessionValue) else 0
+    if new.message_count - before <= 0:
+        return []
 
     def job(kind: JobKind, delay: int = 0) -> Job:
-        return Job(kind, tenant, namespace, session_id, stamp, delay)
+        return Job(kind, new.tenant, new.namespace, new.session_id, new.updated_at, delay)
 
     jobs = [job("extract", policy.quiet_seconds)] if policy.extract else []
-    if not new.get("title") and int(new.get("message_count") or 0) >= 2:
+    if not new.title and new.message_count >= 2:
         jobs.append(job("title"))
     if view_tokens() >= policy.threshold * policy.window_tokens:
         jobs.append(job("summarize"))
     return jobs
 
 
-def _describe_jobs(old: dict[str, Any] | None, new: dict[str, Any]) -> list[Job]:
-    if old is not None or new.get("topics") or new.get("entities"):
+def _describe_jobs(old: Value | None, new: RecordValue) -> list[Job]:
+    if old is not None or new.topics or new.entities:
         return []
-    if new.get("extracted") == "t":  # extraction gave it what the model found
+    if new.extracted:  # extraction gave it what the model found
         return []
-    namespace = str(new.get("namespace") or DEFAULT_NAMESPACE)
     return [
         Job(
             "describe",
-            str(new["tenant"]),
-            namespace,
-            str(new.get("session_id") or ""),
-            str(new["updated_at"]),
-            record_id=str(new["record_id"]),
+            new.ref.tenant,
+            new.namespace,
+            new.session_id or "",
+            new.updated_at or "",
+            record_id=new.ref.record_id,
         )
     ]
+
+
+def queue_jobs(change: ItemChange, queueing: Queueing) -> list[Job]:
+    """Queue what a stream record of a session or a record calls for; the jobs queued."""
+    new = change.new
+    if not isinstance(new, SessionValue | RecordValue):
+        return []
+    store = queueing.store
+
+    def view_tokens() -> int:
+        assert isinstance(new, SessionValue)
+        owner = Owner(tenant=new.tenant, namespace=new.namespace)
+        meta = store.session_meta(owner, new.session_id)
+        if meta is None:
+            return 0
+        return sum(m.tokens for m in store.view_messages(owner, meta))
+
+    jobs = jobs_for(change.old, new, queueing.policy, view_tokens)
+    for job in jobs:
+        queueing.send(job)
+    return jobs
 
 
 # -- the worker: running a job ------------------------------------------------------------------

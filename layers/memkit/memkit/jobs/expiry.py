@@ -19,9 +19,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from memkit.jobs.phases import Deadline, PhaseOutcome
-from memkit.store import keys
+from memkit.jobs.phases import PhaseOutcome
 from memkit.store.expiry import DueSession, Purge
+from memkit.store.protocol import EXPIRY_SHARDS
+from memkit.times import Deadline
 
 # Metric names (PhaseOutcome.counts).
 SESSIONS_DELETED = "ExpiredSessionsDeleted"
@@ -61,7 +62,7 @@ class ExpiryCursor:
             shard, after = int(value["shard"]), value.get("after")
         except (ValueError, TypeError, KeyError):
             return cls()
-        if not 0 <= shard < keys.EXPIRY_SHARDS or not isinstance(after, str | None):
+        if not 0 <= shard < EXPIRY_SHARDS or not isinstance(after, str | None):
             return cls()
         return cls(shard, after)
 
@@ -85,7 +86,7 @@ class ExpiryPhase:
         now = int(self._clock())
         at = ExpiryCursor.decode(cursor)
         counts: Counter[str] = Counter(dict.fromkeys(COUNTS, 0))
-        for shard in range(at.shard, keys.EXPIRY_SHARDS):
+        for shard in range(at.shard, EXPIRY_SHARDS):
             after = at.after if shard == at.shard else None
             while True:
                 if deadline.passed():

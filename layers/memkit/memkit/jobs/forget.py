@@ -28,7 +28,7 @@ from typing import Protocol
 from memkit.models.domain import Owner, StoredRecord
 from memkit.models.lifecycle import ForgetPolicy, ForgetResult, Listing, RecordEntry, Unchanged
 from memkit.observability import logger, metrics
-from memkit.store import keys
+from memkit.store.protocol import user_records_start
 
 DAY = 86_400.0
 FRESHNESS_WEIGHT, NOVELTY_WEIGHT = 0.6, 0.4
@@ -146,17 +146,17 @@ def read_window(lister: RecordLister, listing: Listing, after: str | None, size:
     read = list(islice(lister.list_records(listing, after), size + 1))
     partial: set[str | None] = set()
     # Resumed inside a user's records (past their start): the window holds only the rest.
-    if read and after is not None and after > keys.user_records_prefix(read[0].user_id):
+    if read and after is not None and after > user_records_start(read[0].user_id):
         partial.add(read[0].user_id)
     if len(read) <= size:
         return Window(read, None, frozenset(partial))
     extra, window = read[-1], read[:-1]
     last = window[-1].user_id
     if extra.user_id != last:
-        return Window(window, keys.user_records_prefix(extra.user_id), frozenset(partial))
+        return Window(window, user_records_start(extra.user_id), frozenset(partial))
     kept = [e for e in window if e.user_id != last]
     if kept:
-        return Window(kept, keys.user_records_prefix(last), frozenset(partial))
+        return Window(kept, user_records_start(last), frozenset(partial))
     partial.add(last)
     return Window(window, window[-1].position, frozenset(partial))
 

@@ -17,29 +17,36 @@ A MODIFY that changes nothing the index holds (an expiry refresh) embeds nothing
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any, Protocol
 
-from boto3.dynamodb.types import TypeDeserializer
-
-from memkit.embeddings.bedrock import RETRYABLE, EmbeddingFailed
-from memkit.embeddings.protocol import Embedder
-from memkit.models.domain import DEFAULT_NAMESPACE, StoredRecord
+from memkit.embeddings.protocol import RETRYABLE, Embedder, EmbeddingFailed
+from memkit.models.domain import PendingMemoryRef, StoredRecord
 from memkit.models.memory import MemoryRecordIn
 from memkit.models.session import MemoryType
 from memkit.observability import logger, metrics
 from memkit.service.long_term import epoch_seconds, new_record
-from memkit.store import keys
-from memkit.vectors.protocol import Removal, VectorDoc, VectorIndex
-
-TTL_PRINCIPAL = "dynamodb.amazonaws.com"
-INDEXED_KINDS = frozenset({"record", "message"})
-_deserializer = TypeDeserializer()
+from memkit.store.changes import (
+    ItemChange,
+    MessageValue,
+    PendingMemoryValue,
+    RecordValue,
+    SessionValue,
+    UnreadableChange,
+    Value,
+    stream_change,
+)
+from memkit.vectors.protocol import (
+    MESSAGE_KIND,
+    RECORD_KIND,
+    Removal,
+    VectorDoc,
+    VectorIndex,
+    doc_id_of,
+)
 
 
 class IndexerStore(Protocol):
@@ -53,33 +60,20 @@ class IndexerStore(Protocol):
         self, tenant: str, versions: dict[str, int], failures: dict[str, tuple[int, str]]
     ) -> None: ...
 
-    def awaits_promotion(self, key: keys.Key, record_json: str) -> bool: ...
+    def awaits_promotion(self, ref: PendingMemoryRef, record_json: str) -> bool: ...
 
-    def mark_promoted(self, key: keys.Key, record_json: str, persisted_at: str) -> bool: ...
-
-
-def doc_id(pk: str, sk: str) -> str:
-    """An item's id in the index: opaque, unique across tenants (the key holds the tenant)."""
-    return hashlib.sha256(f"{pk}\x00{sk}".encode()).hexdigest()[:40]
+    def mark_promoted(self, ref: PendingMemoryRef, record_json: str, persisted_at: str) -> bool: ...
 
 
-def _image(raw: dict[str, Any] | None) -> dict[str, Any] | None:
-    if not raw:
-        return None
-    return {name: _deserializer.deserialize(value) for name, value in raw.items()}
+Indexed = RecordValue | MessageValue
 
 
-def _wanted(image: dict[str, Any]) -> bool:
+def _wanted(value: Value) -> bool:
     """What the stream filter should have let through; anything else is ignored here too
     (a deployment whose filters drifted must not index every message)."""
-    kind = image["kind"]
-    return kind in ("record", "memory") or (kind == "message" and image.get("idx") == "1")
-
-
-def _iso_us(value: str | None) -> int:
-    if not value:
-        return 0
-    return int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1_000_000)
+    return isinstance(value, RecordValue | PendingMemoryValue) or (
+        isinstance(value, MessageValue) and value.indexed
+    )
 
 
 def _without_access(doc: tuple[str, dict[str, Any]]) -> tuple[str, dict[str, Any]]:
@@ -87,71 +81,62 @@ def _without_access(doc: tuple[str, dict[str, Any]]) -> tuple[str, dict[str, Any
     return text, {k: v for k, v in fields.items() if k != "last_accessed"}
 
 
-def _version(image: dict[str, Any]) -> int:
-    """The item's write time in µs (older items without written_us: their updated_at)."""
-    written = image.get("written_us")
-    return int(written) if written is not None else _iso_us(image.get("updated_at"))
-
-
-def _text_and_fields(image: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+def _text_and_fields(value: Indexed) -> tuple[str, dict[str, Any]]:
     """What the index holds of an item: its text and its filter fields."""
-    tenant = str(image["tenant"])
-    pk, sk = str(image["PK"]), str(image["SK"])
-    if image["kind"] == "record":
+    if isinstance(value, RecordValue):
         fields = {
-            "tenant": tenant,
-            "namespace": image.get("namespace") or DEFAULT_NAMESPACE,
-            "user_id": image.get("user_id"),
-            "session_id": image.get("session_id"),
-            "memory_type": image.get("memory_type") or MemoryType.SEMANTIC.value,
-            "topics": sorted(image.get("topics") or []),
-            "entities": sorted(image.get("entities") or []),
-            "record_id": image["record_id"],
-            "pk": pk,
-            "sk": sk,
-            "created_at": epoch_seconds(image.get("created_at")),
-            "updated_at": epoch_seconds(image.get("updated_at")),
-            "last_accessed": epoch_seconds(image.get("last_accessed")),
-            "event_date": epoch_seconds(image.get("event_date")),
-            "pinned": bool(image.get("pinned")),
+            "tenant": value.ref.tenant,
+            "namespace": value.namespace,
+            "user_id": value.user_id,
+            "session_id": value.session_id,
+            "memory_type": value.memory_type or MemoryType.SEMANTIC.value,
+            "topics": list(value.topics),
+            "entities": list(value.entities),
+            "record_id": value.ref.record_id,
+            "kind": RECORD_KIND,
+            "created_at": epoch_seconds(value.created_at),
+            "updated_at": epoch_seconds(value.updated_at),
+            "last_accessed": epoch_seconds(value.last_accessed),
+            "event_date": epoch_seconds(value.event_date),
+            "pinned": value.pinned,
         }
-        return str(image["text"]), fields
-    at = epoch_seconds(image.get("message_at"))
+        return value.text, fields
+    at = epoch_seconds(value.message_at)
+    ref = value.ref
     fields = {
-        "tenant": tenant,
-        "namespace": image.get("namespace") or DEFAULT_NAMESPACE,
-        "user_id": image.get("user_id"),
-        "session_id": image.get("session_id"),
+        "tenant": ref.tenant,
+        "namespace": ref.namespace,
+        "user_id": value.user_id,
+        "session_id": ref.session_id,
         "memory_type": MemoryType.MESSAGE.value,
         "topics": [],
         "entities": [],
-        "record_id": image["message_id"],
-        "pk": pk,
-        "sk": sk,
+        "record_id": ref.message_id,
+        "kind": MESSAGE_KIND,
         "created_at": at,
         "updated_at": at,
         "last_accessed": at,
         "event_date": None,
         "pinned": False,
     }
-    return str(image["content"]), fields
+    return value.content, fields
 
 
 @dataclass
 class _Change:
     """The last stream record of one item in the batch, and every sequence number of it."""
 
-    kind: str
     tenant: str
-    key: keys.Key
+    subject: Value
     sequences: list[str] = field(default_factory=list)
-    new: dict[str, Any] | None = None
+    new: Value | None = None
     # The item before this batch touched it, when every record of it here is a MODIFY
     # (None otherwise: an INSERT or REMOVE in the batch always reaches the index).
-    before: dict[str, Any] | None = None
+    before: Value | None = None
     modified_only: bool = True
     removal_version: int = 0
     ttl: bool = False
+    doc_id: str = ""
 
 
 @dataclass
@@ -185,10 +170,32 @@ class Indexer:
         self._clock = clock
 
     def index_batch(self, records: Sequence[dict[str, Any]]) -> BatchOutcome:
+        """A batch of DynamoDB stream records (as Lambda delivers them)."""
         outcome = BatchOutcome()
-        changes = self._changes(records, outcome)
-        promotions = [c for c in changes if c.kind == "memory"]
-        indexable = [c for c in changes if c.kind in INDEXED_KINDS]
+        changes: list[ItemChange] = []
+        for record in records:
+            try:
+                change = stream_change(record)
+            except UnreadableChange as exc:
+                outcome.fail([exc.sequence], f"unreadable stream record: {exc}")
+                continue
+            if change is None:
+                outcome.skipped += 1
+            else:
+                changes.append(change)
+        return self.index_changes(changes, outcome, len(records))
+
+    def index_changes(
+        self,
+        changes: Sequence[ItemChange],
+        outcome: BatchOutcome | None = None,
+        records: int | None = None,
+    ) -> BatchOutcome:
+        """Typed changes of the table (the stream's, or a rebuild's Scan)."""
+        outcome = outcome or BatchOutcome()
+        items = self._fold(changes, outcome)
+        promotions = [c for c in items if isinstance(c.subject, PendingMemoryValue)]
+        indexable = [c for c in items if c not in promotions]
         for change in promotions:
             self._promote(change, outcome)
         self._apply(indexable, outcome)
@@ -199,7 +206,7 @@ class Indexer:
         logger.info(
             "indexed a batch",
             extra={
-                "records": len(records),
+                "records": len(changes) if records is None else records,
                 "indexed": outcome.indexed,
                 "removed": outcome.removed,
                 "skipped": outcome.skipped,
@@ -211,82 +218,61 @@ class Indexer:
 
     # -- reading the batch -------------------------------------------------------------------
 
-    def _changes(self, records: Sequence[dict[str, Any]], outcome: BatchOutcome) -> list[_Change]:
-        by_key: dict[keys.Key, _Change] = {}
-        for record in records:
-            dynamodb = record.get("dynamodb") or {}
-            sequence = str(dynamodb.get("SequenceNumber", ""))
-            try:
-                new = _image(dynamodb.get("NewImage"))
-                old = _image(dynamodb.get("OldImage"))
-                image = new or old
-                if image is None or "kind" not in image or not _wanted(image):
-                    outcome.skipped += 1
-                    continue
-                key = (str(image["PK"]), str(image["SK"]))
-                change = by_key.setdefault(
-                    key, _Change(str(image["kind"]), str(image["tenant"]), key)
-                )
-            except (KeyError, TypeError, ValueError) as exc:
-                outcome.fail([sequence], f"unreadable stream record: {type(exc).__name__}")
+    def _fold(self, changes: Sequence[ItemChange], outcome: BatchOutcome) -> list[_Change]:
+        """One change per item (its last state wins), in the order items first appear."""
+        by_item: dict[object, _Change] = {}
+        for change in changes:
+            value = change.value
+            if isinstance(value, SessionValue) or not _wanted(value):
+                outcome.skipped += 1
                 continue
-            try:
-                self._add_record(change, record, new, old)
-            except (KeyError, TypeError, ValueError) as exc:
-                outcome.fail([sequence], f"unreadable stream record: {type(exc).__name__}")
-                continue
-            change.sequences.append(sequence)
-        # An item whose every record was unreadable has nothing to apply.
-        return [change for change in by_key.values() if change.sequences]
+            item = by_item.setdefault(value.ref, _Change(value.ref.tenant, subject=value))
+            if not isinstance(value, PendingMemoryValue):
+                item.doc_id = doc_id_of(value.ref)
+            self._add(item, change)
+        return list(by_item.values())
 
     @staticmethod
-    def _add_record(
-        change: _Change,
-        record: dict[str, Any],
-        new: dict[str, Any] | None,
-        old: dict[str, Any] | None,
-    ) -> None:
+    def _add(item: _Change, change: ItemChange) -> None:
         """Fold one stream record of an item into the item's change (its last state wins)."""
-        event = record.get("eventName")
-        if not change.sequences:
-            change.before = old if event == "MODIFY" else None
-        change.modified_only = change.modified_only and event == "MODIFY"
-        if event == "REMOVE":
-            dynamodb = record["dynamodb"]
-            approximate = float(dynamodb.get("ApproximateCreationDateTime") or 0)
-            previous = _version(old) if old else 0
-            change.new = None
-            change.removal_version = max(previous + 1, int(approximate * 1_000_000))
-            identity = record.get("userIdentity") or {}
-            change.ttl = identity.get("principalId") == TTL_PRINCIPAL
+        if not item.sequences:
+            item.before = change.old if change.event == "MODIFY" else None
+        item.modified_only = item.modified_only and change.event == "MODIFY"
+        if change.event == "REMOVE":
+            old = change.old
+            previous = old.version if isinstance(old, RecordValue | MessageValue) else 0
+            item.new = None
+            item.removal_version = max(previous + 1, change.at_us)
+            item.ttl = change.ttl
         else:
-            change.new = new
+            item.new = change.new
+        item.sequences.append(change.sequence)
 
     # -- promotion ---------------------------------------------------------------------------
 
     def _promote(self, change: _Change, outcome: BatchOutcome) -> None:
         """A session's pending memory becomes a long-term record (same id), then shows
         `persisted_at`. An unchanged record is not rewritten, so a replay costs nothing."""
-        image = change.new
-        if image is None or image.get("persisted_at"):
+        pending = change.new
+        if not isinstance(pending, PendingMemoryValue) or pending.persisted:
             # Gone, or this is the write that marked it promoted: nothing to do.
             outcome.skipped += len(change.sequences)
             return
         try:
-            pending = json.loads(image["record"])
+            given = json.loads(pending.record_json)
             memory = MemoryRecordIn.model_validate(
                 {
-                    **pending,
-                    "namespace": pending.get("namespace") or image.get("namespace"),
-                    "user_id": pending.get("user_id") or image.get("user_id"),
-                    "session_id": pending.get("session_id") or image.get("session_id"),
+                    **given,
+                    "namespace": given.get("namespace") or pending.ref.namespace,
+                    "user_id": given.get("user_id") or pending.user_id,
+                    "session_id": given.get("session_id") or pending.ref.session_id or None,
                 }
             )
         except (KeyError, TypeError, ValueError) as exc:
             outcome.fail(change.sequences, f"unreadable pending memory: {type(exc).__name__}")
             return
         try:
-            if not self._store.awaits_promotion(change.key, str(image["record"])):
+            if not self._store.awaits_promotion(pending.ref, pending.record_json):
                 # A replay: promoted already, rewritten since (its own event follows), or
                 # gone. Promoting again would undo an edit or a delete of the record.
                 outcome.skipped += len(change.sequences)
@@ -295,7 +281,7 @@ class Indexer:
             record = new_record(memory, self._clock(), stored)
             if stored is None or self._differs(stored, record):
                 self._store.put_records(change.tenant, [record])
-            self._store.mark_promoted(change.key, str(image["record"]), record.persisted_at or "")
+            self._store.mark_promoted(pending.ref, pending.record_json, record.persisted_at or "")
         except Exception as exc:
             outcome.fail(change.sequences, f"promotion failed: {type(exc).__name__}")
             return
@@ -316,17 +302,18 @@ class Indexer:
         writes: list[tuple[_Change, str, dict[str, Any], int]] = []
         removals: list[tuple[_Change, Removal]] = []
         for change in changes:
-            ident = doc_id(*change.key)
             if change.new is None:
-                removals.append((change, Removal(ident, change.tenant, change.removal_version)))
+                removal = Removal(change.doc_id, change.tenant, change.removal_version)
+                removals.append((change, removal))
                 continue
+            new, before = change.new, change.before
             try:
-                text, fields = _text_and_fields(change.new)
+                assert isinstance(new, RecordValue | MessageValue)
+                text, fields = _text_and_fields(new)
                 unchanged = (
                     change.modified_only
-                    and change.before is not None
-                    and _without_access(_text_and_fields(change.before))
-                    == _without_access((text, fields))
+                    and isinstance(before, RecordValue | MessageValue)
+                    and _without_access(_text_and_fields(before)) == _without_access((text, fields))
                 )
                 if unchanged:
                     outcome.skipped += len(change.sequences)
@@ -334,8 +321,8 @@ class Indexer:
                     # access (a search's touch: not worth an embedding; filters on it are
                     # re-checked against the table).
                     continue
-                writes.append((change, text, fields, _version(change.new)))
-            except (KeyError, TypeError, ValueError) as exc:
+                writes.append((change, text, fields, new.version))
+            except (AssertionError, KeyError, TypeError, ValueError) as exc:
                 outcome.fail(change.sequences, f"unreadable item: {type(exc).__name__}")
 
         vectors, embed_failures = self._embed([text for _, text, _, _ in writes])
@@ -343,11 +330,11 @@ class Indexer:
         doc_changes: dict[str, tuple[_Change, int]] = {}
         states: dict[str, dict[str, Any]] = {}
         for position, (change, text, fields, version) in enumerate(writes):
-            ident = doc_id(*change.key)
+            ident = change.doc_id
             if position in embed_failures:
                 reason = embed_failures[position]
                 outcome.fail(change.sequences, f"embedding failed: {reason}")
-                if change.kind == "record" and reason not in RETRYABLE:
+                if isinstance(change.subject, RecordValue) and reason not in RETRYABLE:
                     # the text itself is refused: say so on the record, not just in the DLQ
                     states.setdefault(change.tenant, {"ok": {}, "failed": {}})["failed"][
                         fields["record_id"]
@@ -361,10 +348,9 @@ class Indexer:
             outcome.fail(change.sequences, f"index write failed: {reason}")
         for change, version in doc_changes.values():
             outcome.indexed += 1
-            if change.kind == "record":
-                assert change.new is not None
+            if isinstance(change.new, RecordValue):
                 states.setdefault(change.tenant, {"ok": {}, "failed": {}})["ok"][
-                    str(change.new["record_id"])
+                    change.new.ref.record_id
                 ] = version
 
         if removals:
@@ -382,7 +368,7 @@ class Indexer:
             except Exception as exc:
                 logger.warning("index state not written", extra={"error_type": type(exc).__name__})
                 for change, _ in doc_changes.values():
-                    if change.kind == "record" and change.tenant == tenant:
+                    if isinstance(change.subject, RecordValue) and change.tenant == tenant:
                         outcome.fail(change.sequences, "index state not written")
 
     def _embed(self, texts: list[str]) -> tuple[list[list[float]], dict[int, str]]:

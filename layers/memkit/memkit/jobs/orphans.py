@@ -6,7 +6,7 @@ dead-letter queue, an item was deleted while its indexer mapping was disabled, a
 copied an item that was deleted during the copy). Each cleanup run reads up to
 `sample_size` docs of the index in doc-id order from where the last run stopped, so the
 sweep is a systematic sample that covers the whole index over successive runs, and asks the
-table whether each doc's item (its pk/sk fields) is still there: a record's RECORD item
+table whether each doc's item (named by its fields, `source_of`) is still there: a record
 must exist and be live; a message must be live and still stamped for indexing. One
 BatchGet per 100 docs; docs whose item is gone are removed at a version just above the
 doc's, so a newer write of the same item (its write time is later) still wins.
@@ -18,9 +18,10 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Protocol
 
-from memkit.jobs.phases import Deadline, PhaseOutcome
-from memkit.store import keys
-from memkit.vectors.protocol import Removal, Sampled, VectorIndex
+from memkit.jobs.phases import PhaseOutcome
+from memkit.models.domain import ItemRef
+from memkit.times import Deadline
+from memkit.vectors.protocol import Removal, Sampled, VectorIndex, source_of
 
 # Metric names (PhaseOutcome.counts).
 EXAMINED = "OrphanVectorsExamined"
@@ -34,12 +35,7 @@ PAGE_SIZE = 100
 class SourceTable(Protocol):
     """What the sweep asks of the table (DynamoStore's ReindexTable)."""
 
-    def indexed_sources(self, wanted: Sequence[keys.Key]) -> set[keys.Key]: ...
-
-
-def _source(doc: Sampled) -> keys.Key | None:
-    pk, sk = doc.fields.get("pk"), doc.fields.get("sk")
-    return (pk, sk) if isinstance(pk, str) and isinstance(sk, str) and pk and sk else None
+    def indexed_sources(self, wanted: Sequence[ItemRef]) -> set[ItemRef]: ...
 
 
 class OrphanPhase:
@@ -75,8 +71,10 @@ class OrphanPhase:
 
     def _check(self, page: list[Sampled], counts: Counter[str]) -> None:
         counts[EXAMINED] += len(page)
-        # A doc without a table key predates pk/sk fields: it cannot be checked, so it stays.
-        sourced = [(doc, key) for doc in page if (key := _source(doc)) is not None]
+        # A doc whose fields name no item cannot be checked, so it stays.
+        sourced = [
+            (doc, ref) for doc in page if (ref := source_of(doc.tenant, doc.fields)) is not None
+        ]
         if not sourced:
             return
         present = self._table.indexed_sources([key for _, key in sourced])

@@ -7,28 +7,10 @@ then returns where it stopped; the run saves the cursors, so the next run resume
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-
-@dataclass(frozen=True)
-class Deadline:
-    """When a phase must stop starting new work (monotonic seconds)."""
-
-    at: float
-    clock: Callable[[], float] = time.monotonic
-
-    @classmethod
-    def after(cls, seconds: float, clock: Callable[[], float] = time.monotonic) -> Deadline:
-        return cls(clock() + seconds, clock)
-
-    def left(self) -> float:
-        return self.at - self.clock()
-
-    def passed(self) -> bool:
-        return self.left() <= 0
+from memkit.times import Deadline
 
 
 @dataclass

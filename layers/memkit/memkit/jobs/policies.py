@@ -22,11 +22,11 @@ from typing import Literal, Protocol
 from memkit.errors import NotFound
 from memkit.jobs.compact import Compaction, CompactOptions
 from memkit.jobs.forget import Forgetting
-from memkit.jobs.phases import Deadline, PhaseOutcome
+from memkit.jobs.phases import PhaseOutcome
 from memkit.models.domain import Owner
 from memkit.models.lifecycle import LifecyclePolicy, LifecyclePolicyView, StoredPolicy
 from memkit.observability import logger
-from memkit.times import now_iso
+from memkit.times import Deadline, now_iso
 
 Step = Literal["forget", "compact"]
 STEPS: tuple[Step, ...] = ("forget", "compact")

@@ -5,7 +5,8 @@ a change of embedding model or dimensions, without downtime for searches.
    OpenSearch, a fresh instance in process); the live one keeps answering searches and
    taking the indexer's writes.
 2. Copy: a parallel Scan reads every indexable live item (memkit.store.reindex); each page
-   goes through the stream indexer's own code as INSERT records (memkit.jobs.indexing.Indexer),
+   goes through the stream indexer's own code as typed INSERT changes (store.changes ->
+   memkit.jobs.indexing.Indexer.index_changes),
    so docs are built, embedded in batches and bulk-written exactly as the indexer does,
    into the new generation only.
 3. Switch: one atomic step makes the new generation the one searches and writes use.
@@ -39,7 +40,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -48,8 +49,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from memkit.embeddings.protocol import Embedder
 from memkit.jobs.indexing import Indexer, IndexerStore
-from memkit.jobs.phases import Deadline
 from memkit.observability import logger
+from memkit.store.changes import ItemChange
+from memkit.times import Deadline
 from memkit.vectors.protocol import Rebuild, RebuildableIndex, VectorIndex
 
 # Writes during the copy are caught up from this long before the rebuild started (writers'
@@ -88,7 +90,7 @@ class ReindexStore(IndexerStore, Protocol):
         *,
         since_us: int | None = None,
         limit: int = SCAN_PAGE,
-    ) -> tuple[list[dict[str, Any]], int, str | None]: ...
+    ) -> tuple[list[ItemChange], int, str | None]: ...
 
     def approximate_item_count(self) -> int: ...
 
@@ -142,14 +144,6 @@ class ReindexReport:
 
 
 Progress = Callable[[ReindexCounts, int], None]  # totals so far, the table's approximate size
-
-
-def as_inserts(items: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Table items as the stream records the indexer reads (an INSERT of each)."""
-    return [
-        {"eventName": "INSERT", "dynamodb": {"NewImage": item, "SequenceNumber": str(number)}}
-        for number, item in enumerate(items)
-    ]
 
 
 class Reindexer:
@@ -316,14 +310,14 @@ class Reindexer:
         while True:
             if self._deadline is not None and self._deadline.passed():
                 raise OutOfTime("the rebuild ran out of time before its switch")
-            items, scanned, cursor = self._table.indexable_page(
+            changes, scanned, cursor = self._table.indexable_page(
                 segment, segments, cursor, since_us=since_us, limit=self._page_size
             )
             indexed = failed = 0
-            if indexer is not None and items:
-                outcome = indexer.index_batch(as_inserts(items))
+            if indexer is not None and changes:
+                outcome = indexer.index_changes(changes)
                 indexed, failed = outcome.indexed, len(outcome.failures)
-            report.add(scanned, len(items), indexed, failed)
+            report.add(scanned, len(changes), indexed, failed)
             with self._lock:
                 if cursor is None:
                     del pending[segment]

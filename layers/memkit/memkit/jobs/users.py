@@ -20,27 +20,25 @@ bounded run at a time, queueing itself again until nothing is left.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache, partial
+from functools import partial
 from itertools import islice
 from typing import TYPE_CHECKING, Protocol
 
 from memkit.errors import Forbidden, MemkitError, NotFound, StoreUnavailable
 from memkit.ids import new_ulid
-from memkit.jobs.phases import Deadline
-from memkit.models.domain import Owner
+from memkit.jobs.curation import Job
+from memkit.models.domain import MessageRef, Owner
 from memkit.models.users import DeletionCounts, JobState
 from memkit.observability import logger, metrics
-from memkit.store import keys
-from memkit.times import now_iso
+from memkit.times import Deadline, now_iso
 from memkit.vectors.filters import Condition
-from memkit.vectors.protocol import Hit, Removal, VectorIndex
+from memkit.vectors.protocol import Hit, VectorIndex, source_of
+from memkit.vectors.removal import NEVER, VECTOR_WINDOW, remove_vectors
 
 if TYPE_CHECKING:
-    from memkit.jobs.curation import Job
     from memkit.store.sessions import PageCursor
 
 # API Gateway gives a request 29 s and the API function times out at 15 s: a deletion
@@ -51,19 +49,6 @@ JOB_LIFETIME_SECONDS = 7 * 24 * 3600
 # message then moves to the dead-letter queue).
 MAX_FAILURES = 5
 RECORDS_PER_BATCH = 50
-# Docs per browse of the index (and per bulk removal), and how deep one listing reaches
-# (OpenSearch's default max_result_window): a user with more docs is listed again after the
-# first are removed.
-VECTOR_PAGE = 500
-VECTOR_WINDOW = 10_000
-# OpenSearch shows removed docs until its next refresh (every second): a listing that shows
-# nothing new waits this long before listing again, this many times at most.
-REFRESH_WAIT_SECONDS = 0.5
-STALE_LISTINGS = 20
-# A session DELETE removes the session's vectors for this long at most; the stream's REMOVE
-# records take out whatever is left.
-SESSION_VECTORS_SECONDS = 5.0
-NEVER = Deadline(math.inf)
 
 
 class UserStore(Protocol):
@@ -124,117 +109,6 @@ class _Progress:
     counts: DeletionCounts = field(default_factory=DeletionCounts)
     sessions: set[str] = field(default_factory=set)
     records: set[str] = field(default_factory=set)
-
-
-def remove_vectors(
-    index: VectorIndex,
-    tenant: str,
-    conditions: Sequence[Condition],
-    clock: Callable[[], float] = time.time,
-    deadline: Deadline = NEVER,
-    *,
-    window: int = VECTOR_WINDOW,
-    wait: Callable[[float], None] = time.sleep,
-    before: Callable[[list[Hit]], bool] | None = None,
-) -> tuple[int, bool]:
-    """Remove the tenant's docs that meet `conditions` from the index, at a version newer
-    than any write so far (a late stream record cannot bring one back). Returns how many
-    were removed and whether all were (False: the deadline came first, or the index kept
-    showing removed docs). `before` deals with a listing's docs before they go (False: the
-    deadline came first; they stay for the next run).
-
-    A listing (up to `window` docs) is read whole before anything is removed: removing while
-    paging would shift the pages. An index shows removed docs until its next refresh
-    (OpenSearch), so a listing that filled the window cannot tell what lies beyond it: the
-    index is listed again (a doc listed again is removed once), after a wait when nothing
-    new showed. All are removed only once a listing comes up short of the window."""
-    removed: set[str] = set()
-    stale = 0
-    while not deadline.passed():
-        hits, complete = _listing(index, tenant, conditions, deadline, window)
-        fresh = [hit for hit in hits if hit.id not in removed]
-        if fresh and before is not None and not before(fresh):
-            return len(removed), False
-        if not _remove(index, tenant, [hit.id for hit in fresh], clock, deadline, removed):
-            return len(removed), False
-        if complete:
-            return len(removed), True
-        stale = 0 if fresh else stale + 1
-        if stale > STALE_LISTINGS or deadline.passed():
-            break
-        if stale:
-            wait(REFRESH_WAIT_SECONDS)
-    return len(removed), False
-
-
-def _listing(
-    index: VectorIndex,
-    tenant: str,
-    conditions: Sequence[Condition],
-    deadline: Deadline,
-    window: int,
-) -> tuple[list[Hit], bool]:
-    """The docs of one listing, and whether it holds every doc the index shows (it came up
-    short of the window, before the deadline)."""
-    page_size = min(VECTOR_PAGE, window)
-    found: dict[str, Hit] = {}
-    for offset in range(0, window, page_size):
-        if deadline.passed():
-            break
-        page = index.browse(tenant, page_size, offset, conditions)
-        found.update((hit.id, hit) for hit in page)
-        if len(page) < page_size:
-            return list(found.values()), True
-    return list(found.values()), False
-
-
-def _remove(
-    index: VectorIndex,
-    tenant: str,
-    doc_ids: Sequence[str],
-    clock: Callable[[], float],
-    deadline: Deadline,
-    removed: set[str],
-) -> bool:
-    """Remove the docs, a bulk request a page at a time, adding each to `removed`; False
-    when the deadline came first."""
-    for start in range(0, len(doc_ids), VECTOR_PAGE):
-        if start and deadline.passed():
-            return False
-        chunk = doc_ids[start : start + VECTOR_PAGE]
-        version = int(clock() * 1_000_000)
-        if index.remove([Removal(doc_id, tenant, version) for doc_id in chunk]):
-            raise StoreUnavailable("the vector index did not remove every vector; retry")
-        removed.update(chunk)
-    return True
-
-
-def session_vector_conditions(owner: Owner, session_id: str) -> list[Condition]:
-    """The docs of a session's partition (its indexed messages). A request that names a
-    user removes only that user's: another user's messages kept from an earlier life of the
-    session id stay (store.delete_session keeps them too); messages of no user go through
-    the stream's REMOVE records a moment later."""
-    conditions = [Condition("pk", "eq", keys.session_pk(owner.tenant, owner.namespace, session_id))]
-    if owner.user_id:
-        conditions.append(Condition("user_id", "eq", owner.user_id))
-    return conditions
-
-
-@lru_cache(maxsize=4)
-def sqs_job_sender(queue_url: str, region: str, endpoint: str | None) -> Callable[[Job], None]:
-    """Sends a job to the memory work queue (one SQS client per process and queue)."""
-    import boto3
-    from botocore.exceptions import BotoCoreError, ClientError
-
-    sqs = boto3.client("sqs", region_name=region, endpoint_url=endpoint)
-
-    def send(job: Job) -> None:
-        try:
-            sqs.send_message(QueueUrl=queue_url, MessageBody=job.to_json())
-        except (BotoCoreError, ClientError) as exc:
-            raise StoreUnavailable("the work queue is unavailable; retry later") from exc
-
-    return send
 
 
 def _unseen(ids: Iterable[str], seen: set[str]) -> Iterator[str]:
@@ -455,16 +329,15 @@ class UserDeletion:
     def _delete_indexed(self, run: _Progress, hits: list[Hit]) -> bool:
         """Delete the table items behind a listing's docs that no table listing named:
         messages kept after their session went (index_all_messages), records the lifecycle
-        index does not list (yet). The partition each doc came from tells which."""
-        session_partitions = keys.sessions_prefix(run.owner.tenant)
+        index does not list (yet). Each doc names the item it came from."""
         sessions: set[str] = set()
         records: list[str] = []
         for hit in hits:
-            if str(hit.fields.get("pk", "")).startswith(session_partitions):
-                if hit.fields.get("session_id"):
-                    sessions.add(str(hit.fields["session_id"]))
-            elif hit.fields.get("record_id"):
-                records.append(str(hit.fields["record_id"]))
+            source = source_of(run.owner.tenant, hit.fields)
+            if isinstance(source, MessageRef):
+                sessions.add(source.session_id)
+            elif source is not None:
+                records.append(source.record_id)
         for session_id in sorted(sessions - run.sessions):
             if run.deadline.passed() or not self._delete_user_items(run, session_id):
                 return False
@@ -478,8 +351,6 @@ class UserDeletion:
         ]
 
     def _queue(self, owner: Owner, job_id: str, stamp: str) -> None:
-        from memkit.jobs.curation import Job
-
         assert self._send is not None
         self._send(
             Job(

@@ -120,6 +120,37 @@ class Owner:
 
 
 @dataclass(frozen=True)
+class RecordRef:
+    """A long-term record by memkit's ids (record ids are unique per tenant)."""
+
+    tenant: str
+    record_id: str
+
+
+@dataclass(frozen=True)
+class MessageRef:
+    """A session's message by memkit's ids (message ids are unique per session)."""
+
+    tenant: str
+    namespace: str
+    session_id: str
+    message_id: str
+
+
+@dataclass(frozen=True)
+class PendingMemoryRef:
+    """A session's pending structured memory, before it becomes a long-term record."""
+
+    tenant: str
+    namespace: str
+    session_id: str
+    memory_id: str
+
+
+ItemRef = RecordRef | MessageRef
+
+
+@dataclass(frozen=True)
 class PadRef:
     """Which scratchpad a request names: by session (any scope) or by user (user scope)."""
 

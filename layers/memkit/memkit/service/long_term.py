@@ -31,7 +31,13 @@ from memkit.errors import (
     TooLarge,
     ValidationFailed,
 )
-from memkit.models.domain import DEFAULT_NAMESPACE, StoredMessage, StoredRecord
+from memkit.models.domain import (
+    DEFAULT_NAMESPACE,
+    MessageRef,
+    RecordRef,
+    StoredMessage,
+    StoredRecord,
+)
 from memkit.models.memory import (
     Ack,
     CreatedAck,
@@ -47,12 +53,11 @@ from memkit.models.memory import (
 )
 from memkit.models.session import MemoryType, as_utc, iso
 from memkit.observability import logger, metrics
-from memkit.store import keys
 from memkit.store.protocol import RecordStore
 from memkit.times import now_iso
 from memkit.vectors.filters import Condition, meets_all
 from memkit.vectors.hybrid import hybrid_search
-from memkit.vectors.protocol import Hit, VectorIndex
+from memkit.vectors.protocol import RECORD_KIND, Hit, VectorIndex, source_of
 
 # Candidates a recency re-rank looks at (it can lift an older page's hit onto this page),
 # and how deep it may page (each candidate is read from the table).
@@ -99,7 +104,6 @@ def epoch_seconds(value: str | None) -> float | None:
 
 def record_fields(tenant: str, record: StoredRecord) -> dict[str, Any]:
     """What the index stores of a record (and what a stored record is re-checked against)."""
-    pk, sk = keys.record_key(tenant, record.id)
     return {
         "tenant": tenant,
         "namespace": record.namespace,
@@ -109,8 +113,7 @@ def record_fields(tenant: str, record: StoredRecord) -> dict[str, Any]:
         "topics": list(record.topics),
         "entities": list(record.entities),
         "record_id": record.id,
-        "pk": pk,
-        "sk": sk,
+        "kind": RECORD_KIND,
         "created_at": epoch_seconds(record.created_at),
         "updated_at": epoch_seconds(record.updated_at),
         "last_accessed": epoch_seconds(record.last_accessed),
@@ -265,6 +268,7 @@ class _Found:
     score: float
     record: StoredRecord | None = None
     message: StoredMessage | None = None
+    source: MessageRef | None = None
 
 
 def _within(distance: float, threshold: float | None) -> bool:
@@ -529,25 +533,27 @@ class LongTermService:
         self, tenant: str, found: list[_Found], conditions: Sequence[Condition]
     ) -> list[_Found]:
         """The hits whose items still exist and still meet the filters, as stored now."""
-        record_ids = [f.hit.fields.get("record_id") for f in found if self._is_record(f.hit)]
-        records = self._store.get_records(tenant, [r for r in record_ids if r])
-        message_keys = [
-            (str(f.hit.fields.get("pk")), str(f.hit.fields.get("sk")))
-            for f in found
-            if not self._is_record(f.hit)
-        ]
-        messages = self._store.messages_by_key(tenant, message_keys) if message_keys else {}
+        sources = [source_of(tenant, f.hit.fields) for f in found]
+        record_ids = [s.record_id for s in sources if isinstance(s, RecordRef)]
+        records = self._store.get_records(tenant, record_ids) if record_ids else {}
+        message_refs = [s for s in sources if isinstance(s, MessageRef)]
+        messages = self._store.messages_by_ref(message_refs) if message_refs else {}
         loaded: list[_Found] = []
-        for item in found:
-            fields = item.hit.fields
-            if self._is_record(item.hit):
-                record = records.get(str(fields.get("record_id")))
+        shown: set[object] = set()
+        for item, source in zip(found, sources, strict=True):
+            # One item, one hit: an index written before docs were named by memkit's ids
+            # holds a second doc of an item written again since (until `memkit reindex`).
+            if source in shown:
+                continue
+            shown.add(source)
+            if isinstance(source, RecordRef):
+                record = records.get(source.record_id)
                 if record is not None and meets_all(record_fields(tenant, record), conditions):
                     loaded.append(replace(item, record=record))
-                continue
-            message = messages.get((str(fields.get("pk")), str(fields.get("sk"))))
-            if message is not None and meets_all(fields, conditions):
-                loaded.append(replace(item, message=message))
+            elif source is not None:
+                message = messages.get(source)
+                if message is not None and meets_all(item.hit.fields, conditions):
+                    loaded.append(replace(item, message=message, source=source))
         return loaded
 
     def _mark_accessed(
@@ -575,10 +581,6 @@ class LongTermService:
             else m
             for m in memories
         ]
-
-    @staticmethod
-    def _is_record(hit: Hit) -> bool:
-        return hit.fields.get("sk") == keys.RECORD_SK
 
     def _recency(self, request: SearchRequest) -> dict[str, float] | None:
         if not request.recency_boost:
@@ -633,7 +635,8 @@ class LongTermService:
         fields = item.hit.fields
         surrounding = None
         if message_range:
-            around = self._store.messages_around(str(fields["pk"]), message.order, message_range)
+            assert item.source is not None
+            around = self._store.messages_around(item.source, message.order, message_range)
             surrounding = [
                 SurroundingMessage(id=m.id, role=m.role, content=m.content, created_at=m.created_at)
                 for m in around

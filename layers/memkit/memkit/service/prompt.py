@@ -55,7 +55,7 @@ from datetime import datetime
 from typing import Protocol
 
 from memkit.errors import BadRequest, FieldProblem, NotFound, ValidationFailed
-from memkit.models.domain import Owner, StoredMessage
+from memkit.models.domain import MessageRef, Owner, StoredMessage
 from memkit.models.memory import MAX_QUERY, MemoryHit, MemoryResults, SearchRequest
 from memkit.models.prompt import (
     HydratedPrompt,
@@ -72,7 +72,7 @@ from memkit.scratchpad.prompt import render_prompt
 from memkit.scratchpad.tools import ToolName
 from memkit.service.sessions import SessionDocument
 from memkit.service.windows import effective_window, message_tokens
-from memkit.store import keys
+from memkit.store.protocol import message_order
 from memkit.tokens import estimate_tokens
 
 DEFAULT_BUDGET = 8_000
@@ -119,11 +119,9 @@ class MemorySearch(Protocol):
 class MessageReader(Protocol):
     """What hydration needs of the table to show a recalled message with its neighbours."""
 
-    def messages_by_key(
-        self, tenant: str, wanted: Sequence[keys.Key]
-    ) -> dict[keys.Key, StoredMessage]: ...
+    def messages_by_ref(self, wanted: Sequence[MessageRef]) -> dict[MessageRef, StoredMessage]: ...
 
-    def messages_around(self, pk: str, order: str, count: int) -> list[StoredMessage]: ...
+    def messages_around(self, ref: MessageRef, order: str, count: int) -> list[StoredMessage]: ...
 
 
 @dataclass
@@ -417,22 +415,20 @@ class PromptService:
         ][: request.recall_k]
         if not chosen:
             return []
-        pk = keys.session_pk(owner.tenant, owner.namespace, session.session_id)
         wanted = [
-            keys.message_key(owner.tenant, owner.namespace, session.session_id, h.id)
-            for h in chosen
+            MessageRef(owner.tenant, owner.namespace, session.session_id, h.id) for h in chosen
         ]
-        centres = pool.submit(self._messages.messages_by_key, owner.tenant, wanted)
+        centres = pool.submit(self._messages.messages_by_ref, wanted)
         around: list[Future[list[StoredMessage]] | None] = [
             pool.submit(
                 self._messages.messages_around,
-                pk,
-                keys.message_order(_created_us(hit.created_at), hit.id),
+                ref,
+                message_order(_created_us(hit.created_at), hit.id),
                 request.message_range,
             )
             if request.message_range
             else None
-            for hit in chosen
+            for ref, hit in zip(wanted, chosen, strict=True)
         ]
         found = centres.result()
         groups: list[list[StoredMessage]] = []

@@ -61,9 +61,11 @@ from memkit.observability import logger, metrics
 from memkit.service.retry import back_off
 from memkit.service.scratchpad import ScratchpadResult, ScratchpadService
 from memkit.service.windows import Window, effective_window, fit, message_tokens
-from memkit.store import keys
-from memkit.store.protocol import SessionChange, SessionStore, SessionWriteState
-from memkit.times import now_iso
+from memkit.store.protocol import SessionChange, SessionStore, SessionWriteState, message_order
+from memkit.times import Deadline, now_iso
+from memkit.vectors.filters import Condition
+from memkit.vectors.protocol import MESSAGE_KIND
+from memkit.vectors.removal import remove_vectors
 from memkit.versions import version_matches
 
 if TYPE_CHECKING:
@@ -128,13 +130,33 @@ def _json_bytes(value: Any) -> int:
     return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
 
 
+# A session DELETE removes the session's vectors for this long at most; the stream's REMOVE
+# records take out whatever is left.
+SESSION_VECTORS_SECONDS = 5.0
+
+
+def session_vector_conditions(owner: Owner, session_id: str) -> list[Condition]:
+    """The docs of a session's indexed messages. A request that names a user removes only
+    that user's: another user's messages kept from an earlier life of the session id stay
+    (store.delete_session keeps them too); messages of no user go through the stream's
+    REMOVE records a moment later."""
+    conditions = [
+        Condition("kind", "eq", MESSAGE_KIND),
+        Condition("namespace", "eq", owner.namespace),
+        Condition("session_id", "eq", session_id),
+    ]
+    if owner.user_id:
+        conditions.append(Condition("user_id", "eq", owner.user_id))
+    return conditions
+
+
 def stored_message(message: Message) -> StoredMessage:
     return StoredMessage(
         id=message.id,
         role=message.role,
         content=message.content,
         created_at=iso(message.created_at),
-        order=keys.message_order(message.created_at_us, message.id),
+        order=message_order(message.created_at_us, message.id),
         tokens=message_tokens(message.role, message.content),
         name=message.name,
         tool_call_id=message.tool_call_id,
@@ -568,13 +590,6 @@ class SessionService:
         deleted = self._store.delete_session(owner, session_id)
         if not deleted or self._index is None:
             return deleted
-        from memkit.jobs.phases import Deadline
-        from memkit.jobs.users import (
-            SESSION_VECTORS_SECONDS,
-            remove_vectors,
-            session_vector_conditions,
-        )
-
         conditions = session_vector_conditions(owner, session_id)
         deadline = Deadline.after(SESSION_VECTORS_SECONDS)
         try:

@@ -9,6 +9,7 @@ from typing import Protocol
 from memkit.models.domain import (
     Content,
     JsonObject,
+    MessageRef,
     Owner,
     PadRef,
     Profile,
@@ -21,6 +22,23 @@ from memkit.models.domain import (
     StoredRecord,
 )
 from memkit.store import keys
+
+# How many partitions the lifecycle index spreads expiring sessions over: a pass over every
+# due session walks shards 0 .. EXPIRY_SHARDS - 1 (memkit.jobs.expiry).
+EXPIRY_SHARDS = keys.EXPIRY_SHARDS
+
+
+def user_records_start(user_id: str | None) -> str:
+    """Where a user's records start in a listing of a namespace's records (which lists them
+    user by user): an opaque position, before every record of the user and after every
+    record of the users before."""
+    return keys.user_records_prefix(user_id)
+
+
+def message_order(created_at_us: int, message_id: str) -> str:
+    """A message's place in its session (created_at, then id), as an opaque token that
+    sorts as the messages do: what `StoredMessage.order` and a session's `view_from` hold."""
+    return keys.message_order(created_at_us, message_id)
 
 
 @dataclass(frozen=True)
@@ -197,8 +215,11 @@ class RecordStore(Protocol):
         """Set `last_accessed` to `now` on the records whose last access is before `before`."""
         ...
 
-    def messages_by_key(
-        self, tenant: str, wanted: Sequence[keys.Key]
-    ) -> dict[keys.Key, StoredMessage]: ...
+    def messages_by_ref(self, wanted: Sequence[MessageRef]) -> dict[MessageRef, StoredMessage]:
+        """Session messages named by search hits, live ones only."""
+        ...
 
-    def messages_around(self, pk: str, order: str, count: int) -> list[StoredMessage]: ...
+    def messages_around(self, ref: MessageRef, order: str, count: int) -> list[StoredMessage]:
+        """Up to `count` live messages before and after the one at `order` in its session,
+        oldest first."""
+        ...

@@ -14,7 +14,13 @@ from pynamodb.exceptions import DoesNotExist
 from pynamodb.models import BatchWrite
 
 from memkit.errors import NotFound, VersionConflict
-from memkit.models.domain import IndexState, StoredMessage, StoredRecord
+from memkit.models.domain import (
+    IndexState,
+    MessageRef,
+    PendingMemoryRef,
+    StoredMessage,
+    StoredRecord,
+)
 from memkit.models.lifecycle import Unchanged
 from memkit.store import keys
 from memkit.store.base import BATCH_GET_LIMIT, translated
@@ -157,21 +163,23 @@ class RecordTable(SessionTable):
 
         return dict(_concurrently(one, wanted))
 
-    def messages_by_key(
-        self, tenant: str, wanted: Iterable[keys.Key]
-    ) -> dict[keys.Key, StoredMessage]:
-        """The tenant's session messages by table key (search hits), live ones only."""
-        prefix = keys.sessions_prefix(tenant)
-        found = self._batch_get(key for key in wanted if key[0].startswith(prefix))
+    def messages_by_ref(self, wanted: Iterable[MessageRef]) -> dict[MessageRef, StoredMessage]:
+        """Session messages by their ids (search hits), live ones only (one BatchGet a 100)."""
+        by_key = {
+            keys.message_key(ref.tenant, ref.namespace, ref.session_id, ref.message_id): ref
+            for ref in wanted
+        }
+        found = self._batch_get(by_key)
         return {
-            key: self._to_message(item)
+            by_key[key]: self._to_message(item)
             for key, item in found.items()
             if isinstance(item, self._items.message) and self._live(item)
         }
 
-    def messages_around(self, pk: str, order: str, count: int) -> list[StoredMessage]:
+    def messages_around(self, ref: MessageRef, order: str, count: int) -> list[StoredMessage]:
         """Up to `count` live messages before and after the one at LSI1 key `order` in the
-        session partition `pk`, oldest first (two Queries)."""
+        message's session partition, oldest first (two Queries)."""
+        pk = keys.session_pk(ref.tenant, ref.namespace, ref.session_id)
         index = self._items.base.by_order
         item_cls = self._items.base
         with translated("read messages"):
@@ -382,9 +390,10 @@ class RecordTable(SessionTable):
         item: dict[str, Any] | None = found.get("Item")
         return item
 
-    def awaits_promotion(self, key: keys.Key, record_json: str) -> bool:
-        """Whether the pending memory at `key` still holds `record_json` and is not marked
-        promoted yet (a consistent read)."""
+    def awaits_promotion(self, ref: PendingMemoryRef, record_json: str) -> bool:
+        """Whether the pending memory still holds `record_json` and is not marked promoted
+        yet (a consistent read)."""
+        key = keys.memory_key(ref.tenant, ref.namespace, ref.session_id, ref.memory_id)
         with translated("read pending memory"):
             try:
                 item = self._items.memory.get(*key, consistent_read=True)
@@ -392,13 +401,13 @@ class RecordTable(SessionTable):
                 return False
         return bool(item.record == record_json and not item.persisted_at)
 
-    def mark_promoted(self, key: keys.Key, record_json: str, persisted_at: str) -> bool:
+    def mark_promoted(self, ref: PendingMemoryRef, record_json: str, persisted_at: str) -> bool:
         """Set `persisted_at` on a session's pending memory, if it still holds `record_json`
         (a rewrite since then will be promoted on its own). False when it changed or went."""
         return self._write_if(
             "mark memory promoted",
             "update_item",
-            key,
+            keys.memory_key(ref.tenant, ref.namespace, ref.session_id, ref.memory_id),
             UpdateExpression="SET persisted_at = :at",
             ConditionExpression="attribute_exists(PK) AND #record = :record",
             ExpressionAttributeNames={"#record": "record"},

@@ -18,8 +18,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from memkit.errors import BadRequest, Throttled
+from memkit.models.domain import ItemRef, RecordRef
 from memkit.store import keys
 from memkit.store.base import BATCH_GET_LIMIT, translated
+from memkit.store.changes import ItemChange, scanned_changes
 from memkit.store.curation import CurationTable
 
 # Items a Scan page evaluates (before its filter); 1 MB of items ends a page sooner.
@@ -65,11 +67,11 @@ class ReindexTable(CurationTable):
         *,
         since_us: int | None = None,
         limit: int = SCAN_PAGE,
-    ) -> tuple[list[dict[str, Any]], int, str | None]:
-        """One page of segment `segment` of `segments`: the indexable live items (as
-        DynamoDB item maps, like a stream record's NewImage), how many items the page
-        read, and the cursor of the next page (None: the segment is done). `since_us`
-        keeps only items written at or after it (a rebuild's catch-up)."""
+    ) -> tuple[list[ItemChange], int, str | None]:
+        """One page of segment `segment` of `segments`: the indexable live items (each as
+        the INSERT that would have indexed it), how many items the page read, and the
+        cursor of the next page (None: the segment is done). `since_us` keeps only items
+        written at or after it (a rebuild's catch-up)."""
         if not 0 <= segment < segments:
             raise BadRequest("segment must be from 0 to segments - 1")
         names = {"#kind": "kind", "#idx": "idx", "#expires": "expires_at"}
@@ -101,7 +103,8 @@ class ReindexTable(CurationTable):
             page = self._items.connection.client.scan(**request)
         last = page.get("LastEvaluatedKey")
         next_cursor = _encode({"PK": last["PK"], "SK": last["SK"]} if last else None)
-        return list(page.get("Items", [])), int(page.get("ScannedCount", 0)), next_cursor
+        changes = list(scanned_changes(page.get("Items", [])))
+        return changes, int(page.get("ScannedCount", 0)), next_cursor
 
     def approximate_item_count(self) -> int:
         """The table's item count as DynamoDB last computed it (about every six hours):
@@ -112,14 +115,15 @@ class ReindexTable(CurationTable):
             )
         return int(table.get("Table", {}).get("ItemCount", 0))
 
-    def indexed_sources(self, wanted: Sequence[keys.Key]) -> set[keys.Key]:
+    def indexed_sources(self, wanted: Sequence[ItemRef]) -> set[ItemRef]:
         """Which of these items the index may hold: they exist, are live, and are still
         indexable (a record; a message stamped idx "1"). One BatchGet per 100 keys."""
-        unique = list(dict.fromkeys(wanted))
+        refs = {_key_of(ref): ref for ref in wanted}
+        unique = list(refs)
         client = self._items.connection.client
         table = self._items.base.Meta.table_name
         now = self._clock()
-        found: set[keys.Key] = set()
+        found: set[ItemRef] = set()
         for start in range(0, len(unique), BATCH_GET_LIMIT):
             chunk = unique[start : start + BATCH_GET_LIMIT]
             request: dict[str, Any] = {
@@ -135,7 +139,7 @@ class ReindexTable(CurationTable):
                     response = client.batch_get_item(RequestItems=request)
                 for item in response.get("Responses", {}).get(table, []):
                     if _indexable(item, now):
-                        found.add((item["PK"]["S"], item["SK"]["S"]))
+                        found.add(refs[(item["PK"]["S"], item["SK"]["S"])])
                 request = response.get("UnprocessedKeys") or {}
                 if not request:
                     break
@@ -143,6 +147,12 @@ class ReindexTable(CurationTable):
                 # Throttled round after round: a sweep must not take the keys for gone.
                 raise Throttled("DynamoDB kept keys unprocessed; retry later")
         return found
+
+
+def _key_of(ref: ItemRef) -> keys.Key:
+    if isinstance(ref, RecordRef):
+        return keys.record_key(ref.tenant, ref.record_id)
+    return keys.message_key(ref.tenant, ref.namespace, ref.session_id, ref.message_id)
 
 
 def _indexable(item: dict[str, Any], now: float) -> bool:

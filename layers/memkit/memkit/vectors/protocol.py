@@ -2,12 +2,14 @@
 stack). The table stays the source of truth: an index can be rebuilt from it at any time.
 
 A doc is one indexed item of the table: a long-term record or a session message. Its `id` is
-opaque and unique across tenants (memkit.jobs.indexing derives it from the item's table key), so
+opaque and unique across tenants: a digest of memkit's ids (`record_doc_id`, `message_doc_id`),
+never of the table's key strings, so a change of the table's key format needs no reindex, and
 one OpenSearch index can hold every tenant. `fields` are what filters read and what a hit
-carries back so the service can find the item in the table again:
+carries back so the service can find the item in the table again (`source_of`):
 
     keyword  tenant, namespace, user_id, session_id, memory_type, topics[], entities[],
-             record_id (the id a client sees), pk, sk (the item's table key)
+             record_id (the id a client sees: a record's, or a message's), kind (record |
+             message)
     dates    created_at, updated_at, last_accessed, event_date (epoch seconds, float)
     boolean  pinned
 
@@ -22,10 +24,12 @@ itself while the current one keeps serving, then makes it live in one step (memk
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from memkit.models.domain import ItemRef, MessageRef, RecordRef
 from memkit.vectors.filters import Condition
 
 KEYWORD_FIELDS = (
@@ -37,12 +41,56 @@ KEYWORD_FIELDS = (
     "topics",
     "entities",
     "record_id",
-    "pk",
-    "sk",
+    "kind",
 )
 DATE_FIELDS = ("created_at", "updated_at", "last_accessed", "event_date")
 BOOLEAN_FIELDS = ("pinned",)
 FILTERABLE = frozenset(KEYWORD_FIELDS + DATE_FIELDS + BOOLEAN_FIELDS)
+
+RECORD_KIND = "record"
+MESSAGE_KIND = "message"
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:40]
+
+
+def record_doc_id(ref: RecordRef) -> str:
+    """A record's doc id: opaque, unique across tenants (record ids are unique per tenant)."""
+    return _digest(RECORD_KIND, ref.tenant, ref.record_id)
+
+
+def message_doc_id(ref: MessageRef) -> str:
+    """A message's doc id: opaque, unique across tenants and sessions."""
+    return _digest(MESSAGE_KIND, ref.tenant, ref.namespace, ref.session_id, ref.message_id)
+
+
+def doc_id_of(ref: ItemRef) -> str:
+    return record_doc_id(ref) if isinstance(ref, RecordRef) else message_doc_id(ref)
+
+
+def is_message(fields: dict[str, Any]) -> bool:
+    """Whether a doc is a session's message (a doc written before `kind` existed: by its
+    memory type)."""
+    kind = fields.get("kind")
+    if kind is not None:
+        return bool(kind == MESSAGE_KIND)
+    return fields.get("memory_type") == MESSAGE_KIND
+
+
+def source_of(tenant: str, fields: dict[str, Any]) -> ItemRef | None:
+    """The item a doc of `tenant` was made from, by memkit's ids (None: its fields do not
+    say)."""
+    item_id = fields.get("record_id")
+    if not isinstance(item_id, str) or not item_id:
+        return None
+    if not is_message(fields):
+        return RecordRef(tenant, item_id)
+    namespace, session_id = fields.get("namespace"), fields.get("session_id")
+    if not isinstance(namespace, str) or not isinstance(session_id, str):
+        return None
+    return MessageRef(tenant, namespace, session_id, item_id)
+
 
 # What a failed write says about a doc: its id -> a reason without content (logged, reported).
 Failures = dict[str, str]
@@ -85,7 +133,7 @@ class Hit:
 
 @dataclass(frozen=True)
 class Sampled:
-    """A doc read by a sweep: its id, tenant and version, and its fields (pk, sk...)."""
+    """A doc read by a sweep: its id, tenant and version, and its fields (`source_of`)."""
 
     id: str
     tenant: str

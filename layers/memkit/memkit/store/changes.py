@@ -1,0 +1,241 @@
+"""What changed in the table, as memkit's background jobs see it: a typed change per item.
+
+The table's stream (and a rebuild's Scan) speaks in DynamoDB items: `NewImage`/`OldImage`,
+typed attribute values, table keys. Only this module reads them. It hands the jobs an
+`ItemChange`: which item (by memkit's ids), what it was and is now as plain values
+(`RecordValue`, `MessageValue`, `PendingMemoryValue`, `SessionValue`), and whether a TTL
+expiry removed it. Items the jobs do not follow (profiles, scratchpads, index states, system
+items) decode to None.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from typing import Any, Literal
+
+from boto3.dynamodb.types import TypeDeserializer
+
+from memkit.models.domain import (
+    DEFAULT_NAMESPACE,
+    MessageRef,
+    PendingMemoryRef,
+    RecordRef,
+)
+
+# Who deletes an item whose TTL passed (a stream record's userIdentity.principalId).
+TTL_PRINCIPAL = "dynamodb.amazonaws.com"
+_deserializer = TypeDeserializer()
+
+Event = Literal["INSERT", "MODIFY", "REMOVE"]
+
+
+class UnreadableChange(ValueError):
+    """A stream record or item that is not what memkit writes (the reason names no content;
+    `sequence` is the stream record's, to report it as failed)."""
+
+    def __init__(self, reason: str, sequence: str = "") -> None:
+        super().__init__(reason)
+        self.sequence = sequence
+
+
+@dataclass(frozen=True)
+class RecordValue:
+    """A long-term record as the index holds it, and what curation asks of it."""
+
+    ref: RecordRef
+    namespace: str
+    user_id: str | None
+    session_id: str | None
+    memory_type: str | None
+    topics: tuple[str, ...]
+    entities: tuple[str, ...]
+    text: str
+    created_at: str | None
+    updated_at: str | None
+    last_accessed: str | None
+    event_date: str | None
+    pinned: bool
+    # What extraction gave it (it was made from what the model found).
+    extracted: bool
+    # The write time in µs (older items without written_us: their updated_at).
+    version: int
+
+
+@dataclass(frozen=True)
+class MessageValue:
+    """A session's message, and whether it is stamped for indexing."""
+
+    ref: MessageRef
+    user_id: str | None
+    content: str
+    message_at: str | None
+    indexed: bool
+    version: int
+
+
+@dataclass(frozen=True)
+class PendingMemoryValue:
+    """A session's pending structured memory (JSON), promoted to a record by the indexer."""
+
+    ref: PendingMemoryRef
+    record_json: str
+    user_id: str | None
+    persisted: bool
+
+
+@dataclass(frozen=True)
+class SessionValue:
+    """A session document's counters, as the curator reads them."""
+
+    tenant: str
+    namespace: str
+    session_id: str
+    updated_at: str
+    message_count: int
+    title: str | None
+
+
+Value = RecordValue | MessageValue | PendingMemoryValue | SessionValue
+
+
+@dataclass(frozen=True)
+class ItemChange:
+    """One stream record of an item (or one item a rebuild read, as an INSERT)."""
+
+    sequence: str
+    event: Event
+    old: Value | None
+    new: Value | None
+    # Removed by TTL expiry, not by a caller.
+    ttl: bool = False
+    # When the change happened, as the stream saw it (µs since the epoch; 0: unknown).
+    at_us: int = 0
+
+    @property
+    def value(self) -> Value:
+        """The item as it is now, or as it was before a removal."""
+        value = self.new or self.old
+        assert value is not None
+        return value
+
+
+def stream_change(record: Mapping[str, Any]) -> ItemChange | None:
+    """A DynamoDB stream record (as Lambda delivers it) as a typed change; None for an item
+    the jobs do not follow. Raises UnreadableChange for a record memkit did not write."""
+    dynamodb = record.get("dynamodb") or {}
+    sequence = str(dynamodb.get("SequenceNumber", ""))
+    event = record.get("eventName")
+    try:
+        if event not in ("INSERT", "MODIFY", "REMOVE"):
+            raise ValueError("unknown event")
+        new = _value(_plain(dynamodb.get("NewImage")))
+        old = _value(_plain(dynamodb.get("OldImage")))
+        at = float(dynamodb.get("ApproximateCreationDateTime") or 0)
+    except (KeyError, TypeError, ValueError, ArithmeticError) as exc:
+        raise UnreadableChange(type(exc).__name__, sequence) from exc
+    if new is None and old is None:
+        return None
+    identity = record.get("userIdentity") or {}
+    return ItemChange(
+        sequence=sequence,
+        event=event,
+        old=old,
+        new=new,
+        ttl=event == "REMOVE" and identity.get("principalId") == TTL_PRINCIPAL,
+        at_us=int(at * 1_000_000),
+    )
+
+
+def scanned_changes(items: Sequence[Mapping[str, Any]]) -> Iterator[ItemChange]:
+    """Items read by a Scan (typed attribute values) as INSERTs of what they hold, each
+    numbered as a stream record would be; items the jobs do not follow are left out."""
+    for number, item in enumerate(items):
+        try:
+            value = _value(_plain(item))
+        except (KeyError, TypeError, ValueError, ArithmeticError) as exc:
+            raise UnreadableChange(type(exc).__name__) from exc
+        if value is not None:
+            yield ItemChange(sequence=str(number), event="INSERT", old=None, new=value)
+
+
+def _plain(raw: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    if not raw:
+        return None
+    return {name: _deserializer.deserialize(value) for name, value in raw.items()}
+
+
+def _text(image: dict[str, Any], name: str) -> str | None:
+    value = image.get(name)
+    return None if value is None else str(value)
+
+
+def _iso_us(value: str | None) -> int:
+    if not value:
+        return 0
+    return int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1_000_000)
+
+
+def _version(image: dict[str, Any]) -> int:
+    written = image.get("written_us")
+    if isinstance(written, Decimal | int):
+        return int(written)
+    return _iso_us(_text(image, "updated_at"))
+
+
+def _value(image: dict[str, Any] | None) -> Value | None:
+    if image is None:
+        return None
+    kind = image.get("kind")
+    tenant = str(image["tenant"]) if kind in ("record", "message", "memory", "session") else ""
+    namespace = str(image.get("namespace") or DEFAULT_NAMESPACE)
+    if kind == "record":
+        return RecordValue(
+            ref=RecordRef(tenant, str(image["record_id"])),
+            namespace=namespace,
+            user_id=_text(image, "user_id"),
+            session_id=_text(image, "session_id"),
+            memory_type=_text(image, "memory_type"),
+            topics=tuple(sorted(str(t) for t in image.get("topics") or [])),
+            entities=tuple(sorted(str(e) for e in image.get("entities") or [])),
+            text=str(image["text"]),
+            created_at=_text(image, "created_at"),
+            updated_at=_text(image, "updated_at"),
+            last_accessed=_text(image, "last_accessed"),
+            event_date=_text(image, "event_date"),
+            pinned=bool(image.get("pinned")),
+            extracted=image.get("extracted") == "t",
+            version=_version(image),
+        )
+    if kind == "message":
+        return MessageValue(
+            ref=MessageRef(tenant, namespace, str(image["session_id"]), str(image["message_id"])),
+            user_id=_text(image, "user_id"),
+            content=str(image["content"]),
+            message_at=_text(image, "message_at"),
+            indexed=image.get("idx") == "1",
+            version=_version(image),
+        )
+    if kind == "memory":
+        return PendingMemoryValue(
+            ref=PendingMemoryRef(
+                tenant, namespace, str(image.get("session_id") or ""), str(image["memory_id"])
+            ),
+            record_json=str(image["record"]),
+            user_id=_text(image, "user_id"),
+            persisted=bool(image.get("persisted_at")),
+        )
+    if kind == "session":
+        return SessionValue(
+            tenant=tenant,
+            namespace=namespace,
+            session_id=str(image["session_id"]),
+            updated_at=str(image.get("updated_at") or ""),
+            message_count=int(image.get("message_count") or 0),
+            title=_text(image, "title"),
+        )
+    if kind is None:
+        raise KeyError("kind")
+    return None

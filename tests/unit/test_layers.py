@@ -1,0 +1,270 @@
+"""The package layering: no upward imports, no cycles, raw keys and the key module stay in store/.
+
+Layers, top to bottom: handlers > api > jobs > service > {store, vectors, embeddings, llm}
+> {models, scratchpad} > base modules. Every import counts (lazy and type-only ones too).
+The checkers take (module name, source text) and return (module, line, what) violations.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterator
+from functools import cache
+from pathlib import Path
+from typing import TypeGuard
+
+ROOT = Path(__file__).resolve().parents[2]
+LIBRARY = ROOT / "layers" / "memkit" / "memkit"
+DEVKIT = ROOT / "devkit" / "memkit_dev"
+FUNCTIONS = ROOT / "functions"
+
+SIBLINGS = {"store", "vectors", "embeddings", "llm"}  # one layer, but kept apart
+LAYERS = ["handlers", "api", "jobs", "service", " ".join(SIBLINGS), "models scratchpad", "base"]
+RANK = {part: len(LAYERS) - i for i, layer in enumerate(LAYERS) for part in layer.split()}
+BASE_MODULES = {"config", "errors", "ids", "times", "tokens", "versions", "observability"}
+# The (importer part, imported module) edges allowed between SIBLINGS.
+ALLOWED_SIBLING_EDGES = {("vectors", "memkit.embeddings.wordpiece")}
+RAW_KEYS = {"PK", "SK", "NewImage", "OldImage", "Keys", "LSI1SK", "dynamodb"}
+RAW_KEYS |= {f"GSI{n}{k}" for n in (1, 2, 3) for k in ("PK", "SK")}
+
+Violation = tuple[str, int, str]
+
+
+@cache
+def sources(root: Path) -> dict[str, str]:
+    """Module name -> source text, for every module of the package at root."""
+    found = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = path.relative_to(root.parent).with_suffix("").parts
+        found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path.read_text()
+    return found
+
+
+def part_of(name: str) -> str:
+    pieces = name.split(".")
+    return pieces[1] if len(pieces) > 1 and pieces[1] in RANK else "base"
+
+
+def is_type_checking(node: ast.AST) -> TypeGuard[ast.If]:
+    test = node.test if isinstance(node, ast.If) else None
+    return getattr(test, "id", getattr(test, "attr", None)) == "TYPE_CHECKING"
+
+
+def imports(node: ast.AST, top_level: bool = False) -> Iterator[tuple[int, str, str]]:
+    """(line, imported name, module named in the statement) for every import under node.
+
+    top_level: only what runs on import (skips function bodies and `if TYPE_CHECKING:`).
+    """
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            yield node.lineno, alias.name, alias.name
+    elif isinstance(node, ast.ImportFrom):
+        source = "." * node.level + (node.module or "")
+        for alias in node.names:
+            sep = "" if alias.name == "*" or source.endswith(".") else "."
+            yield node.lineno, source + sep + alias.name.replace("*", ""), source
+    if top_level and isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+        return
+    children = node.orelse if top_level and is_type_checking(node) else ast.iter_child_nodes(node)
+    for child in children:
+        yield from imports(child, top_level)
+
+
+def check_layers(module: str, source: str) -> list[Violation]:
+    """Rule 1: imports go to the same layer or lower; siblings stay apart; no dev kit."""
+    own, found = part_of(module), []
+    pieces = module.split(".")
+    if len(pieces) > 1 and pieces[1] not in RANK and pieces[1] not in BASE_MODULES:
+        found.append((module, 1, "module is in no layer (add it to RANK or BASE_MODULES)"))
+    for line, name, _ in imports(ast.parse(source)):
+        top, part = name.split(".")[0], part_of(name)
+        if name.startswith("."):
+            found.append((module, line, f"relative import {name}"))
+        elif top == "memkit_dev":
+            found.append((module, line, f"imports the dev kit: {name}"))
+        elif top != "memkit":
+            continue
+        elif RANK[part] > RANK[own]:
+            found.append((module, line, f"imports {name} from a higher layer ({part} > {own})"))
+        elif part != own and {part, own} <= SIBLINGS:
+            allowed = any(
+                own == importer and (name == target or name.startswith(target + "."))
+                for importer, target in ALLOWED_SIBLING_EDGES
+            )
+            if not allowed:
+                found.append((module, line, f"imports {name}: {own} may not import {part}"))
+    return found
+
+
+def resolve(name: str, modules: dict[str, str]) -> str:
+    """The module an imported name lives in: the longest prefix that is a module."""
+    while name not in modules and "." in name:
+        name = name.rsplit(".", 1)[0]
+    return name
+
+
+def import_graph(library: dict[str, str]) -> dict[str, set[str]]:
+    """Module -> the library modules it imports when it is imported (top level, not typing)."""
+    graph = {}
+    for module, source in library.items():
+        names = {n for _, n, _ in imports(ast.parse(source), top_level=True)}
+        targets = {resolve(n, library) for n in names if n.startswith("memkit.")}
+        graph[module] = (targets & library.keys()) - {module}
+    return graph
+
+
+def find_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every cycle closed by a back edge of a depth-first search, as a path a -> ... -> a."""
+    cycles: list[list[str]] = []
+    state: dict[str, str] = {}
+    path: list[str] = []
+
+    def visit(node: str) -> None:
+        state[node] = "open"
+        path.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == "open":
+                cycles.append([*path[path.index(nxt) :], nxt])
+            elif nxt not in state:
+                visit(nxt)
+        path.pop()
+        state[node] = "done"
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node)
+    return cycles
+
+
+def check_keys_import(module: str, source: str) -> list[Violation]:
+    """Rule 3: only modules under memkit.store may import memkit.store.keys."""
+    if module == "memkit.store" or module.startswith("memkit.store."):
+        return []
+    return [
+        (module, line, f"imports {name}")
+        for line, name, _ in imports(ast.parse(source))
+        if name == "memkit.store.keys" or name.startswith("memkit.store.keys.")
+    ]
+
+
+def check_raw_keys(module: str, source: str) -> list[Violation]:
+    """Rule 4: outside store/, no raw item or stream key as a subscript or a .get() key."""
+    if module == "memkit.store" or module.startswith("memkit.store."):
+        return []
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        key: ast.AST | None = None
+        if isinstance(node, ast.Subscript):
+            key = node.slice
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args:
+            key = node.args[0] if node.func.attr == "get" else None
+        if isinstance(key, ast.Constant) and key.value in RAW_KEYS:
+            found.append((module, node.lineno, f"reads raw key {key.value!r}"))
+    return sorted(found)
+
+
+def check_shim(function: str, source: str) -> list[Violation]:
+    """Rule 6: a function shim imports its handler's lambda_handler once (and gc, for api)."""
+    allowed = {f"memkit.handlers.{function}.lambda_handler", *(["gc"] * (function == "api"))}
+    names = [(line, name) for line, name, _ in imports(ast.parse(source))]
+    found = [(function, line, f"imports {name}") for line, name in names if name not in allowed]
+    handler = [line for line, name in names if name.endswith(".lambda_handler")]
+    if len(handler) != 1:
+        found.append((function, 1, f"imports lambda_handler {len(handler)} times, not once"))
+    return found
+
+
+def run(checker: Callable[[str, str], list[Violation]], modules: dict[str, str]) -> list[Violation]:
+    return [v for module, source in modules.items() for v in checker(module, source)]
+
+
+def report(violations: list[Violation]) -> str:
+    lines = [f"  {module}:{line}: {what}" for module, line, what in violations]
+    return f"{len(violations)} violation(s):\n" + "\n".join(lines)
+
+
+def test_modules_import_only_their_own_layer_or_lower() -> None:
+    """Rule 1: no upward import, no import between store/vectors/embeddings/llm, no dev kit."""
+    violations = run(check_layers, sources(LIBRARY))
+    assert not violations, report(violations)
+
+
+def test_library_modules_import_each_other_without_cycles() -> None:
+    """Rule 2: the module-level imports between library modules form no cycle."""
+    cycles = find_cycles(import_graph(sources(LIBRARY)))
+    assert not cycles, "import cycles:\n" + "\n".join("  " + " -> ".join(c) for c in cycles)
+
+
+def test_only_the_store_imports_the_key_module() -> None:
+    """Rule 3: memkit.store.keys is private to memkit.store."""
+    violations = run(check_keys_import, sources(LIBRARY))
+    assert not violations, report(violations)
+
+
+def test_only_the_store_reads_raw_item_and_stream_keys() -> None:
+    """Rule 4: PK/SK/GSI keys, NewImage/OldImage/Keys and record["dynamodb"] stay in store/."""
+    violations = run(check_raw_keys, sources(LIBRARY))
+    assert not violations, report(violations)
+
+
+def test_the_dev_kit_sits_on_top_of_the_library() -> None:
+    """Rule 5: nothing in the library or shims imports memkit_dev; the dev kit's imports exist."""
+    library = sources(LIBRARY)
+    shims = {str(p.relative_to(ROOT)): p.read_text() for p in FUNCTIONS.glob("*/*.py")}
+    violations = [
+        (module, line, f"imports the dev kit: {name}")
+        for module, source in {**library, **shims}.items()
+        for line, name, _ in imports(ast.parse(source))
+        if name.split(".")[0] == "memkit_dev"
+    ]
+    violations += [
+        (module, line, f"imports {statement}, which is not a library module")
+        for module, source in sources(DEVKIT).items()
+        for line, _, statement in imports(ast.parse(source))
+        if statement.split(".")[0] == "memkit" and statement not in library
+    ]
+    assert not violations, report(violations)
+
+
+def test_function_shims_import_only_their_handler() -> None:
+    """Rule 6: functions/<name>/*.py import memkit.handlers.<name>.lambda_handler (+ gc for api)."""
+    shims = sorted(FUNCTIONS.glob("*/*.py"))
+    assert shims, "no function shims found"
+    violations = [v for p in shims for v in check_shim(p.parent.name, p.read_text())]
+    assert not violations, report(violations)
+
+
+def test_the_layer_checker_reports_upward_lazy_type_only_sibling_and_dev_kit_imports() -> None:
+    """Rules 1 and 3 are not vacuous: synthetic bad imports are reported, allowed ones are not."""
+    upward = "def f():\n    from memkit.api.context import RequestContext\n"
+    [(module, line, what)] = check_layers("memkit.service.x", upward)
+    assert (module, line) == ("memkit.service.x", 2)
+    assert what == "imports memkit.api.context.RequestContext from a higher layer (api > service)"
+    typed = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import memkit.jobs.users\n"
+    assert check_layers("memkit.store.x", typed)
+    assert check_layers("memkit.store.x", "from memkit.llm import local\n")
+    assert check_layers("memkit.vectors.x", "from memkit.embeddings import local\n")
+    assert not check_layers("memkit.vectors.x", "from memkit.embeddings import wordpiece\n")
+    assert check_layers("memkit.config", "import memkit_dev.cli\n")
+    assert check_layers("memkit.config", "from . import errors\n")
+    assert check_keys_import("memkit.jobs.x", "from memkit.store import keys\n")
+    assert not check_keys_import("memkit.store.x", "from memkit.store import keys\n")
+
+
+def test_the_raw_key_checker_reports_a_stream_read_outside_the_store() -> None:
+    """Rule 4 is not vacuous: record["dynamodb"]["NewImage"] in a jobs module is reported."""
+    stream = 'def f(record):\n    return record["dynamodb"]["NewImage"].get("PK")\n'
+    assert check_raw_keys("memkit.jobs.x", stream) == [
+        ("memkit.jobs.x", 2, f"reads raw key {key!r}") for key in ("NewImage", "PK", "dynamodb")
+    ]
+    assert not check_raw_keys("memkit.store.x", stream)
+
+
+def test_the_cycle_finder_and_shim_checker_report_what_they_should() -> None:
+    """Rules 2 and 6 are not vacuous: a module-level cycle and a stray shim import are reported."""
+    graph = import_graph({"memkit.a": "import memkit.b\n", "memkit.b": "from memkit import a\n"})
+    assert find_cycles(graph) == [["memkit.a", "memkit.b", "memkit.a"]]
+    lazy = {"memkit.a": "import memkit.b\n", "memkit.b": "def f():\n    import memkit.a\n"}
+    assert not find_cycles(import_graph(lazy))
+    assert check_shim("worker", "import os\nfrom memkit.handlers.worker import lambda_handler\n")
+    assert not check_shim("worker", "from memkit.handlers.worker import lambda_handler\n")

@@ -54,3 +54,39 @@ def test_concurrent_writes_reach_the_stream_once_each_in_order(
     assert keys == {f"race#{n:04d}" for n in range(WRITES)}
     assert numbers == sorted(set(numbers))  # unique and increasing
     assert again == []  # read to the end, and nothing twice
+
+
+def test_a_cancelled_transaction_leaves_the_stream_readable_by_its_readers(
+    dynamodb_table: str,
+) -> None:
+    # Given a reader that has read the stream, and a transaction that is cancelled
+    client = boto3.client("dynamodb", region_name="us-east-1")
+    streams = boto3.client("dynamodbstreams", region_name="us-east-1")
+    arn = client.describe_table(TableName=dynamodb_table)["Table"]["LatestStreamArn"]
+    shard = streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"][0]["ShardId"]
+    iterator = streams.get_shard_iterator(
+        StreamArn=arn, ShardId=shard, ShardIteratorType="TRIM_HORIZON"
+    )["ShardIterator"]
+    item = {"PK": {"S": "tx"}, "SK": {"S": "item"}}
+    client.put_item(TableName=dynamodb_table, Item=item)
+    page = streams.get_records(ShardIterator=iterator)
+    assert len(page["Records"]) == 1
+    cancelled = [
+        {"Put": {"TableName": dynamodb_table, "Item": {**item, "PK": {"S": "undone"}}}},
+        {
+            "Put": {
+                "TableName": dynamodb_table,
+                "Item": item,
+                "ConditionExpression": "attribute_not_exists(PK)",
+            }
+        },
+    ]
+    with pytest.raises(client.exceptions.TransactionCanceledException):
+        client.transact_write_items(TransactItems=cancelled)
+
+    # When the table is written again
+    client.put_item(TableName=dynamodb_table, Item={"PK": {"S": "after"}, "SK": {"S": "item"}})
+
+    # Then the reader's iterator sees that write, and nothing of the cancelled transaction
+    later = streams.get_records(ShardIterator=page["NextShardIterator"])["Records"]
+    assert [r["dynamodb"]["Keys"]["PK"]["S"] for r in later] == ["after"]

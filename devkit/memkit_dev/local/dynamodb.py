@@ -9,6 +9,12 @@ the benchmarks) the same rule: its backends are not thread-safe, and memkit's st
 from thread pools. Two concurrent writes to a table with a stream can get the same stream
 sequence number there (moto numbers a record by the shard's length before appending it),
 and a reader that pages with AFTER_SEQUENCE_NUMBER then reads the last record forever.
+
+`keep_stream_shards_on_rollback()` mends how moto undoes a cancelled transaction: it puts
+back a deep copy of each table taken before the transaction, stream shard included, so
+every shard iterator handed out before (the stream pumps', Lambda's poller's) reads the
+discarded shard and sees nothing new, ever: indexing and curation stopped for good, with
+nothing logged. DynamoDB's stream never loses its shard to a cancelled transaction.
 """
 
 from __future__ import annotations
@@ -47,6 +53,7 @@ class MotoDynamoDB:
         return f"http://{host}:{port}"
 
     def start(self) -> MotoDynamoDB:
+        keep_stream_shards_on_rollback()
         self._thread.start()
         return self
 
@@ -74,6 +81,37 @@ def serialize_in_process_moto() -> None:
 
     BotocoreStubber.__call__ = one_at_a_time  # type: ignore[method-assign]
     BotocoreStubber._memkit_serialized = True  # type: ignore[attr-defined]
+    keep_stream_shards_on_rollback()
+
+
+def keep_stream_shards_on_rollback() -> None:
+    """After moto rolls a cancelled transaction back, each restored table gets its live
+    stream shard back, less the records the cancelled writes added (idempotent)."""
+    from moto.dynamodb.models import DynamoDBBackend
+
+    if getattr(DynamoDBBackend, "_memkit_keeps_shards", False):
+        return
+    rollback_loses_shards = DynamoDBBackend.transact_write_items
+
+    def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
+        live = {
+            name: (table.stream_shard, len(table.stream_shard.items))
+            for name, table in self.tables.items()
+            if table.stream_shard is not None
+        }
+        try:
+            rollback_loses_shards(self, transact_items)
+        except Exception:
+            for name, (shard, length) in live.items():
+                restored = self.tables.get(name)
+                if restored is not None and restored.stream_shard is not shard:
+                    del shard.items[length:]
+                    shard.table = restored
+                    restored.stream_shard = shard
+            raise
+
+    DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
+    DynamoDBBackend._memkit_keeps_shards = True  # type: ignore[attr-defined]
 
 
 def dynamodb_client(endpoint: str | None, region: str) -> Any:

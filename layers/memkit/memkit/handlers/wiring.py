@@ -6,9 +6,9 @@ over, and tests pass fakes to the handlers' `make_lambda_handler` instead. Setti
 read on the first request, never at import, and a bad one is a `Misconfigured` naming the
 variables, never a stack trace.
 
-Everything heavy (boto3 clients, numpy, the model, OpenSearch's client, background jobs'
-modules) is imported inside the function that builds it: the API's cold start pays only for
-what its first route uses.
+Everything heavy (boto3 clients, numpy, the model, OpenSearch's client, the API's services,
+background jobs' modules) is imported inside the function that builds it: each function's
+cold start pays only for what it uses, the API's only for what its first route uses.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, TypeVar
 
 from pydantic import ValidationError
 
-from memkit.api.context import Lifecycle, Services
 from memkit.config import (
     ENV_PREFIX,
     ApiSettings,
@@ -37,11 +36,9 @@ from memkit.config import (
     llm_settings,
 )
 from memkit.errors import Misconfigured, StoreUnavailable
-from memkit.service.profiles import ProfileService
-from memkit.service.scratchpad import ScratchpadService
-from memkit.service.sessions import SessionService
 
 if TYPE_CHECKING:
+    from memkit.api.context import Lifecycle, Services
     from memkit.embeddings.protocol import Embedder
     from memkit.jobs.cleanup import CleanupRun
     from memkit.jobs.compact import Compaction
@@ -229,6 +226,11 @@ def api_services(
 ) -> Services:
     """The routes' services over `store`; the index and embedder default to the configured
     ones, built on first use (a session route never loads a model)."""
+    from memkit.api.context import Services
+    from memkit.service.profiles import ProfileService
+    from memkit.service.scratchpad import ScratchpadService
+    from memkit.service.sessions import SessionService
+
     chosen_embedder = embedder or (lambda: embedder_for(settings, settings.region))
     chosen_index = index or configured_index(settings, settings.region, chosen_embedder)
     scratchpads = ScratchpadService(store, max_attempts=settings.merge_max_attempts)
@@ -250,6 +252,7 @@ def _api_lifecycle(
 ) -> Lifecycle:
     """Forgetting, compaction, policies and a user's deletion, each built on the first
     request that needs it (their modules load then, not at cold start)."""
+    from memkit.api.context import Lifecycle
 
     def forgetting() -> Forgetting:
         from memkit.jobs.forget import Forgetting

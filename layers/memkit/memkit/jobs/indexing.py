@@ -195,7 +195,7 @@ class Indexer:
         outcome = outcome or BatchOutcome()
         items = self._fold(changes, outcome)
         promotions = [c for c in items if isinstance(c.subject, PendingMemoryValue)]
-        indexable = [c for c in items if c not in promotions]
+        indexable = [c for c in items if not isinstance(c.subject, PendingMemoryValue)]
         for change in promotions:
             self._promote(change, outcome)
         self._apply(indexable, outcome)

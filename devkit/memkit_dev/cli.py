@@ -17,6 +17,10 @@ def _serve(args: argparse.Namespace) -> int:
         host=args.host,
         port=args.port,
         dynamodb_endpoint=args.dynamodb_endpoint,
+        engine=args.engine,
+        data_dir=None if args.ephemeral else args.data_dir,
+        tools_dir=args.tools_dir,
+        progress=True,
         table_name=args.table,
         region=args.region,
         concurrency=args.concurrency,
@@ -26,10 +30,9 @@ def _serve(args: argparse.Namespace) -> int:
         cleanup_interval_seconds=args.cleanup_interval,
     )
     stack = LocalStack(config).start()
-    where = args.dynamodb_endpoint or f"moto in process ({stack.dynamodb_endpoint})"
     print(
         f"memkit local stack on {stack.url}\n"
-        f"  DynamoDB: {where}, table {args.table}\n"
+        f"  DynamoDB: {stack.engine} at {stack.dynamodb_endpoint}, table {args.table}\n"
         f"  Vector index: {stack.opensearch.url if stack.opensearch else 'in process'} "
         "(memkit reindex --opensearch-endpoint ... --opensearch-auth none)\n"
         f"  API docs: {stack.url}/v1/docs\n"
@@ -37,17 +40,20 @@ def _serve(args: argparse.Namespace) -> int:
         f"  curl -s -X PATCH {stack.url}/v1/working-memory/demo/scratchpad "
         "-H 'content-type: application/json' -d '{\"content\": \"likes tea\"}'\n"
         f"  curl -s {stack.url}/v1/working-memory/demo/scratchpad?render=prompt\n"
-        "Ctrl-C stops it.",
+        "Ctrl-C (or SIGTERM) stops it.",
         flush=True,
     )
     stopped = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stopped.set())
+    # SIGTERM (a service manager, `kill`) and SIGINT (Ctrl-C) alike: stop the pumps, the
+    # functions' environments and DynamoDB Local, then exit 0.
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stopped.set())
     try:
-        stopped.wait()
-    except KeyboardInterrupt:
-        pass
+        while not stopped.wait(timeout=1.0):
+            pass
     finally:
         stack.stop()
+    print("memkit local stack stopped", flush=True)
     return 0
 
 
@@ -99,6 +105,28 @@ def build_parser() -> argparse.ArgumentParser:
         "--dynamodb-endpoint",
         metavar="URL",
         help="a DynamoDB-compatible endpoint instead of moto in process (e.g. DynamoDB Local)",
+    )
+    serve.add_argument(
+        "--engine",
+        choices=["auto", "dynamodb-local", "moto"],
+        default="auto",
+        help="what serves DynamoDB: DynamoDB Local (needs Java 17+; installed on first use), "
+        "moto (in memory, small data only), or auto: DynamoDB Local when it can run, else moto",
+    )
+    serve.add_argument(
+        "--data-dir",
+        type=Path,
+        default=Path(".memkit"),
+        help="where DynamoDB Local keeps the data across restarts (default .memkit)",
+    )
+    serve.add_argument(
+        "--ephemeral", action="store_true", help="keep the data in memory: a throwaway run"
+    )
+    serve.add_argument(
+        "--tools-dir",
+        type=Path,
+        default=Path(".tools"),
+        help="where DynamoDB Local is installed on first use (default .tools)",
     )
     serve.add_argument("--table", default="memkit-local", help="table name (created if absent)")
     serve.add_argument("--region", default="us-east-1")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import multiprocessing
 import os
+import signal
 import sys
 import time
 import uuid
@@ -58,6 +59,9 @@ class LocalContext:
 
 def _start_environment(spec: FunctionSpec, environment: dict[str, str]) -> None:
     global _handler, _function_name
+    # A Ctrl-C in the terminal reaches every process of its group: the stack stops its
+    # environments itself, so they must not die mid-invocation with a traceback each.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.environ.update(environment)
     sys.path.insert(0, str(spec.code_dir))
     module_name, function_name = spec.handler.rsplit(".", 1)

@@ -1,4 +1,5 @@
-"""The local stack: DynamoDB (moto or an endpoint), the API function, the HTTP API in front,
+"""The local stack: DynamoDB (DynamoDB Local, moto or an endpoint), the API function, the HTTP
+API in front,
 and long-term memory: a loopback OpenSearch (memkit_dev.local.opensearch) that the production
 adapter talks to, and a stream pump that reads the table's stream as Lambda's poller does and
 invokes the indexer function with the real records (memkit_dev.local.streams).
@@ -9,17 +10,28 @@ with start() and stop(), started after the table exists.
 
 from __future__ import annotations
 
+import logging
 import os
+import sys
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
+from urllib.parse import urlparse
 
 import boto3
 from werkzeug.serving import BaseWSGIServer, make_server
 
 from memkit.embeddings.local import DIMENSIONS as LOCAL_DIMENSIONS
 from memkit_dev.local.dynamodb import MotoDynamoDB, dynamodb_client
+from memkit_dev.local.dynamodb_local import (
+    MIN_JAVA,
+    DynamoDBLocal,
+    Unavailable,
+    install,
+    java_version,
+)
 from memkit_dev.local.functions import FunctionSpec, LocalFunction
 from memkit_dev.local.gateway import HttpApiGateway, http_api_routes
 from memkit_dev.local.opensearch import LoopbackOpenSearch
@@ -35,6 +47,11 @@ WORKER_FUNCTION = "MemoryWorkerFunction"
 WORK_QUEUE = "MemoryWorkQueue"
 WORK_DEAD_LETTER_QUEUE = "MemoryWorkDeadLetterQueue"
 CLEANUP_FUNCTION = "CleanupFunction"
+log = logging.getLogger("memkit.local")
+Engine = Literal["auto", "dynamodb-local", "moto"]
+LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
+# The index is rebuilt from the table on start; a progress line shows past this long.
+REBUILD_QUIET_SECONDS = 1.0
 FAKE_CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "testing",
     "AWS_SECRET_ACCESS_KEY": "testing",
@@ -52,8 +69,16 @@ class Background(Protocol):
 class LocalStackConfig:
     host: str = "127.0.0.1"
     port: int = 8000
-    # A DynamoDB-compatible endpoint (DynamoDB Local, AWS); None = moto in this process.
+    # A DynamoDB-compatible endpoint (DynamoDB Local, AWS); None = the engine below.
     dynamodb_endpoint: str | None = None
+    # auto: DynamoDB Local when Java 17+ is here (installed into tools_dir on first use),
+    # else moto in this process; dynamodb-local: that or fail; moto: moto.
+    engine: Engine = "moto"
+    # DynamoDB Local keeps its data here across restarts; None = in memory (a throwaway run).
+    data_dir: Path | None = None
+    tools_dir: Path = Path(".tools")
+    # Draw a progress line on stderr while the index is rebuilt from the table on start.
+    progress: bool = False
     table_name: str = "memkit-local"
     region: str = "us-east-1"
     # Execution environments of the API function (Lambda's concurrency).
@@ -100,6 +125,11 @@ class LocalStack:
         self._server: BaseWSGIServer | None = None
         self._thread: threading.Thread | None = None
         self.dynamodb_endpoint: str | None = None
+        # The work queues (moto's SQS, whatever serves DynamoDB).
+        self.sqs_endpoint: str | None = None
+        self._dynamodb_local: DynamoDBLocal | None = None
+        # What serves DynamoDB, in words (for the start banner).
+        self.engine = ""
 
     @property
     def url(self) -> str:
@@ -133,7 +163,7 @@ class LocalStack:
         }
         if WORK_QUEUE in self.queue_urls:
             environment["MEMKIT_WORK_QUEUE_URL"] = self.queue_urls[WORK_QUEUE]
-            environment["MEMKIT_SQS_ENDPOINT"] = self.dynamodb_endpoint or ""
+            environment["MEMKIT_SQS_ENDPOINT"] = self.sqs_endpoint or ""
         if self.opensearch is not None:
             environment.update(
                 {
@@ -144,20 +174,33 @@ class LocalStack:
             )
         if self.dynamodb_endpoint:
             environment["MEMKIT_DYNAMODB_ENDPOINT"] = self.dynamodb_endpoint
-        if self._moto is not None:
+        if self._local_endpoint():
             environment.update(FAKE_CREDENTIALS)
         return environment
 
+    def _local_endpoint(self) -> bool:
+        """Whether DynamoDB is served on this machine (fake credentials are all it takes)."""
+        host = urlparse(self.dynamodb_endpoint or "").hostname or ""
+        return host in LOOPBACK_HOSTS
+
     def start(self) -> LocalStack:
+        try:
+            return self._start()
+        except BaseException:
+            self.stop()  # what did start (DynamoDB Local: a process of its own) stops
+            raise
+
+    def _start(self) -> LocalStack:
         config = self.config
         template_path = config.template or find_template()
         template = load_template(template_path)
-        if config.dynamodb_endpoint:
-            self.dynamodb_endpoint = config.dynamodb_endpoint
-        else:
-            self._moto = MotoDynamoDB().start()
-            self.dynamodb_endpoint = self._moto.endpoint
-            for name, value in FAKE_CREDENTIALS.items():
+        # moto's server always runs: it serves the work queues (SQS), and DynamoDB when
+        # nothing else does.
+        self._moto = MotoDynamoDB().start()
+        self.sqs_endpoint = self._moto.endpoint
+        self.dynamodb_endpoint, self.engine = self._dynamodb(self._moto.endpoint)
+        for name, value in FAKE_CREDENTIALS.items():
+            if self._local_endpoint():
                 os.environ.setdefault(name, value)
         os.environ.setdefault("AWS_ACCOUNT_ID_ENDPOINT_MODE", "disabled")
         create_table(
@@ -189,6 +232,9 @@ class LocalStack:
             on_failure=self.dead_letters.append,
         )
         self.pump.start()
+        # The table is the source of truth and the index lives in memory: fill it from the
+        # table (the pump, started first, takes what is written meanwhile).
+        self._rebuild_index()
         self._start_curation(template, root)
         self._start_cleanup(template, root)
         gateway = HttpApiGateway(self._api, http_api_routes(template, API_FUNCTION))
@@ -201,10 +247,66 @@ class LocalStack:
             part.start()
         return self
 
-    def _create_queues(self, template: dict[str, Any]) -> None:
-        """The work queues (moto's SQS, on the same endpoint) as the template declares them."""
+    def _dynamodb(self, moto_endpoint: str) -> tuple[str, str]:
+        """The DynamoDB endpoint the configuration asks for, and what serves it, in words."""
         config = self.config
-        sqs = boto3.client("sqs", endpoint_url=self.dynamodb_endpoint, region_name=config.region)
+        if config.dynamodb_endpoint:
+            return config.dynamodb_endpoint, config.dynamodb_endpoint
+        if config.engine != "moto":
+            try:
+                version = java_version()
+                if version is None or version < MIN_JAVA:
+                    raise Unavailable(f"it needs Java {MIN_JAVA} or newer, and found {version}")
+                home = install(config.tools_dir)
+                self._dynamodb_local = DynamoDBLocal(home, config.data_dir).start()
+                where = config.data_dir or "memory"
+                return self._dynamodb_local.endpoint, f"DynamoDB Local (data in {where})"
+            except Unavailable as exc:
+                if config.engine == "dynamodb-local":
+                    raise
+                log.warning(
+                    "DynamoDB Local unavailable (%s): moto instead, in memory, small data only",
+                    exc,
+                )
+        return moto_endpoint, "moto, in memory (small data only)"
+
+    def _rebuild_index(self) -> None:
+        """Fill the loopback index from the table, as `memkit reindex` does (nothing to do
+        for an empty table)."""
+        from memkit.config import ReindexSettings
+        from memkit.handlers.wiring import reindexer
+        from memkit_dev.reindex import ProgressLine
+
+        config = self.config
+        client = dynamodb_client(self.dynamodb_endpoint, config.region)
+        if not client.scan(TableName=config.table_name, Limit=1, Select="COUNT").get("Count"):
+            return
+        assert self.opensearch is not None
+        settings = ReindexSettings(
+            table_name=config.table_name,
+            region=config.region,
+            dynamodb_endpoint=self.dynamodb_endpoint,
+            opensearch_endpoint=self.opensearch.url,
+            opensearch_flavour="domain",
+            opensearch_auth="none",
+            embedder="local",
+        )
+        started = time.monotonic()
+        line = ProgressLine(sys.stderr)
+
+        def progress(counts: Any, total: int) -> None:
+            if config.progress and time.monotonic() - started > REBUILD_QUIET_SECONDS:
+                line(counts, total)
+
+        report = reindexer(settings).run(progress=progress)
+        if config.progress and time.monotonic() - started > REBUILD_QUIET_SECONDS:
+            line.finish()
+        log.info("index rebuilt from the table: %s", report.summary())
+
+    def _create_queues(self, template: dict[str, Any]) -> None:
+        """The work queues (moto's SQS) as the template declares them."""
+        config = self.config
+        sqs = boto3.client("sqs", endpoint_url=self.sqs_endpoint, region_name=config.region)
         self.queue_urls = create_queues(
             sqs,
             template,
@@ -238,7 +340,7 @@ class LocalStack:
         self.worker_pump = queue_pump_for(
             template,
             WORKER_FUNCTION,
-            self.dynamodb_endpoint,
+            self.sqs_endpoint,
             config.region,
             self.queue_urls[WORK_QUEUE],
             self._worker.invoke,
@@ -284,6 +386,8 @@ class LocalStack:
             self._api.stop()
         if self.opensearch is not None:
             self.opensearch.stop()
+        if self._dynamodb_local is not None:
+            self._dynamodb_local.stop()
         if self._moto is not None:
             self._moto.stop()
 

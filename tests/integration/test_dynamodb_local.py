@@ -1,0 +1,171 @@
+"""The local stack on DynamoDB Local, AWS's own engine (memkit_dev.local.dynamodb_local): data
+kept across a restart, the index rebuilt from the table on start, `--dynamodb-endpoint` with
+the work queues kept on their own endpoint, and `memkit serve` stopping cleanly on SIGTERM.
+
+Runs when Java 17+ is here and DynamoDB Local can be installed (from the npm registry, into
+.tools/ once); skipped otherwise, saying why."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from memkit_dev.local.dynamodb_local import (
+    MIN_JAVA,
+    DynamoDBLocal,
+    Unavailable,
+    install,
+    java_version,
+)
+from memkit_dev.local.stack import LocalStack, LocalStackConfig
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.integration
+
+TOOLS = ROOT / ".tools"
+# Generous: a loaded 2-core machine indexes a record within a second or two.
+SETTLE_SECONDS = 60.0
+
+
+@pytest.fixture(scope="module")
+def dynamodb_local_home() -> Path:
+    version = java_version()
+    if version is None or version < MIN_JAVA:
+        pytest.skip(f"DynamoDB Local needs Java {MIN_JAVA}+ (found {version})")
+    try:
+        return install(TOOLS)
+    except Unavailable as exc:
+        pytest.skip(f"DynamoDB Local could not be installed: {exc}")
+
+
+def _config(**changes: Any) -> LocalStackConfig:
+    base: dict[str, Any] = {
+        "port": 0,
+        "concurrency": 1,
+        "template": ROOT / "template.yaml",
+        "tools_dir": TOOLS,
+        "cleanup_interval_seconds": 0,
+    }
+    return LocalStackConfig(**{**base, **changes})
+
+
+def _until(check: Any, what: str) -> Any:
+    """Poll `check` until it returns something truthy (generous deadline, no race)."""
+    deadline = time.monotonic() + SETTLE_SECONDS
+    while True:
+        found = check()
+        if found or time.monotonic() > deadline:
+            assert found, what
+            return found
+        time.sleep(0.2)
+
+
+def _indexed(url: str, record_id: str) -> bool:
+    body = httpx.get(f"{url}/v1/long-term-memory/{record_id}", timeout=30).json()
+    return body.get("indexing") == "indexed"
+
+
+def test_a_restart_keeps_the_data_and_rebuilds_the_index(
+    dynamodb_local_home: Path, tmp_path: Path
+) -> None:
+    # Given a stack on DynamoDB Local that stored a session, a scratchpad and a memory
+    config = _config(engine="dynamodb-local", data_dir=tmp_path / "data")
+    memory = {"id": "tea", "text": "Ada drinks green tea every morning", "user_id": "ada"}
+    with LocalStack(config) as first:
+        url = first.url
+        assert first.engine.startswith("DynamoDB Local")
+        assert httpx.post(f"{url}/v1/long-term-memory/", json={"memories": [memory]}).is_success
+        messages = {"messages": [{"id": "m1", "role": "user", "content": "Book the train"}]}
+        assert httpx.post(f"{url}/v1/working-memory/chat-1/messages", json=messages).is_success
+        pad = {"content": "likes tea"}
+        assert httpx.patch(f"{url}/v1/working-memory/chat-1/scratchpad", json=pad).is_success
+        _until(lambda: _indexed(url, "tea"), "the memory was indexed")
+
+    # When the stack starts again on the same data
+    with LocalStack(config) as second:
+        url = second.url
+
+        # Then everything is there, and search finds the memory (the index was rebuilt)
+        session = httpx.get(f"{url}/v1/working-memory/chat-1").json()
+        assert [m["id"] for m in session["messages"]] == ["m1"]
+        scratchpad = httpx.get(f"{url}/v1/working-memory/chat-1/scratchpad").json()
+        assert scratchpad["content"] == "likes tea"
+        found = httpx.post(
+            f"{url}/v1/long-term-memory/search", json={"text": "green tea", "limit": 5}
+        ).json()
+        assert "tea" in [m["id"] for m in found["memories"]]
+
+
+@pytest.fixture
+def dynamodb_local(dynamodb_local_home: Path) -> Iterator[DynamoDBLocal]:
+    server = DynamoDBLocal(dynamodb_local_home, data_dir=None).start()
+    yield server
+    server.stop()
+
+
+def test_an_endpoint_serves_the_table_and_the_queues_stay_local(
+    dynamodb_local: DynamoDBLocal,
+) -> None:
+    # Given the stack pointed at a DynamoDB endpoint it did not start
+    with LocalStack(_config(dynamodb_endpoint=dynamodb_local.endpoint)) as stack:
+        # Then the table is there, and the work queues are not (moto's SQS serves them)
+        assert stack.dynamodb_endpoint == dynamodb_local.endpoint
+        assert stack.sqs_endpoint != dynamodb_local.endpoint
+        assert stack.queue_urls
+
+        # And a memory written through the API is indexed through that endpoint's stream
+        memory = {"id": "oslo", "text": "Ada flies to Oslo on Friday", "user_id": "ada"}
+        assert httpx.post(
+            f"{stack.url}/v1/long-term-memory/", json={"memories": [memory]}
+        ).is_success
+        _until(lambda: _indexed(stack.url, "oslo"), "the memory was indexed")
+
+
+def test_serve_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
+    # Given `memkit serve` running (moto: this checks the process, not the engine)
+    command = [
+        sys.executable,
+        "-m",
+        "memkit_dev.cli",
+        "serve",
+        "--engine",
+        "moto",
+        "--port",
+        "0",
+        "--cleanup-interval",
+        "0",
+        "--template",
+        str(ROOT / "template.yaml"),
+    ]
+    serve = subprocess.Popen(
+        command,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    assert serve.stdout is not None
+    banner = serve.stdout.readline()
+    url = re.search(r"http://\S+", banner)
+    assert url is not None, banner
+    assert httpx.get(f"{url.group(0)}/v1/health", timeout=30).is_success
+
+    # When it gets SIGTERM
+    serve.send_signal(signal.SIGTERM)
+    out, err = serve.communicate(timeout=120)
+
+    # Then it stops by itself, exit 0, without a traceback
+    assert serve.returncode == 0, err[-2000:]
+    assert "Traceback" not in err
+    assert "stopped" in out

@@ -333,9 +333,10 @@ async def test_append_through_a_trimmed_window_keeps_the_whole_log(
 # -- long-term memory --------------------------------------------------------------------------
 
 
-def searchable(stack: LocalStack, memory_id: str, timeout: float = 20.0) -> dict[str, Any]:
+def searchable(stack: LocalStack, memory_id: str, timeout: float = 120.0) -> dict[str, Any]:
     """The record once the stream pump and the indexer made it searchable (memkit's
-    `indexing` field; the client's model has none)."""
+    `indexing` field; the client's model has none). Generous: a loaded machine's first
+    batch waits for the indexer's cold start; a healthy stack answers in about a second."""
     deadline = time.monotonic() + timeout
     while True:
         body = httpx.get(f"{stack.url}/v1/long-term-memory/{memory_id}", timeout=30.0).json()

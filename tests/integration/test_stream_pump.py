@@ -666,3 +666,42 @@ def test_pump_for_builds_a_pump_from_the_template(endpoint: str, table: Table) -
 
     assert function.batches == [["mem#1"]]
     assert pump.mapping.batching_window_seconds == 1
+
+
+def test_an_iterator_gone_stale_is_found_and_the_shard_followed_again(
+    table: Table,
+    run_pump: Callable[..., StreamPump],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from moto.dynamodb.models import DynamoDBBackend
+
+    # Given a pump that delivered a record, and moto's own rollback, which replaces the
+    # table's stream shard under every iterator handed out (memkit mends it; not here)
+    function = Function()
+    pump = run_pump(function)
+    table.put("rec#1")
+    pump.drain()
+    monkeypatch.setattr(
+        DynamoDBBackend, "transact_write_items", DynamoDBBackend._memkit_rollback_loses_shards
+    )
+    cancelled = {
+        "Put": {
+            "TableName": table.name,
+            "Item": {"PK": {"S": "t1#u1"}, "SK": {"S": "rec#1"}, "kind": {"S": "record"}},
+            "ConditionExpression": "attribute_not_exists(PK)",
+        }
+    }
+    with pytest.raises(table.client.exceptions.TransactionCanceledException):
+        table.client.transact_write_items(TransactItems=[cancelled])
+
+    # When the table is written again
+    table.put("rec#2")
+
+    # Then the pump finds its iterator stale, follows the shard again and delivers the write
+    deadline = time.monotonic() + 120  # generous: the check runs every few seconds
+    while "rec#2" not in sort_keys(all_records(function)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert sort_keys(all_records(function)) == ["rec#1", "rec#2"]
+    assert pump.stats.stale_iterators == 1
+    assert "went stale" in caplog.text

@@ -112,6 +112,8 @@ def keep_stream_shards_on_rollback() -> None:
 
     DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
     DynamoDBBackend._memkit_keeps_shards = True  # type: ignore[attr-defined]
+    # moto's own, for tests of what a reader does when a shard goes stale all the same.
+    DynamoDBBackend._memkit_rollback_loses_shards = rollback_loses_shards  # type: ignore[attr-defined]
 
 
 def dynamodb_client(endpoint: str | None, region: str) -> Any:

@@ -11,6 +11,7 @@ import json
 import re
 import time
 import uuid
+from collections.abc import Callable
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -59,12 +60,23 @@ def _json(status: int, message: str) -> Response:
     return Response(json.dumps({"message": message}), status, mimetype="application/json")
 
 
+HEALTH_PATH = "/v1/health"
+
+
 class HttpApiGateway:
     """A WSGI application standing in for API Gateway's HTTP API with a Lambda integration."""
 
-    def __init__(self, function: LocalFunction, routes: list[Route]) -> None:
+    def __init__(
+        self,
+        function: LocalFunction,
+        routes: list[Route],
+        local_health: Callable[[], dict[str, Any]] | None = None,
+    ) -> None:
         self._function = function
         self._routes = routes
+        # What the local stack adds to GET /v1/health (its engine, its pumps): the parts
+        # that Lambda and DynamoDB run on AWS, where no such detail exists.
+        self._local_health = local_health
 
     def _match(self, method: str, path: str) -> tuple[Route, dict[str, str]] | None:
         for route in self._routes:
@@ -127,6 +139,16 @@ class HttpApiGateway:
                 event["isBase64Encoded"] = True
         return event
 
+    def _with_local_health(self, response: Response) -> Response:
+        assert self._local_health is not None
+        if response.status_code != 200 or response.mimetype != "application/json":
+            return response
+        body = json.loads(response.get_data())
+        if isinstance(body, dict):
+            body["local"] = self._local_health()
+            response.set_data(json.dumps(body))
+        return response
+
     @staticmethod
     def response(result: Any) -> Response:
         """API Gateway's reading of a payload format 2.0 Lambda response."""
@@ -163,5 +185,7 @@ class HttpApiGateway:
         except Exception:  # the function crashed: API Gateway answers 500 without details
             return _json(500, "Internal Server Error")(environ, start_response)
         response = self.response(result)
+        if self._local_health is not None and request.path == HEALTH_PATH:
+            response = self._with_local_health(response)
         response.headers["X-Local-Latency-Ms"] = f"{(time.monotonic() - started) * 1000:.1f}"
         return response(environ, start_response)

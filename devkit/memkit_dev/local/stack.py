@@ -237,7 +237,9 @@ class LocalStack:
         self._rebuild_index()
         self._start_curation(template, root)
         self._start_cleanup(template, root)
-        gateway = HttpApiGateway(self._api, http_api_routes(template, API_FUNCTION))
+        gateway = HttpApiGateway(
+            self._api, http_api_routes(template, API_FUNCTION), local_health=self.health
+        )
         self._server = make_server(config.host, config.port, gateway, threaded=True)
         self._thread = threading.Thread(
             target=self._server.serve_forever, name="http-api", daemon=True
@@ -246,6 +248,15 @@ class LocalStack:
         for part in self.background:
             part.start()
         return self
+
+    def health(self) -> dict[str, Any]:
+        """What GET /v1/health adds on the local stack: the engine and each stream pump
+        (a pump whose records wait with no batch done says `stalled`)."""
+        pumps = {"indexer": self.pump, "curator": self.curator_pump}
+        return {
+            "dynamodb": self.engine,
+            "stream_pumps": {name: p.health() for name, p in pumps.items() if p is not None},
+        }
 
     def _dynamodb(self, moto_endpoint: str) -> tuple[str, str]:
         """The DynamoDB endpoint the configuration asks for, and what serves it, in words."""

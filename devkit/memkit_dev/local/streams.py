@@ -66,6 +66,12 @@ SHARD_REFRESH_SECONDS = 1.0
 IDLE_AFTER_SECONDS = 2.0
 IDLE_POLL_SECONDS = 0.25
 ERROR_BACKOFF_SECONDS = 0.5
+# A shard whose iterator has returned nothing for this long is checked with a fresh iterator
+# from where the pump stands (at most this often): an iterator can go stale (moto replaced
+# the shard under it on a cancelled transaction), and records then wait behind it for good.
+ITERATOR_CHECK_SECONDS = 5.0
+# Records waiting this long with no batch done is a stall: logged, and shown in /v1/health.
+STALL_SECONDS = 60.0
 
 Invoke = Callable[[dict[str, Any]], Any]
 OnFailure = Callable[[dict[str, Any]], None]
@@ -243,6 +249,7 @@ class PumpStats:
     records_invoked: int = 0  # records in all invocations, retries included
     function_errors: int = 0
     partial_failures: int = 0
+    stale_iterators: int = 0  # iterators found stale and replaced
 
 
 @dataclass
@@ -273,6 +280,9 @@ class _Shard:
     buffer: deque[_Entry] = field(default_factory=deque)
     window_start: float | None = None
     work: deque[_Batch] = field(default_factory=deque)
+    # Since when reads return nothing, and when a fresh iterator last checked this one.
+    quiet_since: float | None = None
+    checked_at: float = 0.0
 
     @property
     def settled(self) -> bool:
@@ -328,6 +338,9 @@ class StreamPump:
         self._wake = threading.Event()
         self._ready = threading.Event()
         self._thread: threading.Thread | None = None
+        # When a batch was last done (or the pump started), and whether a stall was logged.
+        self._progress_at = time.monotonic()
+        self._stall_logged = False
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -351,6 +364,32 @@ class StreamPump:
     def stats(self) -> PumpStats:
         with self._lock:
             return self._stats
+
+    def health(self) -> dict[str, Any]:
+        """How the pump is doing, for /v1/health on the local stack: `ok`, `catching up`
+        (records wait, batches are being done), `stalled` (records have waited STALL_SECONDS
+        with no batch done) or `stopped`."""
+        now = time.monotonic()
+        with self._lock:
+            waiting = self._waiting()
+            since = now - self._progress_at
+            stats = self._stats
+        running = self._thread is not None and self._thread.is_alive()
+        state = "ok"
+        if not running:
+            state = "stopped"
+        elif waiting and since >= STALL_SECONDS:
+            state = "stalled"
+        elif waiting:
+            state = "catching up"
+        return {
+            "state": state,
+            "waiting": waiting,
+            "seconds_since_progress": round(since, 1),
+            "delivered": stats.records_delivered,
+            "failed": stats.records_failed,
+            "stale_iterators": stats.stale_iterators,
+        }
 
     def drain(self, timeout: float = 10.0) -> None:
         """Block until every record in the stream before this call is delivered or discarded.
@@ -377,6 +416,33 @@ class StreamPump:
             self._stats = replace(
                 current, **{name: getattr(current, name) + n for name, n in increments.items()}
             )
+            if increments.get("records_delivered") or increments.get("records_failed"):
+                self._progress_at = time.monotonic()
+                self._stall_logged = False
+
+    def _waiting(self) -> int:
+        """Records read and not yet delivered or discarded (call with the lock held)."""
+        shards = list(self._shards.values())
+        return sum(len(s.buffer) + sum(len(b.entries) for b in s.work) for s in shards)
+
+    def _watch(self, idle: bool) -> None:
+        """Progress bookkeeping after a round: nothing waiting counts as progress; records
+        waiting STALL_SECONDS with no batch done are logged once as a stall."""
+        now = time.monotonic()
+        with self._lock:
+            if idle or not self._waiting():
+                self._progress_at = now
+                self._stall_logged = False
+                return
+            stalled = now - self._progress_at >= STALL_SECONDS and not self._stall_logged
+            if stalled:
+                self._stall_logged = True
+        if stalled:
+            log.warning(
+                "stream pump for %s: records have waited %.0f s with no batch done",
+                self.function_name,
+                now - self._progress_at,
+            )
 
     # -- the loop --------------------------------------------------------------------
 
@@ -393,6 +459,7 @@ class StreamPump:
                 log.warning("stream pump: polling failed (%s); retrying", type(exc).__name__)
                 worked, idle = False, False
                 self._stopping.wait(ERROR_BACKOFF_SECONDS)
+            self._watch(idle)
             if idle:
                 with self._changed:
                     self._idle_cycle = cycle
@@ -500,10 +567,12 @@ class StreamPump:
             shard.closed = True
             log.info("stream pump: shard %s closed", shard.shard_id)
         raw_records = page.get("Records", [])
-        if not raw_records:
-            return 0
-        assert self.stream_arn is not None
         now = time.monotonic()
+        if not raw_records:
+            self._check_iterator(shard, now)
+            return 0
+        shard.quiet_since = None
+        assert self.stream_arn is not None
         self._last_records = now
         filtered = 0
         for raw in raw_records:
@@ -532,6 +601,30 @@ class StreamPump:
             shard.last_read,
         )
         return len(raw_records)
+
+    def _check_iterator(self, shard: _Shard, now: float) -> None:
+        """A shard quiet for a while: does a fresh iterator from where the pump stands see
+        records that the held one does not? Then the held one went stale: follow the shard
+        again from there (nothing is lost or read twice: the position is the last record)."""
+        if shard.closed or shard.iterator is None:
+            return
+        if shard.quiet_since is None:
+            shard.quiet_since = now
+            return
+        if now - shard.quiet_since < ITERATOR_CHECK_SECONDS:
+            return
+        if now - shard.checked_at < ITERATOR_CHECK_SECONDS:
+            return
+        shard.checked_at = now
+        fresh = self._iterator(shard)
+        if self._streams.get_records(ShardIterator=fresh, Limit=1).get("Records"):
+            log.warning(
+                "stream pump: shard %s: its iterator went stale with records waiting; "
+                "following the shard again from the last record read",
+                shard.shard_id,
+            )
+            shard.iterator = self._iterator(shard)
+            self._count(stale_iterators=1)
 
     def _iterator(self, shard: _Shard) -> str:
         assert self.stream_arn is not None

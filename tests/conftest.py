@@ -64,10 +64,73 @@ def call_api(handler: Any, method: str, path: str, **kwargs: Any) -> ApiResponse
     return ApiResponse(result["statusCode"], result.get("headers") or {}, parsed)
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A module that sets ENGINES = ("moto", "dynamodb-local") runs each of its tests that
+    use `dynamodb_table` on each engine (the DynamoDB Local tier; see dynamodb_table)."""
+    engines = getattr(metafunc.module, "ENGINES", None)
+    if engines and "dynamodb_table" in metafunc.fixturenames:
+        metafunc.parametrize("dynamodb_table", engines, indirect=True)
+
+
+@pytest.fixture(scope="session")
+def dynamodb_local_endpoint() -> Iterator[str]:
+    """DynamoDB Local, AWS's own engine, in memory for the session (installed into .tools/
+    once); skipped where it cannot run (no Java 17+, no registry)."""
+    from memkit_dev.local.dynamodb_local import (
+        MIN_JAVA,
+        DynamoDBLocal,
+        Unavailable,
+        install,
+        java_version,
+    )
+
+    version = java_version()
+    if version is None or version < MIN_JAVA:
+        pytest.skip(f"DynamoDB Local needs Java {MIN_JAVA}+ (found {version})")
+    try:
+        server = DynamoDBLocal(install(ROOT / ".tools"), data_dir=None).start()
+    except Unavailable as exc:
+        pytest.skip(f"DynamoDB Local cannot run here: {exc}")
+    yield server.endpoint
+    server.stop()
+
+
 @pytest.fixture
-def dynamodb_table() -> Iterator[str]:
-    """moto in process, with the table created from template.yaml's MemoryTable (one
-    request at a time, as on the local stack's server: memkit writes from thread pools)."""
+def dynamodb_table(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The table created from template.yaml's MemoryTable, on moto in process (one request
+    at a time, as on the local stack's server: memkit writes from thread pools), or, for a
+    module of the DynamoDB Local tier, also on DynamoDB Local: AWS's own engine checks what
+    moto lets through (name, expression, item and transaction rules). There every client
+    (boto3, PynamoDB) reaches it through AWS_ENDPOINT_URL_DYNAMODB[_STREAMS]."""
+    from memkit.store.items import bind_items
+
+    # Item classes are bound per (table, endpoint...) and cached: a binding whose client
+    # resolved one engine's endpoint must not serve a test on the other.
+    bind_items.cache_clear()
+    engine = getattr(request, "param", "moto")
+    table = _dynamodb_local_table(request) if engine == "dynamodb-local" else _moto_table()
+    yield from table
+    bind_items.cache_clear()
+
+
+def _dynamodb_local_table(request: pytest.FixtureRequest) -> Iterator[str]:
+    import boto3
+
+    from memkit_dev.local.template import create_table, load_template
+
+    endpoint = request.getfixturevalue("dynamodb_local_endpoint")
+    monkeypatch = request.getfixturevalue("monkeypatch")
+    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", endpoint)
+    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB_STREAMS", endpoint)
+    client = boto3.client("dynamodb", region_name="us-east-1", endpoint_url=endpoint)
+    if TABLE in client.list_tables()["TableNames"]:
+        client.delete_table(TableName=TABLE)
+        client.get_waiter("table_not_exists").wait(TableName=TABLE)
+    create_table(client, load_template(ROOT / "template.yaml"), TABLE)
+    yield TABLE
+
+
+def _moto_table() -> Iterator[str]:
     import boto3
     from moto import mock_aws
 

@@ -27,6 +27,8 @@ from tests.events import load_event
 from tests.integration.memory_world import MemoryWorld
 
 pytestmark = pytest.mark.integration
+# The DynamoDB Local tier (tests/conftest.py): these run on moto and on AWS's own engine.
+ENGINES = ("moto", "dynamodb-local")
 
 HOUR = 3600
 # Every run below happens "an hour from now": sessions with a shorter TTL are due.

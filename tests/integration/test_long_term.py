@@ -13,6 +13,8 @@ import pytest
 from tests.integration.memory_world import MemoryWorld
 
 pytestmark = pytest.mark.integration
+# The DynamoDB Local tier (tests/conftest.py): these run on moto and on AWS's own engine.
+ENGINES = ("moto", "dynamodb-local")
 LTM = "/v1/long-term-memory"
 
 

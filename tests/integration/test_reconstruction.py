@@ -21,6 +21,8 @@ from tests.events import http_event
 from tests.integration.memory_world import MemoryWorld, build_world
 
 pytestmark = pytest.mark.integration
+# The DynamoDB Local tier (tests/conftest.py): these run on moto and on AWS's own engine.
+ENGINES = ("moto", "dynamodb-local")
 
 SESSION = "/v1/working-memory/chat"
 

@@ -13,6 +13,8 @@ from memkit.store import keys
 from tests.integration.conftest import Call
 
 pytestmark = pytest.mark.integration
+# The DynamoDB Local tier (tests/conftest.py): these run on moto and on AWS's own engine.
+ENGINES = ("moto", "dynamodb-local")
 S1 = "/v1/working-memory/s1"
 ULID = r"^[0-9A-HJKMNP-TV-Z]{26}$"
 

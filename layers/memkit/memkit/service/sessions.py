@@ -71,9 +71,11 @@ from memkit.versions import version_matches
 if TYPE_CHECKING:
     from memkit.vectors.protocol import VectorIndex
 
-# A DynamoDB item holds 400 KB: a message, a memory or the session's own fields must fit
-# one with room for keys and attributes.
-MAX_ITEM_BYTES = 350_000
+# A DynamoDB item holds 400 KB, and an item with the sort key of a local secondary index
+# counts twice, its projection included (LSI1 projects ALL: messages, the session's meta).
+# So a message, a memory or the session's own fields must fit half of it, with room for
+# keys and attributes. (moto lets 350 KB through; DynamoDB and DynamoDB Local refuse it.)
+MAX_ITEM_BYTES = 190_000
 # Pending memories of one session together (they travel in every document).
 MAX_MEMORIES_BYTES = 1_000_000
 # New messages one PUT may add (it may carry more that are already stored). A rebuilt

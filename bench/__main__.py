@@ -20,6 +20,7 @@ BENCHMARKS = (
     "reindex",
     "retrieval",
     "prompt",
+    "ingest",
 )
 
 

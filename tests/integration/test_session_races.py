@@ -220,3 +220,39 @@ def test_a_document_stays_under_the_lambda_response_limit(stack: tuple[Call, Any
     assert len(json.dumps(response.body)) < 6_000_000
     assert response.body["messages"][-1]["id"] == "m5-7"  # the newest are the ones kept
     assert response.body["message_count"] == 48
+
+
+def test_a_transaction_the_sdk_sends_twice_is_never_a_failure(
+    stack: tuple[Call, Any], request: pytest.FixtureRequest
+) -> None:
+    # Given the session's transaction sent twice, as the SDK does when an answer is lost to
+    # a timeout: the first goes through, its answer never arrives
+    call, store = stack
+    assert call("POST", f"{S1}/messages", body={"messages": [_msg("m1")]}).status == 201
+    client = store._items.connection.client
+    send = client.transact_write_items
+    repeats = [1]
+
+    def sent_twice(**kwargs: Any) -> Any:
+        while repeats:
+            repeats.pop()
+            send(**kwargs)
+        return send(**kwargs)
+
+    client.transact_write_items = sent_twice
+    try:
+        appended = call("POST", f"{S1}/messages", body={"messages": [_msg("m2")]})
+    finally:
+        client.transact_write_items = send
+
+    # Then the client is told it is stored, and it is, once
+    assert appended.status in (200, 201)
+    stored = call("GET", S1).body
+    assert [m["id"] for m in stored["messages"]] == ["m1", "m2"]
+    assert stored["message_count"] == 2
+    if request.node.callspec.params["dynamodb_table"] == "dynamodb-local":
+        # DynamoDB answers the repeat by its ClientRequestToken, as it answered the first
+        assert appended.status == 201
+        assert appended.body["appended"] == ["m2"]
+    else:  # moto ignores the token: the repeat fails its check, and a re-read finds it stored
+        assert appended.body["already_stored"] == ["m2"]

@@ -8,6 +8,7 @@ version, so a writer that lost a race retries from a fresh read (service/session
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections.abc import Callable, Iterator
@@ -606,8 +607,14 @@ class SessionTable(TableBase):
             for pk, sk in deletes
         ]
         actions.append({"Put": {"TableName": table, "Item": meta_item.serialize(), **condition}})
+        # Derived from the transaction itself: when the SDK sends it again (its answer was
+        # lost to a timeout), DynamoDB answers as it did the first time (for 10 minutes)
+        # instead of failing the version check of a write that in fact went through.
+        token = hashlib.sha256(json.dumps(actions, sort_keys=True).encode()).hexdigest()[:36]
         with translated("write session"):
-            self._items.connection.client.transact_write_items(TransactItems=actions)
+            self._items.connection.client.transact_write_items(
+                TransactItems=actions, ClientRequestToken=token
+            )
 
     def _memory_item(
         self, tenant: str, meta: SessionMeta, record: JsonObject, expires_at: int | None

@@ -7,6 +7,7 @@ clients PynamoDB creates lazily, including the one a transaction builds for itse
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -42,36 +43,84 @@ class RequestCounter:
         return Counter(self.operations)
 
 
-@contextmanager
-def api_on_moto() -> Iterator[Callable[..., dict[str, Any]]]:
-    """`send(method, path, expect=200, **http_event_args)`: one call of the real Lambda
-    handler over the DynamoDB store on a fresh moto table; exits on another status."""
-    import boto3
-    from moto import mock_aws
-
+def _sender() -> Callable[..., dict[str, Any]]:
+    """`send(method, path, expect=200, **http_event_args)` over the table the process's
+    DynamoDB client reaches (moto's mock, or an endpoint from AWS_ENDPOINT_URL_DYNAMODB)."""
     from memkit.config import ApiSettings
     from memkit.handlers.api import make_lambda_handler
     from memkit.handlers.wiring import api_services
     from memkit.store.dynamodb import DynamoStore
+    from tests.events import http_event
+
+    settings = ApiSettings(table_name=TABLE, region="us-east-1")
+    handler = make_lambda_handler(lambda: api_services(DynamoStore(settings), settings))
+    context: Any = environment.LambdaContext()
+
+    def send(method: str, path: str, expect: int = 200, **kwargs: Any) -> dict[str, Any]:
+        response = handler(http_event(method, path, **kwargs), context)
+        if response["statusCode"] != expect:
+            raise SystemExit(f"{method} {path} failed: {str(response)[:1000]}")
+        return response
+
+    return send
+
+
+@contextmanager
+def api_on_moto() -> Iterator[Callable[..., dict[str, Any]]]:
+    """The real Lambda handler over the DynamoDB store on a fresh moto table (`_sender`)."""
+    import boto3
+    from moto import mock_aws
+
     from memkit_dev.local.dynamodb import serialize_in_process_moto
     from memkit_dev.local.template import create_table, load_template
-    from tests.events import http_event
 
     serialize_in_process_moto()  # moto is not thread-safe; memkit writes from pools
     with mock_aws():
         client = boto3.client("dynamodb", region_name="us-east-1")
         create_table(client, load_template(ROOT / "template.yaml"), TABLE)
-        settings = ApiSettings(table_name=TABLE, region="us-east-1")
-        handler = make_lambda_handler(lambda: api_services(DynamoStore(settings), settings))
-        context: Any = environment.LambdaContext()
+        yield _sender()
 
-        def send(method: str, path: str, expect: int = 200, **kwargs: Any) -> dict[str, Any]:
-            response = handler(http_event(method, path, **kwargs), context)
-            if response["statusCode"] != expect:
-                raise SystemExit(f"{method} {path} failed: {str(response)[:1000]}")
-            return response
 
-        yield send
+@contextmanager
+def api_on_table() -> Iterator[tuple[Callable[..., dict[str, Any]], str]]:
+    """(send, engine): the real handler over a fresh table on DynamoDB Local where it can
+    run (as `make serve`; MEMKIT_BENCH_ENGINE=moto for moto), else on moto."""
+    import boto3
+
+    from memkit_dev.local.dynamodb_local import (
+        MIN_JAVA,
+        DynamoDBLocal,
+        Unavailable,
+        install,
+        java_version,
+    )
+    from memkit_dev.local.template import create_table, load_template
+
+    engine = environment.stack_engine()
+    server = None
+    if engine != "moto":
+        try:
+            version = java_version()
+            if version is None or version < MIN_JAVA:
+                raise Unavailable(f"Java {MIN_JAVA}+ not found")
+            server = DynamoDBLocal(install(ROOT / ".tools"), data_dir=None).start()
+        except Unavailable:
+            if engine == "dynamodb-local":
+                raise
+    if server is None:
+        with api_on_moto() as send:
+            yield send, "moto (in process)"
+        return
+    names = ("AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_DYNAMODB_STREAMS")
+    os.environ.update(dict.fromkeys(names, server.endpoint))
+    try:
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        create_table(client, load_template(ROOT / "template.yaml"), TABLE)
+        yield _sender(), "DynamoDB Local"
+    finally:
+        for name in names:
+            os.environ.pop(name, None)
+        server.stop()
 
 
 def main() -> None:

@@ -17,6 +17,12 @@ BENCH_ENVIRONMENT = {
 }
 
 
+# What serves DynamoDB in the benchmarks that run the local stack: as `make serve` does
+# (DynamoDB Local where Java 17+ is here, else moto), unless MEMKIT_BENCH_ENGINE says.
+def stack_engine() -> str:
+    return os.environ.get("MEMKIT_BENCH_ENGINE", "auto")
+
+
 def apply() -> dict[str, str]:
     """Set the benchmark environment in this process (before boto3 or memkit is imported)."""
     os.environ.update(BENCH_ENVIRONMENT)

@@ -308,9 +308,19 @@ def post_to_searchable() -> None:
     from memkit_dev.local.stack import LocalStack, LocalStackConfig
 
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # a line per request otherwise
-    config = LocalStackConfig(port=0, concurrency=2, template=ROOT / "template.yaml")
+    config = LocalStackConfig(
+        port=0,
+        concurrency=2,
+        template=ROOT / "template.yaml",
+        engine=environment.stack_engine(),
+        tools_dir=ROOT / ".tools",
+    )
     times = []
     with LocalStack(config) as stack, httpx.Client(base_url=stack.url, timeout=30) as http:
+        print(
+            f"indexing: DynamoDB on {stack.engine}",
+            flush=True,
+        )
         for i in range(15):
             rid = f"fresh-{i}"
             body = {"memories": [{"id": rid, "text": f"the locker code is {1000 + i} today"}]}

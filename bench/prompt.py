@@ -206,9 +206,19 @@ def main() -> None:
     from memkit_dev.local.stack import LocalStack, LocalStackConfig
 
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # a line per request otherwise
-    config = LocalStackConfig(port=0, concurrency=2, template=ROOT / "template.yaml")
+    config = LocalStackConfig(
+        port=0,
+        concurrency=2,
+        template=ROOT / "template.yaml",
+        engine=environment.stack_engine(),
+        tools_dir=ROOT / ".tools",
+    )
     history, records = session_messages(), memories()
     with LocalStack(config) as stack, httpx.Client(base_url=stack.url, timeout=120) as http:
+        print(
+            f"prompt: DynamoDB on {stack.engine}",
+            flush=True,
+        )
         for pump in (stack.pump, getattr(stack, "curator_pump", None)):
             if pump is not None:
                 pump.stop()
@@ -290,7 +300,7 @@ def main() -> None:
             "prompt.get_session_ms",
             get_ms,
             "ms median",
-            "GET of the same session's 40 newest messages: one Query on moto, for scale",
+            "GET of the same session's 40 newest messages: one Query, for scale",
         )
 
         # 2. Tokens: the prompt against the history it stands for.

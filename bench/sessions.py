@@ -1,4 +1,5 @@
-"""Sessions on DynamoDB: the real handler and store on moto, every request counted.
+"""Sessions on DynamoDB: the real handler and store on DynamoDB Local where Java 17+ is here
+(else moto; MEMKIT_BENCH_ENGINE=moto forces it), every request counted.
 
     1. GET ?recent_messages_limit=20 on a session of 20 messages and on one of 20,000:
        latency (medians of interleaved runs) and DynamoDB requests per GET.
@@ -30,7 +31,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from bench import environment
-from bench.dynamodb_requests import RequestCounter, api_on_moto
+from bench.dynamodb_requests import RequestCounter, api_on_table
 from bench.figures import median, report
 from bench.warm_overhead import NOTES
 
@@ -166,7 +167,8 @@ def main() -> None:
     environment.apply()
     recorder = CallRecorder().install()  # before any botocore session exists
 
-    with api_on_moto() as send:
+    with api_on_table() as (send, engine):
+        print(f"sessions: DynamoDB on {engine}", flush=True)
 
         def append(session_id: str, start: int, count: int) -> None:
             body = {"messages": messages(session_id, count, start)}
@@ -216,7 +218,7 @@ def main() -> None:
         report(
             "sessions.get_latency_ratio",
             ms[LARGE]["total"] / ms[SMALL]["total"],
-            target=f"target <= {RATIO_TARGET}; {LARGE} vs {SMALL} messages, on moto",
+            target=f"target <= {RATIO_TARGET}; {LARGE} vs {SMALL} messages, on {engine}",
         )
         report(
             "sessions.get_latency_ratio_without_dynamodb",

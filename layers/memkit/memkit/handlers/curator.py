@@ -6,6 +6,7 @@ holds the stream back; the memory worker (memkit.handlers.worker) runs the jobs.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -33,13 +34,12 @@ def make_lambda_handler(queueing: Callable[[], Queueing] = production_queueing) 
     @drop_disabled_metrics
     def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         deps = queueing()
+        queued: Counter[str] = Counter()
 
         def on_record(record: DynamoDBRecord) -> None:
             change = stream_change(record.raw_event)
-            if change is None:
-                return
-            for job in queue_jobs(change, deps):
-                metrics.add_metric(name=f"CurationQueued_{job.kind}", unit="Count", value=1)
+            if change is not None:
+                queued.update(job.kind for job in queue_jobs(change, deps))
 
         processor = BatchProcessor(
             event_type=EventType.DynamoDBStreams, raise_on_entire_batch_failure=False
@@ -47,6 +47,10 @@ def make_lambda_handler(queueing: Callable[[], Queueing] = production_queueing) 
         response = process_partial_response(
             event=event, record_handler=on_record, processor=processor, context=context
         )
+        # One value per kind and batch (a value per job would reach Powertools' 100-value
+        # flush within one busy batch).
+        for kind, count in queued.items():
+            metrics.add_metric(name=f"CurationQueued_{kind}", unit="Count", value=count)
         return dict(response)
 
     return lambda_handler

@@ -25,7 +25,7 @@ $(SAM): | $(STAMP)
 	$(SAM_VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(SAM_VENV)/bin/python -m pip install --quiet "aws-sam-cli>=1.120,<2"
 
-## serve: run the local stack (API + DynamoDB on moto) on http://127.0.0.1:$(PORT)
+## serve: run the local stack (API + DynamoDB Local, or moto without Java) on http://127.0.0.1:$(PORT)
 serve: $(STAMP)
 	$(BIN)/memkit serve --port $(PORT)
 

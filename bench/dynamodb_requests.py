@@ -112,14 +112,18 @@ def api_on_table() -> Iterator[tuple[Callable[..., dict[str, Any]], str]]:
             yield send, "moto (in process)"
         return
     names = ("AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_DYNAMODB_STREAMS")
+    before = {name: os.environ.get(name) for name in names}
     os.environ.update(dict.fromkeys(names, server.endpoint))
     try:
         client = boto3.client("dynamodb", region_name="us-east-1")
         create_table(client, load_template(ROOT / "template.yaml"), TABLE)
         yield _sender(), "DynamoDB Local"
     finally:
-        for name in names:
-            os.environ.pop(name, None)
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
         server.stop()
 
 

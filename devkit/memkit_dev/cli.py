@@ -10,6 +10,10 @@ import threading
 from pathlib import Path
 
 
+def _interrupt(*_: object) -> None:
+    raise KeyboardInterrupt
+
+
 def _serve(args: argparse.Namespace) -> int:
     from memkit_dev.local.stack import LocalStack, LocalStackConfig
 
@@ -29,7 +33,14 @@ def _serve(args: argparse.Namespace) -> int:
         metrics=args.metrics,
         cleanup_interval_seconds=args.cleanup_interval,
     )
-    stack = LocalStack(config).start()
+    # A SIGTERM during the start (an install, an index rebuild) unwinds it like Ctrl-C:
+    # start() stops what it had started (DynamoDB Local runs in a process of its own).
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        stack = LocalStack(config).start()
+    except KeyboardInterrupt:
+        print("memkit local stack stopped while starting", flush=True)
+        return 0
     print(
         f"memkit local stack on {stack.url}\n"
         f"  DynamoDB: {stack.engine} at {stack.dynamodb_endpoint}, table {args.table}\n"
@@ -104,7 +115,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--dynamodb-endpoint",
         metavar="URL",
-        help="a DynamoDB-compatible endpoint instead of moto in process (e.g. DynamoDB Local)",
+        help="a DynamoDB-compatible endpoint to use instead of starting one (the work queues "
+        "stay on moto's SQS)",
     )
     serve.add_argument(
         "--engine",

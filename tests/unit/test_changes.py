@@ -102,7 +102,7 @@ def test_a_record_memkit_did_not_write_is_unreadable_with_its_sequence(damage: A
     assert "likes" not in str(caught.value)  # a reason names no content
 
 
-def test_scanned_items_become_numbered_inserts() -> None:
+def test_scanned_items_become_numbered_inserts_and_a_bad_one_is_only_counted() -> None:
     item = _record("stream_insert_record.json")["dynamodb"]["NewImage"]
     pending = {
         "kind": {"S": "memory"},
@@ -119,10 +119,12 @@ def test_scanned_items_become_numbered_inserts() -> None:
         "message_count": {"N": "3"},
     }
     profile = {"kind": {"S": "profile"}}
+    broken = {"kind": {"S": "record"}}  # no tenant, no text: not what memkit writes
 
-    changes = list(scanned_changes([item, profile, pending, session]))
+    changes, unreadable = scanned_changes([item, profile, pending, broken, session])
 
-    assert [c.sequence for c in changes] == ["0", "2", "3"]
+    assert unreadable == 1  # counted, and the rest of the page still decoded
+    assert [c.sequence for c in changes] == ["0", "2", "4"]
     assert all(c.event == "INSERT" and c.old is None for c in changes)
     assert isinstance(changes[1].new, PendingMemoryValue)
     assert changes[1].new.ref == PendingMemoryRef("t", "ns", "s1", "m1")
@@ -143,3 +145,7 @@ def test_doc_ids_come_from_memkit_ids_alone() -> None:
     assert source_of("t", {**fields, "kind": "message"}) == message
     assert source_of("t", {"record_id": "r1", "kind": "record"}) == record
     assert source_of("t", {"namespace": "ns"}) is None
+    # A record a client typed "message", written before `kind`: its old sort key says record
+    legacy = {"record_id": "r1", "memory_type": "message", "session_id": "s1", "sk": "RECORD"}
+    assert source_of("t", legacy) == record
+    assert source_of("t", {**fields, "sk": "MSG#m1"}) == message

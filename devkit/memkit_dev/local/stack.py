@@ -286,6 +286,7 @@ class LocalStack:
         for an empty table)."""
         from memkit.config import ReindexSettings
         from memkit.handlers.wiring import reindexer
+        from memkit.observability import logger, metrics
         from memkit_dev.reindex import ProgressLine
 
         config = self.config
@@ -306,10 +307,17 @@ class LocalStack:
         line = ProgressLine(sys.stderr)
 
         def progress(counts: Any, total: int) -> None:
+            metrics.clear_metrics()  # nothing publishes them outside Lambda
             if config.progress and time.monotonic() - started > REBUILD_QUIET_SECONDS:
                 line(counts, total)
 
-        report = reindexer(settings).run(progress=progress)
+        previous = logger.log_level
+        logger.setLevel("WARNING")  # the progress line speaks; batches' logs would drown it
+        try:
+            report = reindexer(settings).run(progress=progress)
+        finally:
+            logger.setLevel(previous)
+            metrics.clear_metrics()
         if config.progress and time.monotonic() - started > REBUILD_QUIET_SECONDS:
             line.finish()
         log.info("index rebuilt from the table: %s", report.summary())

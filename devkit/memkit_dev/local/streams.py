@@ -341,6 +341,9 @@ class StreamPump:
         # When a batch was last done (or the pump started), and whether a stall was logged.
         self._progress_at = time.monotonic()
         self._stall_logged = False
+        # Records waiting after the last round, counted by the pump's own thread (the only
+        # one that touches the shards' buffers).
+        self._waiting_count = 0
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -371,7 +374,7 @@ class StreamPump:
         with no batch done) or `stopped`."""
         now = time.monotonic()
         with self._lock:
-            waiting = self._waiting()
+            waiting = self._waiting_count
             since = now - self._progress_at
             stats = self._stats
         running = self._thread is not None and self._thread.is_alive()
@@ -421,7 +424,7 @@ class StreamPump:
                 self._stall_logged = False
 
     def _waiting(self) -> int:
-        """Records read and not yet delivered or discarded (call with the lock held)."""
+        """Records read and not yet delivered or discarded (the pump's thread only)."""
         shards = list(self._shards.values())
         return sum(len(s.buffer) + sum(len(b.entries) for b in s.work) for s in shards)
 
@@ -429,8 +432,10 @@ class StreamPump:
         """Progress bookkeeping after a round: nothing waiting counts as progress; records
         waiting STALL_SECONDS with no batch done are logged once as a stall."""
         now = time.monotonic()
+        waiting = self._waiting()
         with self._lock:
-            if idle or not self._waiting():
+            self._waiting_count = waiting
+            if idle or not waiting:
                 self._progress_at = now
                 self._stall_logged = False
                 return

@@ -90,7 +90,7 @@ class ReindexStore(IndexerStore, Protocol):
         *,
         since_us: int | None = None,
         limit: int = SCAN_PAGE,
-    ) -> tuple[list[ItemChange], int, str | None]: ...
+    ) -> tuple[list[ItemChange], int, str | None, int]: ...
 
     def approximate_item_count(self) -> int: ...
 
@@ -310,14 +310,14 @@ class Reindexer:
         while True:
             if self._deadline is not None and self._deadline.passed():
                 raise OutOfTime("the rebuild ran out of time before its switch")
-            changes, scanned, cursor = self._table.indexable_page(
+            changes, scanned, cursor, unreadable = self._table.indexable_page(
                 segment, segments, cursor, since_us=since_us, limit=self._page_size
             )
-            indexed = failed = 0
+            indexed, failed = 0, unreadable
             if indexer is not None and changes:
                 outcome = indexer.index_changes(changes)
-                indexed, failed = outcome.indexed, len(outcome.failures)
-            report.add(scanned, len(changes), indexed, failed)
+                indexed, failed = outcome.indexed, failed + len(outcome.failures)
+            report.add(scanned, len(changes) + unreadable, indexed, failed)
             with self._lock:
                 if cursor is None:
                     del pending[segment]

@@ -82,7 +82,7 @@ MAX_MEMORIES_BYTES = 1_000_000
 # document holds fewer (store/sessions.MAX_REBUILT_MESSAGES), so a PUT of it can add more.
 MAX_NEW_MESSAGES_PER_PUT = 1_000
 # A document holds its newest messages up to this many bytes: with the pending memories
-# (1 MB), the session's fields and its scratchpad (350 KB each) it stays under the 6 MB a
+# (1 MB), the session's fields and its scratchpad (MAX_ITEM_BYTES each) it stays under the 6 MB a
 # Lambda response may hold. `message_count` says how many the log has.
 DOCUMENT_BYTE_BUDGET = 4_000_000
 

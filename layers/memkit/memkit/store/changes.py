@@ -10,7 +10,7 @@ items) decode to None.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
@@ -149,16 +149,21 @@ def stream_change(record: Mapping[str, Any]) -> ItemChange | None:
     )
 
 
-def scanned_changes(items: Sequence[Mapping[str, Any]]) -> Iterator[ItemChange]:
+def scanned_changes(items: Sequence[Mapping[str, Any]]) -> tuple[list[ItemChange], int]:
     """Items read by a Scan (typed attribute values) as INSERTs of what they hold, each
-    numbered as a stream record would be; items the jobs do not follow are left out."""
+    numbered as a stream record would be; items the jobs do not follow are left out. Also
+    how many items were unreadable (left out, counted: one never stops a rebuild)."""
+    changes: list[ItemChange] = []
+    unreadable = 0
     for number, item in enumerate(items):
         try:
             value = _value(_plain(item))
-        except (KeyError, TypeError, ValueError, ArithmeticError) as exc:
-            raise UnreadableChange(type(exc).__name__) from exc
+        except (KeyError, TypeError, ValueError, ArithmeticError):
+            unreadable += 1
+            continue
         if value is not None:
-            yield ItemChange(sequence=str(number), event="INSERT", old=None, new=value)
+            changes.append(ItemChange(sequence=str(number), event="INSERT", old=None, new=value))
+    return changes, unreadable
 
 
 def _plain(raw: Mapping[str, Any] | None) -> dict[str, Any] | None:

@@ -67,11 +67,11 @@ class ReindexTable(CurationTable):
         *,
         since_us: int | None = None,
         limit: int = SCAN_PAGE,
-    ) -> tuple[list[ItemChange], int, str | None]:
+    ) -> tuple[list[ItemChange], int, str | None, int]:
         """One page of segment `segment` of `segments`: the indexable live items (each as
-        the INSERT that would have indexed it), how many items the page read, and the
-        cursor of the next page (None: the segment is done). `since_us` keeps only items
-        written at or after it (a rebuild's catch-up)."""
+        the INSERT that would have indexed it), how many items the page read, the cursor of
+        the next page (None: the segment is done), and how many items were unreadable.
+        `since_us` keeps only items written at or after it (a rebuild's catch-up)."""
         if not 0 <= segment < segments:
             raise BadRequest("segment must be from 0 to segments - 1")
         names = {"#kind": "kind", "#idx": "idx", "#expires": "expires_at"}
@@ -103,8 +103,8 @@ class ReindexTable(CurationTable):
             page = self._items.connection.client.scan(**request)
         last = page.get("LastEvaluatedKey")
         next_cursor = _encode({"PK": last["PK"], "SK": last["SK"]} if last else None)
-        changes = list(scanned_changes(page.get("Items", [])))
-        return changes, int(page.get("ScannedCount", 0)), next_cursor
+        changes, unreadable = scanned_changes(page.get("Items", []))
+        return changes, int(page.get("ScannedCount", 0)), next_cursor, unreadable
 
     def approximate_item_count(self) -> int:
         """The table's item count as DynamoDB last computed it (about every six hours):

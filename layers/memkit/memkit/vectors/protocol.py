@@ -49,6 +49,8 @@ FILTERABLE = frozenset(KEYWORD_FIELDS + DATE_FIELDS + BOOLEAN_FIELDS)
 
 RECORD_KIND = "record"
 MESSAGE_KIND = "message"
+# What a record's doc carried in `sk` before docs were named by memkit ids.
+LEGACY_RECORD_SORT_KEY = "RECORD"
 
 
 def _digest(*parts: str) -> str:
@@ -70,11 +72,14 @@ def doc_id_of(ref: ItemRef) -> str:
 
 
 def is_message(fields: dict[str, Any]) -> bool:
-    """Whether a doc is a session's message (a doc written before `kind` existed: by its
-    memory type)."""
+    """Whether a doc is a session's message. A doc written before `kind` existed carries
+    the table's sort key instead (a record's was "RECORD"; a client may give a record the
+    memory type "message", so that cannot tell)."""
     kind = fields.get("kind")
     if kind is not None:
         return bool(kind == MESSAGE_KIND)
+    if "sk" in fields:
+        return bool(fields["sk"] != LEGACY_RECORD_SORT_KEY)
     return fields.get("memory_type") == MESSAGE_KIND
 
 

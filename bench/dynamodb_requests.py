@@ -82,11 +82,10 @@ def api_on_moto() -> Iterator[Callable[..., dict[str, Any]]]:
 
 
 @contextmanager
-def api_on_table() -> Iterator[tuple[Callable[..., dict[str, Any]], str]]:
-    """(send, engine): the real handler over a fresh table on DynamoDB Local where it can
-    run (as `make serve`; MEMKIT_BENCH_ENGINE=moto for moto), else on moto."""
-    import boto3
-
+def dynamodb_engine() -> Iterator[str]:
+    """The engine this process's DynamoDB clients reach for the duration, by name: DynamoDB
+    Local (in memory) where Java 17+ is here, as `make serve` (MEMKIT_BENCH_ENGINE=moto for
+    moto), else moto's in-process mock. No table is created."""
     from memkit_dev.local.dynamodb_local import (
         MIN_JAVA,
         DynamoDBLocal,
@@ -94,7 +93,6 @@ def api_on_table() -> Iterator[tuple[Callable[..., dict[str, Any]], str]]:
         install,
         java_version,
     )
-    from memkit_dev.local.template import create_table, load_template
 
     engine = environment.stack_engine()
     server = None
@@ -108,16 +106,19 @@ def api_on_table() -> Iterator[tuple[Callable[..., dict[str, Any]], str]]:
             if engine == "dynamodb-local":
                 raise
     if server is None:
-        with api_on_moto() as send:
-            yield send, "moto (in process)"
+        from moto import mock_aws
+
+        from memkit_dev.local.dynamodb import serialize_in_process_moto
+
+        serialize_in_process_moto()  # moto is not thread-safe; memkit writes from pools
+        with mock_aws():
+            yield "moto (in process)"
         return
     names = ("AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_DYNAMODB_STREAMS")
     before = {name: os.environ.get(name) for name in names}
     os.environ.update(dict.fromkeys(names, server.endpoint))
     try:
-        client = boto3.client("dynamodb", region_name="us-east-1")
-        create_table(client, load_template(ROOT / "template.yaml"), TABLE)
-        yield _sender(), "DynamoDB Local"
+        yield "DynamoDB Local"
     finally:
         for name, value in before.items():
             if value is None:
@@ -125,6 +126,19 @@ def api_on_table() -> Iterator[tuple[Callable[..., dict[str, Any]], str]]:
             else:
                 os.environ[name] = value
         server.stop()
+
+
+@contextmanager
+def api_on_table() -> Iterator[tuple[Callable[..., dict[str, Any]], str]]:
+    """(send, engine): the real handler over a fresh table on `dynamodb_engine()`."""
+    import boto3
+
+    from memkit_dev.local.template import create_table, load_template
+
+    with dynamodb_engine() as engine:
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        create_table(client, load_template(ROOT / "template.yaml"), TABLE)
+        yield _sender(), engine
 
 
 def main() -> None:

@@ -84,8 +84,8 @@ def _text(rng: random.Random) -> str:
 def table_with_records(
     index: VectorIndex, embedder: Embedder, rng: random.Random, count: int
 ) -> DynamoStore:
-    """The table from template.yaml on moto (call it inside mock_aws) holding `count`
-    long-term records r0, r1, ... (random texts, 20 users), written through the real API
+    """The table from template.yaml (call it inside dynamodb_engine() or mock_aws) holding
+    `count` long-term records r0, r1, ... (random texts, 20 users), written through the real API
     handler over `index` and `embedder`, 100 a request; the store over that table."""
     import boto3
 

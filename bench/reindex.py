@@ -1,11 +1,12 @@
 """Reindex throughput on the local stack's parts: records per second of a full rebuild.
 
-RECORDS long-term records are written through the real API handler into moto (in process,
-as the integration tests run it), then the vector index is rebuilt three times by
+RECORDS long-term records are written through the real API handler into DynamoDB Local where
+Java 17+ is here (else moto in process; MEMKIT_BENCH_ENGINE=moto forces it), then the vector
+index is rebuilt three times by
 memkit.jobs.reindex: a parallel Scan of the table (4 segments), the stream indexer's
 code embedding each page with the local embedder, `_bulk` writes into a new generation of
 the local stack's index (the loopback OpenSearch, domain flavour, through the real
-adapter), each record's index state written back to moto, the alias switch, the catch-up
+adapter), each record's index state written back to the table, the alias switch, the catch-up
 Scan, and the old generation's deletion. The catch-up margin is 0 here (every record was
 written before the rebuild started), so each record is embedded once per rebuild.
 Prints the median of the three rebuilds, and, to show where the time goes, the Scan alone
@@ -27,19 +28,16 @@ SEGMENTS = 4
 
 
 def reindex_throughput() -> None:
-    from moto import mock_aws
-
+    from bench.dynamodb_requests import dynamodb_engine
     from memkit.config import IndexSettings
     from memkit.embeddings.local import LocalEmbedder
     from memkit.jobs.reindex import Reindexer
     from memkit.vectors.opensearch import opensearch_index
-    from memkit_dev.local.dynamodb import serialize_in_process_moto
     from memkit_dev.local.opensearch import LoopbackOpenSearch
 
     rng = random.Random(11)
-    serialize_in_process_moto()  # moto is not thread-safe; memkit reads and writes from pools
     embedder = LocalEmbedder()
-    with mock_aws(), LoopbackOpenSearch(embedder.dimensions) as server:
+    with dynamodb_engine() as engine, LoopbackOpenSearch(embedder.dimensions) as server:
         index = opensearch_index(
             IndexSettings(opensearch_endpoint=server.url, opensearch_auth="none"),
             "us-east-1",
@@ -52,7 +50,7 @@ def reindex_throughput() -> None:
             result = Reindexer(store, index, embedder, segments=SEGMENTS, catch_up_margin=0).run()
             assert (result.indexed, result.failed) == (RECORDS, 0), result
             rates.append(result.rate)
-        # The Scan alone (a dry run reads and counts): what moto's serving costs of it.
+        # The Scan alone (a dry run reads and counts): what the engine's serving costs of it.
         scans = [
             Reindexer(store, index, embedder, segments=SEGMENTS).run(dry_run=True)
             for _ in range(RUNS)
@@ -67,7 +65,7 @@ def reindex_throughput() -> None:
         assert len(server.documents("memkit-memories")) == RECORDS
     report(
         f"reindex: records/s of a full rebuild of {RECORDS} records, {SEGMENTS} Scan segments, "
-        f"local embedder, loopback OpenSearch (domain), moto in process (median of {RUNS})",
+        f"local embedder, loopback OpenSearch (domain), on {engine} (median of {RUNS})",
         median(rates),
         "records/s",
     )
@@ -77,10 +75,9 @@ def reindex_throughput() -> None:
         "records/s",
     )
     report(
-        "reindex: records/s of the index-state writes alone (one UpdateItem each, moto)",
+        f"reindex: records/s of the index-state writes alone (one UpdateItem each, {engine})",
         states,
         "records/s",
-        "moto's Scan and UpdateItem, one request at a time, bound the rebuild here",
     )
 
 

@@ -86,22 +86,13 @@ def dynamodb_engine() -> Iterator[str]:
     """The engine this process's DynamoDB clients reach for the duration, by name: DynamoDB
     Local (in memory) where Java 17+ is here, as `make serve` (MEMKIT_BENCH_ENGINE=moto for
     moto), else moto's in-process mock. No table is created."""
-    from memkit_dev.local.dynamodb_local import (
-        MIN_JAVA,
-        DynamoDBLocal,
-        Unavailable,
-        install,
-        java_version,
-    )
+    from memkit_dev.local.dynamodb_local import DynamoDBLocal, Unavailable, prepare
 
     engine = environment.stack_engine()
     server = None
     if engine != "moto":
         try:
-            version = java_version()
-            if version is None or version < MIN_JAVA:
-                raise Unavailable(f"Java {MIN_JAVA}+ not found")
-            server = DynamoDBLocal(install(ROOT / ".tools"), data_dir=None).start()
+            server = DynamoDBLocal(prepare(ROOT / ".tools"), data_dir=None).start()
         except Unavailable:
             if engine == "dynamodb-local":
                 raise
@@ -126,6 +117,27 @@ def dynamodb_engine() -> Iterator[str]:
             else:
                 os.environ[name] = value
         server.stop()
+
+
+@contextmanager
+def local_stack(name: str, engine: str | None = None, **config: Any) -> Iterator[Any]:
+    """The local stack for benchmark `name` on `engine` (default: the benchmarks' engine,
+    environment.stack_engine), data in memory, its engine printed; werkzeug kept quiet."""
+    import logging
+
+    from memkit_dev.local.stack import LocalStack, LocalStackConfig
+
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # a line per request otherwise
+    settings = LocalStackConfig(
+        port=0,
+        template=ROOT / "template.yaml",
+        engine=engine or environment.stack_engine(),
+        tools_dir=ROOT / ".tools",
+        **config,
+    )
+    with LocalStack(settings) as stack:
+        print(f"{name}: DynamoDB on {stack.engine}", flush=True)
+        yield stack
 
 
 @contextmanager

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import io
 import json
-import logging
 import math
 import random
 import time
@@ -304,23 +303,13 @@ def _message_record(i: int, text: str) -> dict[str, Any]:
 def post_to_searchable() -> None:
     import httpx
 
-    from bench.dynamodb_requests import ROOT
-    from memkit_dev.local.stack import LocalStack, LocalStackConfig
+    from bench.dynamodb_requests import local_stack
 
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # a line per request otherwise
-    config = LocalStackConfig(
-        port=0,
-        concurrency=2,
-        template=ROOT / "template.yaml",
-        engine=environment.stack_engine(),
-        tools_dir=ROOT / ".tools",
-    )
     times = []
-    with LocalStack(config) as stack, httpx.Client(base_url=stack.url, timeout=30) as http:
-        print(
-            f"indexing: DynamoDB on {stack.engine}",
-            flush=True,
-        )
+    with (
+        local_stack("indexing", concurrency=2) as stack,
+        httpx.Client(base_url=stack.url, timeout=30) as http,
+    ):
         for i in range(15):
             rid = f"fresh-{i}"
             body = {"memories": [{"id": rid, "text": f"the locker code is {1000 + i} today"}]}

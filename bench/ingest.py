@@ -16,10 +16,8 @@ The engine defaults to DynamoDB Local where Java 17+ is here (as `make serve`), 
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import resource
-import tempfile
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -130,28 +128,18 @@ def _until_indexed(stack: Any, total: int) -> float | None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--engine", default="auto", choices=["auto", "dynamodb-local", "moto"])
+    parser.add_argument("--engine", choices=["auto", "dynamodb-local", "moto"])
     parser.add_argument("--conversations", type=int, default=10)
     parser.add_argument("--messages", type=int, default=700)
     args = parser.parse_args()
     environment.apply()
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # a line per request otherwise
     import httpx
 
-    from memkit_dev.local.stack import LocalStack, LocalStackConfig
+    from bench.dynamodb_requests import local_stack
 
-    with tempfile.TemporaryDirectory() as data:
-        config = LocalStackConfig(
-            port=0,
-            template=ROOT / "template.yaml",
-            engine=args.engine,
-            data_dir=Path(data) if args.engine != "moto" else None,
-            tools_dir=ROOT / ".tools",
-        )
-        with LocalStack(config) as stack, httpx.Client(timeout=120) as client:
-            print(f"ingest: DynamoDB on {stack.engine}", flush=True)
-            concurrent_appends(client, stack.url, stack)
-            backfill(client, stack.url, stack, args.conversations, args.messages)
+    with local_stack("ingest", args.engine) as stack, httpx.Client(timeout=120) as client:
+        concurrent_appends(client, stack.url, stack)
+        backfill(client, stack.url, stack, args.conversations, args.messages)
     return 0
 
 

@@ -41,7 +41,6 @@ A run takes about 3 minutes on 2 cores: some 75 s seeding and indexing, about 4 
 
 from __future__ import annotations
 
-import logging
 import random
 import time
 from datetime import UTC, datetime, timedelta
@@ -198,27 +197,18 @@ def main() -> None:
     environment.apply()
     import httpx
 
-    from bench.dynamodb_requests import ROOT, RequestCounter
+    from bench.dynamodb_requests import RequestCounter
 
     counter = RequestCounter().install()  # before any botocore session exists
+    from bench.dynamodb_requests import local_stack
     from memkit.service.windows import message_tokens
     from memkit.tokens import estimate_tokens
-    from memkit_dev.local.stack import LocalStack, LocalStackConfig
 
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # a line per request otherwise
-    config = LocalStackConfig(
-        port=0,
-        concurrency=2,
-        template=ROOT / "template.yaml",
-        engine=environment.stack_engine(),
-        tools_dir=ROOT / ".tools",
-    )
     history, records = session_messages(), memories()
-    with LocalStack(config) as stack, httpx.Client(base_url=stack.url, timeout=120) as http:
-        print(
-            f"prompt: DynamoDB on {stack.engine}",
-            flush=True,
-        )
+    with (
+        local_stack("prompt", concurrency=2) as stack,
+        httpx.Client(base_url=stack.url, timeout=120) as http,
+    ):
         for pump in (stack.pump, getattr(stack, "curator_pump", None)):
             if pump is not None:
                 pump.stop()
@@ -236,7 +226,7 @@ def main() -> None:
             response = http.post("/v1/long-term-memory/", json=body)
             assert response.status_code == 200, response.text
         written = time.perf_counter() - started
-        indexed = index_stream(stack, config)
+        indexed = index_stream(stack, stack.config)
         last = http.get(f"/v1/long-term-memory/{records[-1]['id']}").json()
         assert last["indexing"] == "indexed", last
         report(
@@ -285,7 +275,7 @@ def main() -> None:
         get_ms = timed(
             lambda: http.get(f"/v1/working-memory/{SESSION}", params={"recent_messages_limit": 40})
         )
-        requests = dynamodb_requests(counter, stack, config, questions()[0])
+        requests = dynamodb_requests(counter, stack, stack.config, questions()[0])
         shape = f"session of {MESSAGES} messages, {MEMORIES} memories of its user"
         report("prompt.hydrate_ms", median(latencies), "ms median", f"{RUNS} prompts; {shape}")
         report("prompt.hydrate_p90_ms", percentile(latencies, 0.9), "ms")

@@ -76,19 +76,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def dynamodb_local_endpoint() -> Iterator[str]:
     """DynamoDB Local, AWS's own engine, in memory for the session (installed into .tools/
     once); skipped where it cannot run (no Java 17+, no registry)."""
-    from memkit_dev.local.dynamodb_local import (
-        MIN_JAVA,
-        DynamoDBLocal,
-        Unavailable,
-        install,
-        java_version,
-    )
+    from memkit_dev.local.dynamodb_local import DynamoDBLocal, Unavailable, prepare
 
-    version = java_version()
-    if version is None or version < MIN_JAVA:
-        pytest.skip(f"DynamoDB Local needs Java {MIN_JAVA}+ (found {version})")
     try:
-        server = DynamoDBLocal(install(ROOT / ".tools"), data_dir=None).start()
+        server = DynamoDBLocal(prepare(ROOT / ".tools"), data_dir=None).start()
     except Unavailable as exc:
         pytest.skip(f"DynamoDB Local cannot run here: {exc}")
     yield server.endpoint

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TextIO
 
 from memkit.errors import MemkitError
-from memkit.jobs.reindex import ReindexCounts
+from memkit.jobs.reindex import ReindexCounts, Reindexer, ReindexReport
 from memkit.observability import logger, metrics
 
 BAR_WIDTH = 24
@@ -71,6 +71,30 @@ class ProgressLine:
             self._counts = None
 
 
+def run_quietly(
+    rebuild: Reindexer, stream: TextIO, *, dry_run: bool = False, show_after: float = 0.0
+) -> ReindexReport:
+    """Run `rebuild` with a progress line on `stream` once it has taken `show_after` seconds,
+    its batches' logs and metrics kept out of the way (nothing publishes metrics outside
+    Lambda). Raises what the rebuild raises, with the line finished."""
+    started = time.monotonic()
+    line = ProgressLine(stream)
+
+    def progress(counts: ReindexCounts, total: int) -> None:
+        metrics.clear_metrics()
+        if time.monotonic() - started >= show_after:
+            line(counts, total)
+
+    previous = logger.log_level
+    logger.setLevel("WARNING")  # the progress line speaks; batches' logs would drown it
+    try:
+        return rebuild.run(dry_run=dry_run, progress=progress)
+    finally:
+        line.finish()
+        logger.setLevel(previous)
+        metrics.clear_metrics()
+
+
 def reindex_command(args: Any) -> int:
     """`memkit reindex`: settings from MEMKIT_* variables, overridden by the options; a
     progress line on stderr, the summary (JSON) on stdout. Exit 1 when items failed."""
@@ -112,23 +136,10 @@ def reindex_command(args: Any) -> int:
             "in-process index lives in the process that serves it\n"
         )
         return 2
-    rebuild = reindexer(settings)
-    line = ProgressLine(sys.stderr)
-
-    def progress(counts: ReindexCounts, total: int) -> None:
-        metrics.clear_metrics()  # nothing publishes them outside Lambda
-        line(counts, total)
-
-    previous = logger.log_level
-    logger.setLevel("WARNING")  # the progress line speaks; batches' logs would drown it
     try:
-        report = rebuild.run(dry_run=args.dry_run, progress=progress)
+        report = run_quietly(reindexer(settings), sys.stderr, dry_run=args.dry_run)
     except MemkitError as exc:  # the table or the index refused or is unreachable
-        line.finish()
         sys.stderr.write(f"memkit reindex: {exc}\n")
         return 1
-    finally:
-        line.finish()
-        logger.setLevel(previous)
     sys.stdout.write(json.dumps(report.summary()) + "\n")
     return 1 if report.failed else 0

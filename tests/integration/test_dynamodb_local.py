@@ -20,13 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
-from memkit_dev.local.dynamodb_local import (
-    MIN_JAVA,
-    DynamoDBLocal,
-    Unavailable,
-    install,
-    java_version,
-)
+from memkit_dev.local.dynamodb_local import DynamoDBLocal, Unavailable, prepare
 from memkit_dev.local.stack import LocalStack, LocalStackConfig
 from tests.conftest import ROOT
 
@@ -39,13 +33,10 @@ SETTLE_SECONDS = 60.0
 
 @pytest.fixture(scope="module")
 def dynamodb_local_home() -> Path:
-    version = java_version()
-    if version is None or version < MIN_JAVA:
-        pytest.skip(f"DynamoDB Local needs Java {MIN_JAVA}+ (found {version})")
     try:
-        return install(TOOLS)
+        return prepare(TOOLS)
     except Unavailable as exc:
-        pytest.skip(f"DynamoDB Local could not be installed: {exc}")
+        pytest.skip(f"DynamoDB Local cannot run here: {exc}")
 
 
 def _config(**changes: Any) -> LocalStackConfig:

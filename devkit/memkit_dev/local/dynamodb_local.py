@@ -98,6 +98,15 @@ def install(tools: Path) -> Path:
     return home
 
 
+def prepare(tools: Path) -> Path:
+    """DynamoDB Local's folder, ready to run: Java 17+ found, the distribution installed
+    into `tools` (once). Raises Unavailable saying what is missing."""
+    version = java_version()
+    if version is None or version < MIN_JAVA:
+        raise Unavailable(f"it needs Java {MIN_JAVA} or newer, and found {version}")
+    return install(tools)
+
+
 def _free_port(host: str) -> int:
     with socket.socket() as probe:
         probe.bind((host, 0))

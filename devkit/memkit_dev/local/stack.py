@@ -1,8 +1,7 @@
 """The local stack: DynamoDB (DynamoDB Local, moto or an endpoint), the API function, the HTTP
-API in front,
-and long-term memory: a loopback OpenSearch (memkit_dev.local.opensearch) that the production
-adapter talks to, and a stream pump that reads the table's stream as Lambda's poller does and
-invokes the indexer function with the real records (memkit_dev.local.streams).
+API in front, and long-term memory: a loopback OpenSearch (memkit_dev.local.opensearch) that
+the production adapter talks to, and a stream pump that reads the table's stream as Lambda's
+poller does and invokes the indexer function with the real records (memkit_dev.local.streams).
 
 Other background parts (the cleanup timer) join through `LocalStack.background`: anything
 with start() and stop(), started after the table exists.
@@ -11,10 +10,10 @@ with start() and stop(), started after the table exists.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import sys
 import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -25,13 +24,7 @@ from werkzeug.serving import BaseWSGIServer, make_server
 
 from memkit.embeddings.local import DIMENSIONS as LOCAL_DIMENSIONS
 from memkit_dev.local.dynamodb import MotoDynamoDB, dynamodb_client
-from memkit_dev.local.dynamodb_local import (
-    MIN_JAVA,
-    DynamoDBLocal,
-    Unavailable,
-    install,
-    java_version,
-)
+from memkit_dev.local.dynamodb_local import DynamoDBLocal, Unavailable, prepare
 from memkit_dev.local.functions import FunctionSpec, LocalFunction
 from memkit_dev.local.gateway import HttpApiGateway, http_api_routes
 from memkit_dev.local.opensearch import LoopbackOpenSearch
@@ -199,8 +192,8 @@ class LocalStack:
         self._moto = MotoDynamoDB().start()
         self.sqs_endpoint = self._moto.endpoint
         self.dynamodb_endpoint, self.engine = self._dynamodb(self._moto.endpoint)
-        for name, value in FAKE_CREDENTIALS.items():
-            if self._local_endpoint():
+        if self._local_endpoint():
+            for name, value in FAKE_CREDENTIALS.items():
                 os.environ.setdefault(name, value)
         os.environ.setdefault("AWS_ACCOUNT_ID_ENDPOINT_MODE", "disabled")
         create_table(
@@ -265,10 +258,7 @@ class LocalStack:
             return config.dynamodb_endpoint, config.dynamodb_endpoint
         if config.engine != "moto":
             try:
-                version = java_version()
-                if version is None or version < MIN_JAVA:
-                    raise Unavailable(f"it needs Java {MIN_JAVA} or newer, and found {version}")
-                home = install(config.tools_dir)
+                home = prepare(config.tools_dir)
                 self._dynamodb_local = DynamoDBLocal(home, config.data_dir).start()
                 where = config.data_dir or "memory"
                 return self._dynamodb_local.endpoint, f"DynamoDB Local (data in {where})"
@@ -286,8 +276,7 @@ class LocalStack:
         for an empty table)."""
         from memkit.config import ReindexSettings
         from memkit.handlers.wiring import reindexer
-        from memkit.observability import logger, metrics
-        from memkit_dev.reindex import ProgressLine
+        from memkit_dev.reindex import run_quietly
 
         config = self.config
         client = dynamodb_client(self.dynamodb_endpoint, config.region)
@@ -303,23 +292,8 @@ class LocalStack:
             opensearch_auth="none",
             embedder="local",
         )
-        started = time.monotonic()
-        line = ProgressLine(sys.stderr)
-
-        def progress(counts: Any, total: int) -> None:
-            metrics.clear_metrics()  # nothing publishes them outside Lambda
-            if config.progress and time.monotonic() - started > REBUILD_QUIET_SECONDS:
-                line(counts, total)
-
-        previous = logger.log_level
-        logger.setLevel("WARNING")  # the progress line speaks; batches' logs would drown it
-        try:
-            report = reindexer(settings).run(progress=progress)
-        finally:
-            logger.setLevel(previous)
-            metrics.clear_metrics()
-        if config.progress and time.monotonic() - started > REBUILD_QUIET_SECONDS:
-            line.finish()
+        show_after = REBUILD_QUIET_SECONDS if config.progress else math.inf
+        report = run_quietly(reindexer(settings), sys.stderr, show_after=show_after)
         log.info("index rebuilt from the table: %s", report.summary())
 
     def _create_queues(self, template: dict[str, Any]) -> None:

@@ -423,5 +423,5 @@ def reindexer(
     )
 
 
-def reindex_settings(environ: dict[str, str] | None = None) -> ReindexSettings:
-    return checked(lambda: ReindexSettings.from_env(environ))
+def reindex_settings() -> ReindexSettings:
+    return checked(ReindexSettings.from_env)

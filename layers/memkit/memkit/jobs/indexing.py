@@ -21,7 +21,7 @@ import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeGuard
 
 from memkit.embeddings.protocol import RETRYABLE, Embedder, EmbeddingFailed
 from memkit.models.domain import PendingMemoryRef, StoredRecord
@@ -34,7 +34,6 @@ from memkit.store.changes import (
     MessageValue,
     PendingMemoryValue,
     RecordValue,
-    SessionValue,
     UnreadableChange,
     Value,
     stream_change,
@@ -68,7 +67,7 @@ class IndexerStore(Protocol):
 Indexed = RecordValue | MessageValue
 
 
-def _wanted(value: Value) -> bool:
+def _wanted(value: Value) -> TypeGuard[RecordValue | MessageValue | PendingMemoryValue]:
     """What the stream filter should have let through; anything else is ignored here too
     (a deployment whose filters drifted must not index every message)."""
     return isinstance(value, RecordValue | PendingMemoryValue) or (
@@ -223,7 +222,7 @@ class Indexer:
         by_item: dict[object, _Change] = {}
         for change in changes:
             value = change.value
-            if isinstance(value, SessionValue) or not _wanted(value):
+            if not _wanted(value):
                 outcome.skipped += 1
                 continue
             item = by_item.setdefault(value.ref, _Change(value.ref.tenant, subject=value))

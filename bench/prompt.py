@@ -1,8 +1,9 @@
 """Prompt hydration on the local stack: how long POST /v1/memory/prompt takes, and how many
 tokens the prompt it returns holds against the raw history it stands for.
 
-The stack is `make serve`'s (memkit_dev.local.stack): moto's DynamoDB behind loopback, the
-loopback OpenSearch, the API function in two execution environments. It is seeded through
+The stack is `make serve`'s (memkit_dev.local.stack): DynamoDB Local (moto where Java is
+missing, or with MEMKIT_BENCH_ENGINE=moto), the loopback OpenSearch, the API function in two
+execution environments. It is seeded through
 the API, as a client would:
 
 - one session of 1,000 messages (user "ada"; 100 to 500 characters each), by ten appends
@@ -13,10 +14,8 @@ the API, as a client would:
 The index is filled by the real indexer handler, in this process, with the table's real
 stream records read from the stack's DynamoDB (filtered by the template's FilterCriteria and
 in batches of its BatchSize, as the event source mapping delivers them), into the stack's
-loopback OpenSearch. The stack's own stream consumers are stopped first: its stream pump
-stalled after some 600 records when this benchmark was written (a fresh reader of the same
-stream saw all 11,000), and the background curator would otherwise summarise the session and
-extract from it while the prompts are timed.
+loopback OpenSearch. The stack's own stream consumers are stopped first, so the background
+curator does not summarise the session and extract from it while the prompts are timed.
 
 1. Latency: 20 prompts (after 2 to warm up), each a different question, as
    agent-memory-client's memory_prompt sends them (session, user, model gpt-4o, the default
@@ -30,13 +29,14 @@ extract from it while the prompts are timed.
    id)"), that is what an agent without retrieval would have to send. The saving is their
    ratio; the ratio against the session alone is shown too.
 
-Latency on the local stack is mostly the stack's: moto answers a Query by walking the whole
-table (every message, memory and index state: about 0.3 s a Query here), its server answers
-one request at a time (the prompt's concurrent reads queue there), and the loopback
-OpenSearch ranks every doc exactly in Python. A prompt makes 15 DynamoDB requests, 10 of
-them the recalled messages' neighbours (two Queries each), so on moto recall costs most of
-the time; on AWS each is a single-digit-millisecond request and they run eight at a time.
-A run takes about 3 minutes on 2 cores: some 75 s seeding and indexing, about 4 s a prompt.
+Latency on the local stack is mostly the stack's. On DynamoDB Local a Query takes a few
+milliseconds; on moto it walks the whole table (about 0.3 s a Query here) and its server
+answers one request at a time. The loopback OpenSearch answers the three searches of a
+prompt (recall, the user's records, the user's other messages) from postings and one
+matrix product over the rows a filter allows, and BM25 with numpy: a few milliseconds each
+over 11,000 docs. A prompt makes 15 DynamoDB requests, 10 of them the recalled messages'
+neighbours (two Queries each); on AWS each is a single-digit-millisecond request and they
+run eight at a time. A run takes about a minute on 2 cores, most of it seeding and indexing.
 """
 
 from __future__ import annotations

@@ -576,6 +576,82 @@ def test_the_server_denies_unsigned_and_tampered_requests(server: LoopbackOpenSe
     assert tampered.json()["error"]["type"] == "security_exception"
 
 
+# --- the loopback server's own answers ------------------------------------------------------
+
+
+def _raw_write(server: LoopbackOpenSearch, docs: dict[str, dict[str, Any]], version: int) -> None:
+    """Docs written as a domain client of our own would write them (any vector length)."""
+    body: list[dict[str, Any]] = []
+    for doc_id, source in docs.items():
+        body += [{"index": {"_id": doc_id, "version": version, "version_type": "external"}}]
+        body += [{"doc_id": doc_id, "tenant": "t", **source}]
+    assert not _raw_client(server).bulk(body=body, index=INDEX)["errors"]
+
+
+def test_the_loopback_ranks_raw_inner_products_as_faiss_innerproduct_does() -> None:
+    # Given docs whose vectors are not unit length (the adapter sends unit vectors; a
+    # client of its own may not): "long" points away from the query more than "short" does
+    with LoopbackOpenSearch(DIMENSIONS) as server:
+        _adapter(server).ensure_index()
+        _raw_write(
+            server,
+            {
+                "short": {"vector": [1, 0, 0]},
+                "long": {"vector": [3, 3, 0]},
+                "away": {"vector": [-2, 0, 0]},
+                "tie": {"vector": [1, 0, 0]},
+            },
+            version=1,
+        )
+
+        # When the server is asked for the nearest by inner product
+        body = {"size": 4, "query": {"knn": {"vector": {"vector": [1, 0, 0], "k": 4}}}}
+        hits = _raw_client(server).search(index=INDEX, body=body)["hits"]["hits"]
+
+    # Then the longer vector wins (ip 3 against 1: cosine would put it second), ties go by
+    # id, and scores are faiss's: 1 + ip above zero, 1 / (1 - ip) below it
+    assert [(h["_id"], h["_score"]) for h in hits] == [
+        ("long", 4.0),
+        ("short", 2.0),
+        ("tie", 2.0),
+        ("away", pytest.approx(1 / 3)),
+    ]
+
+
+def test_loopback_filters_follow_rewrites_and_deletes_and_totals_count_every_match() -> None:
+    with LoopbackOpenSearch(DIMENSIONS) as server:
+        _adapter(server).ensure_index()
+        client = _raw_client(server)
+        # Given three docs about tea, one of them rewritten to another user, one deleted
+        docs = {f"d{n}": {"vector": [1, 0, 0], "text": "tea", "user_id": "ada"} for n in range(3)}
+        _raw_write(server, docs, version=1)
+        _raw_write(server, {"d1": {**docs["d1"], "user_id": "bob"}}, version=2)
+        deleted = [{"delete": {"_id": "d2", "version": 3, "version_type": "external"}}]
+        assert not client.bulk(body=deleted, index=INDEX)["errors"]
+
+        # When ada's docs are searched by keyword (a page of one) and by vector
+        ada = [{"term": {"user_id": "ada"}}]
+        by_text = client.search(
+            index=INDEX,
+            body={
+                "size": 1,
+                "query": {"bool": {"must": [{"match": {"text": "tea"}}], "filter": ada}},
+            },
+        )["hits"]
+        knn = {"vector": [1, 0, 0], "k": 10, "filter": {"bool": {"filter": ada}}}
+        by_vector = client.search(index=INDEX, body={"size": 10, "query": {"knn": {"vector": knn}}})
+        everyone = client.search(
+            index=INDEX, body={"size": 1, "query": {"bool": {"must": [{"match": {"text": "tea"}}]}}}
+        )["hits"]
+
+    # Then the rewritten doc left ada's filter and the deleted one left every answer; a
+    # keyword search's total counts every match, not the page
+    assert [h["_id"] for h in by_text["hits"]] == ["d0"]
+    assert by_text["total"]["value"] == 1
+    assert [h["_id"] for h in by_vector["hits"]["hits"]] == ["d0"]
+    assert (len(everyone["hits"]), everyone["total"]["value"]) == (1, 2)
+
+
 # --- serverless copies ---------------------------------------------------------------------
 
 

@@ -83,3 +83,25 @@ def test_a_rewritten_doc_is_found_by_its_new_words_only(index: KeywordIndex) -> 
 def test_a_caller_can_narrow_the_candidates_to_ids_it_allows(index: KeywordIndex) -> None:
     assert _ids(index.search("t", "tea", k=10, allowed={"teas"})) == ["teas"]
     assert index.search("t", "tea", k=10, allowed=set()) == []
+
+
+def test_a_word_every_doc_holds_ranks_them_all_with_ties_by_id() -> None:
+    # Given many docs of one tenant, every one holding "the" once (and two holding "tea")
+    index = KeywordIndex()
+    for n in range(300):
+        text = "the tea" if n in (7, 250) else f"the note {n}"
+        index.upsert("t", f"doc-{n:03d}", text, 1, {"user_id": "ada" if n % 2 else "bob"})
+
+    # When a few are asked for by a common word and a rare one
+    hits = index.search("t", "the tea", k=4)
+
+    # Then the rare word ranks first; the rest tie and come in id order; count sees all
+    assert _ids(hits) == ["doc-007", "doc-250", "doc-000", "doc-001"]
+    assert index.count("t", "the tea") == 300
+    assert index.count("t", "tea", allowed={"doc-007", "doc-008"}) == 1
+    assert index.count("t", "absent") == index.count("nobody", "the") == 0
+
+    # And a filter that rejects half the best still fills k from further down (doc-007,
+    # shorter, scores "the" higher than the three-word notes)
+    odd = index.search("t", "the", k=3, conditions=conditions_from({"user_id": {"eq": "ada"}}))
+    assert _ids(odd) == ["doc-007", "doc-001", "doc-003"]

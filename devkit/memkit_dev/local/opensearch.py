@@ -20,9 +20,11 @@ end to end on one machine. It answers like OpenSearch for what it implements:
   atomically (one index per alias, as memkit keeps them), DELETE /{index}. Every index path
   above also takes an alias that leads to one index, as OpenSearch resolves it.
 
-Filters are evaluated with OpenSearch's rules, on the values each doc indexed; vectors are
-ranked exactly and scored as faiss's innerproduct space scores them; BM25 comes from the
-local keyword index (its tokenizer, not OpenSearch's standard analyzer).
+Filters are evaluated with OpenSearch's rules, on the values each doc indexed, read from
+postings (value -> ids) as an inverted index reads them, so a search costs what its filter
+leaves, not the index's size; vectors are ranked exactly (the rows a filter allows, one matrix
+product) and scored as faiss's innerproduct space scores them; BM25 comes from memkit's
+keyword index (its tokenizer, not OpenSearch's standard analyzer).
 
 Anything else (another path, method or query parameter, post_filter, a script, an unknown
 clause or operator, _refresh, _delete_by_query, a custom _id on serverless) is answered 400
@@ -46,14 +48,16 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+import numpy as np
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 from werkzeug.wrappers import Request, Response
 
-from memkit.vectors.local import LocalVectorIndex
-from memkit.vectors.protocol import BOOLEAN_FIELDS, DATE_FIELDS, KEYWORD_FIELDS, Removal, VectorDoc
+from memkit.vectors.keyword import KeywordIndex
+from memkit.vectors.protocol import BOOLEAN_FIELDS, DATE_FIELDS, KEYWORD_FIELDS, Removal
 
 Flavour = Literal["domain", "serverless"]
-Predicate = Callable[["_Doc"], bool]
+# A filter clause evaluated: the ids of the docs it matches.
+Matches = set[str]
 
 MAX_WINDOW = 10_000
 # The fake credentials the tests and the local stack sign with (as moto's).
@@ -165,7 +169,6 @@ class _Doc:
     source: dict[str, Any]
     version: int
     indexed: dict[str, list[Any]]
-    norm: float
     has_vector: bool
 
 
@@ -175,13 +178,46 @@ class _Index:
     dimensions: int
     fields: dict[str, str]
     gc_deletes: float
-    local: LocalVectorIndex = field(init=False)
+    text: KeywordIndex = field(init=False)
+    # Raw vectors by row (a doc keeps its row); ranking reads only the rows a filter allows.
+    matrix: np.ndarray = field(init=False)
+    rows: dict[str, int] = field(default_factory=dict)
     docs: dict[str, _Doc] = field(default_factory=dict)
     tombstones: dict[str, tuple[int, float]] = field(default_factory=dict)
     sequence: int = 0
+    # field -> indexed value -> ids of the docs holding it (filters read these, not docs)
+    postings: dict[str, dict[Any, set[str]]] = field(default_factory=dict)
+    vectorless: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
-        self.local = LocalVectorIndex(self.dimensions)
+        self.text = KeywordIndex()
+        self.matrix = np.zeros((64, self.dimensions), dtype=np.float32)
+
+    def _store_vector(self, os_id: str, vector: list[float]) -> None:
+        row = self.rows.setdefault(os_id, len(self.rows))
+        if row == len(self.matrix):
+            grown = np.zeros((2 * len(self.matrix), self.dimensions), dtype=np.float32)
+            grown[:row] = self.matrix
+            self.matrix = grown
+        self.matrix[row] = vector
+
+    def _post(self, doc: _Doc) -> None:
+        for name, values in doc.indexed.items():
+            for value in values:
+                self.postings.setdefault(name, {}).setdefault(value, set()).add(doc.os_id)
+        if not doc.has_vector:
+            self.vectorless.add(doc.os_id)
+
+    def _unpost(self, doc: _Doc) -> None:
+        for name, values in doc.indexed.items():
+            held = self.postings.get(name, {})
+            for value in values:
+                ids = held.get(value)
+                if ids is not None:
+                    ids.discard(doc.os_id)
+                    if not ids:
+                        del held[value]
+        self.vectorless.discard(doc.os_id)
 
     def version_of(self, os_id: str) -> int | None:
         """The version a versioned write meets: the doc's, or a delete's for gc_deletes."""
@@ -226,31 +262,29 @@ class _Index:
         """Store a doc; True if it replaced a live one."""
         indexed, vector = self.parse(source)
         replaced = os_id in self.docs
-        norm = sum(x * x for x in vector) ** 0.5 if vector else 0.0
         self.sequence += 1
+        if vector is not None:
+            self._store_vector(os_id, vector)
         text = source.get("text") if isinstance(source.get("text"), str) else ""
-        self.local.upsert(
-            [
-                VectorDoc(
-                    id=os_id,
-                    tenant="",
-                    vector=vector or [0.0] * self.dimensions,
-                    version=self.sequence,
-                    text=text or "",
-                )
-            ]
-        )
-        self.docs[os_id] = _Doc(os_id, source, version, indexed, norm, vector is not None)
+        self.text.upsert("", os_id, text or "", self.sequence, {})
+        previous = self.docs.get(os_id)
+        if previous is not None:
+            self._unpost(previous)
+        doc = _Doc(os_id, source, version, indexed, vector is not None)
+        self.docs[os_id] = doc
+        self._post(doc)
         self.tombstones.pop(os_id, None)
         return replaced
 
     def delete(self, os_id: str, version: int) -> bool:
         """Delete a doc (its version stays for gc_deletes); True if it was there."""
-        found = self.docs.pop(os_id, None) is not None
+        previous = self.docs.pop(os_id, None)
+        if previous is not None:
+            self._unpost(previous)
         self.sequence += 1
-        self.local.remove([Removal(id=os_id, tenant="", version=self.sequence)])
+        self.text.remove([Removal(id=os_id, tenant="", version=self.sequence)])
         self.tombstones[os_id] = (version, time.monotonic())
-        return found
+        return previous is not None
 
 
 # --- queries -------------------------------------------------------------------------------
@@ -261,7 +295,9 @@ def _value(spec: Any) -> Any:
 
 
 class _Query:
-    """A search body's query, compiled against an index's mapping."""
+    """A search body's query, compiled against an index's mapping and evaluated on its
+    postings (the ids holding each value), as an inverted index answers a filter: a term is
+    a lookup, a bool is set algebra, a range or prefix reads the field's distinct values."""
 
     def __init__(self, index: _Index) -> None:
         self._index = index
@@ -280,22 +316,33 @@ class _Query:
         except ValueError as exc:
             raise _Problem(400, "query_shard_exception", str(exc)) from exc
 
-    def clause(self, clause: Any) -> Predicate:
-        """A filter clause as a predicate on a doc's indexed values."""
+    def _holding(self, name: str, accepts: Callable[[Any], bool]) -> Matches:
+        """The docs holding a value of field `name` that `accepts`."""
+        found: Matches = set()
+        for value, ids in self._index.postings.get(name, {}).items():
+            if accepts(value):
+                found |= ids
+        return found
+
+    def all(self) -> Matches:
+        return set(self._index.docs)
+
+    def clause(self, clause: Any) -> Matches:
+        """The docs a filter clause matches, by the values each doc indexed."""
         kind, spec = _single(clause, "query")
         if kind == "bool":
             return self._bool(spec)
         if kind in ("match_all", "match_none"):
             if spec != {}:
                 raise _parsing(f"[{kind}] takes no parameters")
-            return (lambda doc: True) if kind == "match_all" else (lambda doc: False)
+            return self.all() if kind == "match_all" else set()
         if kind == "exists":
             if not isinstance(spec, dict) or set(spec) != {"field"}:
                 raise _parsing("[exists] takes one field")
             name = spec["field"]
             self._kind(name)
-            return lambda doc: bool(doc.indexed.get(name))
-        leaves: dict[str, Callable[[str, Any], Predicate]] = {
+            return self._holding(name, lambda value: True)
+        leaves: dict[str, Callable[[str, Any], Matches]] = {
             "term": self._term,
             "terms": self._terms,
             "prefix": self._prefix,
@@ -306,41 +353,48 @@ class _Query:
             return leaves[kind](name, argument)
         raise _parsing(f"unknown query [{kind}]")
 
-    def _bool(self, spec: Any) -> Predicate:
+    def _bool(self, spec: Any) -> Matches:
         if not isinstance(spec, dict) or not set(spec) <= {"filter", "must", "must_not"}:
             raise _parsing("[bool] takes filter, must and must_not here")
-        parts: dict[str, list[Predicate]] = {}
+        parts: dict[str, list[Matches]] = {}
         for occur, clauses in spec.items():
             listed = clauses if isinstance(clauses, list) else [clauses]
             parts[occur] = [self.clause(clause) for clause in listed]
-        required = parts.get("filter", []) + parts.get("must", [])
-        excluded = parts.get("must_not", [])
-        return lambda doc: all(p(doc) for p in required) and not any(p(doc) for p in excluded)
+        required = sorted(parts.get("filter", []) + parts.get("must", []), key=len)
+        found = set(required[0]) if required else self.all()
+        for matches in required[1:]:
+            found &= matches
+        for matches in parts.get("must_not", []):
+            found -= matches
+        return found
 
-    def _term(self, name: str, argument: Any) -> Predicate:
+    def _term(self, name: str, argument: Any) -> Matches:
         kind = self._kind(name)
         if kind is None:
-            return lambda doc: False  # an unmapped field matches nothing
+            return set()  # an unmapped field matches nothing
         wanted = self._compare(kind, _value(argument))
-        return lambda doc: wanted in doc.indexed.get(name, ())
+        return set(self._index.postings.get(name, {}).get(wanted, ()))
 
-    def _terms(self, name: str, argument: Any) -> Predicate:
+    def _terms(self, name: str, argument: Any) -> Matches:
         kind = self._kind(name)
         if not isinstance(argument, list):
             raise _parsing("[terms] takes an array of values")
         if kind is None:
-            return lambda doc: False
-        wanted = {self._compare(kind, value) for value in argument}
-        return lambda doc: not wanted.isdisjoint(doc.indexed.get(name, ()))
+            return set()
+        held = self._index.postings.get(name, {})
+        found: Matches = set()
+        for value in {self._compare(kind, value) for value in argument}:
+            found |= held.get(value, set())
+        return found
 
-    def _prefix(self, name: str, argument: Any) -> Predicate:
+    def _prefix(self, name: str, argument: Any) -> Matches:
         kind = self._kind(name)
         prefix = _value(argument)
         if kind not in (None, "keyword") or not isinstance(prefix, str):
             raise _Problem(400, "query_shard_exception", f"[prefix] on [{name}] needs a keyword")
-        return lambda doc: any(value.startswith(prefix) for value in doc.indexed.get(name, ()))
+        return self._holding(name, lambda value: value.startswith(prefix))
 
-    def _range(self, name: str, argument: Any) -> Predicate:
+    def _range(self, name: str, argument: Any) -> Matches:
         kind = self._kind(name)
         if kind == "keyword":
             return self._keyword_range(name, argument)
@@ -365,13 +419,11 @@ class _Query:
             "lt": lambda have, bound: have < bound,
             "lte": lambda have, bound: have <= bound,
         }
+        return self._holding(
+            name, lambda have: all(tests[op](have, bound) for op, bound in bounds.items())
+        )
 
-        def within(have: float) -> bool:
-            return all(tests[op](have, bound) for op, bound in bounds.items())
-
-        return lambda doc: any(within(have) for have in doc.indexed.get(name, ()))
-
-    def _keyword_range(self, name: str, argument: Any) -> Predicate:
+    def _keyword_range(self, name: str, argument: Any) -> Matches:
         """A range on a keyword: terms compared as strings (OpenSearch compares bytes)."""
         if (
             not isinstance(argument, dict)
@@ -392,7 +444,7 @@ class _Query:
             raw = have.encode()
             return all(tests[op](raw, bound) for op, bound in bounds.items())
 
-        return lambda doc: any(within(have) for have in doc.indexed.get(name, ()))
+        return self._holding(name, within)
 
 
 def _source_filter(spec: Any) -> Callable[[dict[str, Any]], dict[str, Any] | None]:
@@ -947,22 +999,22 @@ class LoopbackOpenSearch:
             ranked = self._knn(index, compiler, spec)[:size]
             total = len(ranked)
         else:
-            match_text, predicate = self._scored_bool(index, compiler, query)
-            docs = [doc for doc in index.docs.values() if predicate(doc)]
-            if match_text is not None:
-                scores = {
-                    hit.id: hit.score
-                    for hit in index.local.keyword("", match_text, len(index.docs) or 1)
-                }
-                docs = [doc for doc in docs if doc.os_id in scores]
-                pairs = [(doc, scores[doc.os_id]) for doc in docs]
-                pairs.sort(key=lambda pair: -pair[1])
+            match_text, matches = self._scored_bool(index, compiler, query)
+            if match_text is not None and "sort" not in body:
+                # Only the page is scored into hits; the total counts every match.
+                found = index.text.search("", match_text, start + size, allowed=matches)
+                total = index.text.count("", match_text, allowed=matches)
+                ranked = [(index.docs[hit.id], hit.score) for hit in found][start:]
             else:
-                pairs = [(doc, 0.0) for doc in docs]
-            if "sort" in body:
-                pairs, sort_values = self._sorted(index, pairs, body["sort"])
-            total = len(pairs)
-            ranked = pairs[start : start + size]
+                if match_text is not None:
+                    found = index.text.search("", match_text, len(matches) or 1, allowed=matches)
+                    pairs = [(index.docs[hit.id], hit.score) for hit in found]
+                else:
+                    pairs = [(doc, 0.0) for doc in index.docs.values() if doc.os_id in matches]
+                if "sort" in body:
+                    pairs, sort_values = self._sorted(index, pairs, body["sort"])
+                total = len(pairs)
+                ranked = pairs[start : start + size]
         hits = []
         for doc, score in ranked:
             hit: dict[str, Any] = {"_index": index.name, "_id": doc.os_id, "_score": score}
@@ -1006,25 +1058,27 @@ class LoopbackOpenSearch:
             raise _unsupported(f"Query vector has invalid dimension: expected {index.dimensions}")
         if not isinstance(k, int) or isinstance(k, bool) or not 0 < k <= MAX_WINDOW:
             raise _unsupported("[k] must be between 1 and 10000")
-        predicate = compiler.clause(knn["filter"]) if "filter" in knn else (lambda doc: True)
-        query = [float(x) for x in vector]
-        query_norm = sum(x * x for x in query) ** 0.5
-        live = len(index.local)
-        ranked: list[tuple[_Doc, float]] = []
-        for hit in index.local.search("", query, live) if live else []:
-            doc = index.docs.get(hit.id)
-            if doc is None or not doc.has_vector or not predicate(doc):
-                continue
-            # The local index ranks by cosine; faiss's innerproduct space scores the raw
-            # inner product: 1 + ip when it is positive, else 1 / (1 - ip).
-            product = hit.score * query_norm * doc.norm
-            ranked.append((doc, 1.0 + product if product > 0 else 1.0 / (1.0 - product)))
-        ranked.sort(key=lambda pair: (-pair[1], pair[0].os_id))
-        return ranked[:k]
+        allowed = compiler.clause(knn["filter"]) if "filter" in knn else compiler.all()
+        allowed -= index.vectorless
+        if not allowed:
+            return []
+        ids = sorted(allowed)
+        rows = np.fromiter((index.rows[os_id] for os_id in ids), dtype=np.int64, count=len(ids))
+        products = index.matrix[rows] @ np.asarray(vector, dtype=np.float32)
+        # faiss's innerproduct space scores the raw inner product: 1 + ip when it is
+        # positive, else 1 / (1 - ip) (monotonic: the best products are the best scores).
+        best = np.argsort(-products, kind="stable")[:k]  # ids are sorted: ties by id
+        ranked = []
+        for at in best.tolist():
+            product = float(products[at])
+            ranked.append(
+                (index.docs[ids[at]], 1.0 + product if product > 0 else 1.0 / (1.0 - product))
+            )
+        return ranked
 
     def _scored_bool(
         self, index: _Index, compiler: _Query, query: Any
-    ) -> tuple[str | None, Predicate]:
+    ) -> tuple[str | None, Matches]:
         """A top-level bool: its filter, and the text of a `match` on `text` in its must."""
         kind, spec = _single(query, "query")
         if kind != "bool":

@@ -5,17 +5,19 @@ BERT normalisation the embedder uses). Scores are Okapi BM25 (k1 1.2, b 0.75) wi
 document frequencies and average length of the tenant's live docs, as OpenSearch takes them
 from the shard rather than from the docs a filter leaves. An inverted index (term -> docs)
 means a query reads only the docs holding one of its terms, and only those the caller
-allows when its filters already narrowed the candidates.
+allows when its filters already narrowed the candidates. Scores are summed with one vector
+operation per query term (numpy), so a common word held by every doc costs no Python loop.
 """
 
 from __future__ import annotations
 
-import heapq
 import math
 import threading
 from collections import Counter
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from memkit.embeddings.wordpiece import words
 from memkit.vectors.filters import Condition, meets_all
@@ -29,11 +31,6 @@ def terms(text: str) -> list[str]:
     return words(text)
 
 
-def _rank(item: tuple[str, float]) -> tuple[float, str]:
-    """Best score first, ties by id (a stable order across runs)."""
-    return -item[1], item[0]
-
-
 @dataclass
 class _Entry:
     fields: dict[str, object]
@@ -45,11 +42,24 @@ class _Entry:
 
 @dataclass
 class _Tenant:
-    """A tenant's live docs: postings (term -> doc ids) and the length statistics."""
+    """A tenant's docs as rows (a doc keeps its row across rewrites and removals), postings
+    (term -> row -> count) and the length statistics of its live docs."""
 
-    postings: dict[str, set[str]] = field(default_factory=dict)
+    rows: dict[str, int] = field(default_factory=dict)
+    ids: list[str] = field(default_factory=list)
+    lengths: np.ndarray = field(default_factory=lambda: np.zeros(64))
+    postings: dict[str, dict[int, int]] = field(default_factory=dict)
     docs: int = 0
     total_length: int = 0
+
+    def row_of(self, doc_id: str) -> int:
+        row = self.rows.get(doc_id)
+        if row is None:
+            row = self.rows[doc_id] = len(self.ids)
+            self.ids.append(doc_id)
+            if row == len(self.lengths):
+                self.lengths = np.concatenate([self.lengths, np.zeros(len(self.lengths))])
+        return row
 
 
 class KeywordIndex:
@@ -63,17 +73,20 @@ class KeywordIndex:
 
     def _add(self, tenant: str, doc_id: str, entry: _Entry) -> None:
         stats = self._tenants.setdefault(tenant, _Tenant())
-        for term in entry.counts:
-            stats.postings.setdefault(term, set()).add(doc_id)
+        row = stats.row_of(doc_id)
+        for term, count in entry.counts.items():
+            stats.postings.setdefault(term, {})[row] = count
+        stats.lengths[row] = entry.length
         stats.docs += 1
         stats.total_length += entry.length
 
     def _drop(self, tenant: str, doc_id: str, entry: _Entry) -> None:
         stats = self._tenants[tenant]
+        row = stats.rows[doc_id]
         for term in entry.counts:
             holders = stats.postings.get(term)
             if holders is not None:
-                holders.discard(doc_id)
+                holders.pop(row, None)
                 if not holders:
                     del stats.postings[term]
         stats.docs -= 1
@@ -117,49 +130,86 @@ class KeywordIndex:
     ) -> list[Hit]:
         """The k best matches among the tenant's live docs that meet the conditions (and,
         when given, are among `allowed`: ids a caller's own index already narrowed to)."""
-        wanted = set(terms(query))
+        wanted = sorted(set(terms(query)))  # sorted: the same sum in every process
         if k <= 0 or not wanted:
             return []
         with self._lock:
             stats = self._tenants.get(tenant)
             if stats is None or stats.docs == 0:
                 return []
-            average = stats.total_length / stats.docs or 1.0
-            scores: dict[str, float] = {}
-            for term in wanted:
-                holders = stats.postings.get(term)
-                if not holders:
-                    continue
-                idf = math.log(1 + (stats.docs - len(holders) + 0.5) / (len(holders) + 0.5))
-                if allowed is not None and len(allowed) < len(holders):
-                    holders = {doc_id for doc_id in allowed if doc_id in holders}
-                for doc_id in holders:
-                    entry = self._entries[(tenant, doc_id)]
-                    count = entry.counts[term]
-                    norm = count + K1 * (1 - B + B * entry.length / average)
-                    scores[doc_id] = scores.get(doc_id, 0.0) + idf * count * (K1 + 1) / norm
+            scores, matched = self._scores(stats, wanted)
+            if allowed is not None:
+                keep = np.zeros(len(scores), dtype=bool)
+                rows = [stats.rows[doc_id] for doc_id in allowed if doc_id in stats.rows]
+                keep[rows] = True
+                matched &= keep
             hits: list[Hit] = []
-            for doc_id, score in self._best_first(scores, k if not conditions else 4 * k):
+            candidates = np.flatnonzero(matched)
+            for row in self._best_first(stats, scores, candidates, k if not conditions else 4 * k):
+                doc_id = stats.ids[row]
                 entry = self._entries[(tenant, doc_id)]
-                if allowed is not None and doc_id not in allowed:
-                    continue
                 if conditions and not meets_all(entry.fields, conditions):
                     continue
-                hits.append(Hit(doc_id, score, dict(entry.fields)))
+                hits.append(Hit(doc_id, float(scores[row]), dict(entry.fields)))
                 if len(hits) == k:
                     break
         return hits
 
+    def count(self, tenant: str, query: str, allowed: Collection[str] | None = None) -> int:
+        """How many of the tenant's live docs (among `allowed`, when given) hold a term of
+        `query`: a search's total."""
+        wanted = sorted(set(terms(query)))
+        with self._lock:
+            stats = self._tenants.get(tenant)
+            if stats is None or not wanted:
+                return 0
+            held: set[int] = set()
+            for term in wanted:
+                held.update(stats.postings.get(term, ()))
+            if allowed is None:
+                return len(held)
+            return sum(1 for doc_id in allowed if stats.rows.get(doc_id, -1) in held)
+
     @staticmethod
-    def _best_first(scores: dict[str, float], likely: int) -> Iterator[tuple[str, float]]:
-        """Scores best first: the `likely` best from a partial sort, the rest only if the
-        caller reads past them (filters rejected most of the best)."""
-        first = heapq.nsmallest(likely, scores.items(), key=_rank)
-        yield from first
-        if len(first) < len(scores):
-            seen = {doc_id for doc_id, _ in first}
-            rest = sorted((i for i in scores.items() if i[0] not in seen), key=_rank)
-            yield from rest
+    def _scores(stats: _Tenant, wanted: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Every row's BM25 score for the query's terms, and which rows hold one of them
+        (one vector operation per term: a term of every doc costs no Python loop)."""
+        size = len(stats.ids)
+        scores = np.zeros(size)
+        matched = np.zeros(size, dtype=bool)
+        average = stats.total_length / stats.docs or 1.0
+        for term in wanted:
+            holders = stats.postings.get(term)
+            if not holders:
+                continue
+            held = len(holders)
+            idf = math.log(1 + (stats.docs - held + 0.5) / (held + 0.5))
+            rows = np.fromiter(holders.keys(), dtype=np.int64, count=held)
+            counts = np.fromiter(holders.values(), dtype=np.float64, count=held)
+            norm = counts + K1 * (1 - B + B * stats.lengths[rows] / average)
+            scores[rows] += idf * counts * (K1 + 1) / norm
+            matched[rows] = True
+        return scores, matched
+
+    @staticmethod
+    def _best_first(
+        stats: _Tenant, scores: np.ndarray, candidates: np.ndarray, likely: int
+    ) -> Iterator[int]:
+        """Candidate rows best first, ties by id: the `likely` best from a partial sort
+        (with every row tied with the last of them), the rest only if the caller reads past
+        them (filters rejected most of the best)."""
+        if len(candidates) == 0:
+            return
+        ranked = scores[candidates]
+        if likely < len(candidates):
+            cut = -np.partition(-ranked, likely - 1)[likely - 1]
+            first = candidates[ranked >= cut]
+        else:
+            first = candidates
+        yield from sorted(first.tolist(), key=lambda row: (-scores[row], stats.ids[row]))
+        if len(first) < len(candidates):
+            rest = np.setdiff1d(candidates, first, assume_unique=True)
+            yield from sorted(rest.tolist(), key=lambda row: (-scores[row], stats.ids[row]))
 
 
 def reciprocal_rank_fusion(

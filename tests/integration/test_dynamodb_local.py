@@ -160,3 +160,40 @@ def test_serve_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
     assert serve.returncode == 0, err[-2000:]
     assert "Traceback" not in err
     assert "stopped" in out
+
+
+def _group_gone(group: int) -> bool:
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def test_dynamodb_local_never_outlives_a_killed_stack(dynamodb_local_home: Path) -> None:
+    # Given a process that started DynamoDB Local (as `memkit serve` or a benchmark does)
+    script = (
+        "import sys, time\n"
+        "from pathlib import Path\n"
+        "from memkit_dev.local.dynamodb_local import DynamoDBLocal\n"
+        "server = DynamoDBLocal(Path(sys.argv[1]), None).start()\n"
+        "print(server._process.pid, server.endpoint, flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    owner = subprocess.Popen(
+        [sys.executable, "-c", script, str(dynamodb_local_home)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert owner.stdout is not None
+    group, endpoint = owner.stdout.readline().split()
+    assert httpx.get(endpoint, timeout=30).status_code == 400  # it answers (no operation)
+
+    # When that process is killed, with no chance to stop anything
+    owner.kill()
+    owner.wait(timeout=30)
+
+    # Then Java goes with it (its watchdog sees the pipe close), and the port is free
+    _until(lambda: _group_gone(int(group)), "DynamoDB Local ended with its owner")
+    with pytest.raises(httpx.TransportError):
+        httpx.get(endpoint, timeout=5)

@@ -143,3 +143,14 @@ def test_a_dynamodb_endpoint_can_replace_moto_in_process() -> None:
         assert client.scan(TableName="memkit-elsewhere")["Count"] == 2  # session + scratchpad
     finally:
         endpoint.stop()
+
+
+def test_functions_wait_their_timeout_for_a_slow_local_engine(stack: LocalStack) -> None:
+    # A local engine on a busy machine answers late but answers: each function may wait
+    # its Timeout for it (at most a minute), not DynamoDB's 5 s and then a 503
+    from memkit_dev.local.template import load_template
+
+    template = load_template(ROOT / "template.yaml")
+    for function, timeout in (("ApiFunction", 15), ("IndexerFunction", 60)):
+        environment = stack._environment(template, function)
+        assert float(environment["MEMKIT_READ_TIMEOUT_SECONDS"]) == timeout

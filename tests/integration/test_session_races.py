@@ -256,3 +256,77 @@ def test_a_transaction_the_sdk_sends_twice_is_never_a_failure(
         assert appended.body["appended"] == ["m2"]
     else:  # moto ignores the token: the repeat fails its check, and a re-read finds it stored
         assert appended.body["already_stored"] == ["m2"]
+
+
+def _unavailable() -> Exception:
+    from botocore.exceptions import ClientError
+
+    answer = {"Error": {"Code": "ServiceUnavailable", "Message": "down"}}
+    return ClientError({**answer, "ResponseMetadata": {"HTTPStatusCode": 503}}, "Transact")
+
+
+def _failing_sends(
+    store: Any, monkeypatch: pytest.MonkeyPatch, fails: Callable[[int, Callable[[], Any]], Any]
+) -> list[str]:
+    """Route the session transactions through `fails(n, send)` (n counts from 1; send() sends
+    the transaction for real), with no pause before a resend; the tokens sent, in order."""
+    monkeypatch.setattr("memkit.store.sessions.RESEND_PAUSES_SECONDS", (0.0, 0.0))
+    client = store._items.connection.client
+    send, tokens = client.transact_write_items, []
+
+    def sent(**kwargs: Any) -> Any:
+        tokens.append(kwargs["ClientRequestToken"])
+        return fails(len(tokens), lambda: send(**kwargs))
+
+    monkeypatch.setattr(client, "transact_write_items", sent)
+    return tokens
+
+
+def test_storage_unavailable_past_the_sdks_retries_is_resent_not_a_503(
+    stack: tuple[Call, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    call, store = stack
+    assert call("POST", f"{S1}/messages", body={"messages": [_msg("m1")]}).status == 201
+
+    # Given storage that stays unavailable through the SDK's own retries: the first send
+    # fails outright, the second goes through but its answer is lost
+    def fails(n: int, send: Callable[[], Any]) -> Any:
+        if n == 2:
+            send()
+        if n <= 2:
+            raise _unavailable()
+        return send()
+
+    tokens = _failing_sends(store, monkeypatch, fails)
+
+    # When a client appends
+    appended = call("POST", f"{S1}/messages", body={"messages": [_msg("m2")]})
+
+    # Then it is told the message is stored, the same transaction was resent, and the
+    # message is there once (DynamoDB answers the resend by its token; moto, which ignores
+    # tokens, fails its version check, and the re-read finds it stored)
+    assert appended.status in (200, 201), appended.body
+    assert "m2" in appended.body["appended"] + appended.body["already_stored"]
+    assert tokens[0] == tokens[1] == tokens[2]
+    stored = call("GET", S1).body
+    assert [m["id"] for m in stored["messages"]] == ["m1", "m2"]
+    assert stored["message_count"] == 2
+
+
+def test_storage_that_stays_unavailable_is_a_503_and_writes_nothing(
+    stack: tuple[Call, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    call, store = stack
+    assert call("POST", f"{S1}/messages", body={"messages": [_msg("m1")]}).status == 201
+
+    def down(n: int, send: Callable[[], Any]) -> Any:
+        raise _unavailable()
+
+    tokens = _failing_sends(store, monkeypatch, down)
+    appended = call("POST", f"{S1}/messages", body={"messages": [_msg("m2")]})
+
+    assert appended.status == 503
+    assert appended.body["code"] == "unavailable"
+    assert len(tokens) == 3  # the first send and two resends, then the client is told
+    monkeypatch.undo()
+    assert [m["id"] for m in call("GET", S1).body["messages"]] == ["m1"]

@@ -5,29 +5,47 @@ moto walks a whole table on every Query and answers one request at a time, so a 
 on moto slows down as the table grows; DynamoDB Local (SQLite underneath) keeps Queries flat
 and checks what moto lets through (name, expression, item and transaction rules). It needs
 Java 17 or newer. The distribution comes from the npm registry (the `amplify-dynamodb-simulator`
-package ships it in `emulator/`), unpacked into a git-ignored tools folder once.
+package ships it in `emulator/`) or, where npm is missing or cannot fetch it, from AWS's own
+download (checked against the SHA-256 AWS publishes beside it), unpacked into a git-ignored
+tools folder once.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
+import hashlib
 import logging
+import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import tarfile
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 log = logging.getLogger("memkit.local")
 
 NPM_PACKAGE = "amplify-dynamodb-simulator@2.9.30"  # DynamoDB Local 1.25.1
+# AWS's own distribution (the latest 2.x), with its SHA-256 at the same URL + ".sha256".
+AWS_DOWNLOAD = "https://d1ni2b6xgvw0s0.cloudfront.net/v2.x/dynamodb_local_latest.tar.gz"
+DOWNLOAD_TIMEOUT_SECONDS = 120.0
 JAR = "DynamoDBLocal.jar"
 LIBRARIES = "DynamoDBLocal_lib"
 MIN_JAVA = 17
 START_TIMEOUT_SECONDS = 60.0
+STOP_TIMEOUT_SECONDS = 20.0
+# Runs Java ("$@") and waits for it (its exit status is the shell's), while a reader of our
+# pipe (fd 3: an asynchronous list's own stdin is /dev/null) ends Java when the pipe closes.
+WATCHDOG = (
+    'exec 3<&0; "$@" </dev/null 3<&- & java=$!; '
+    '{ read -r _ <&3; kill "$java" 2>/dev/null; } & '
+    'wait "$java"'
+)
 
 
 class Unavailable(Exception):
@@ -53,49 +71,89 @@ def java_version(java: str | None = None) -> int | None:
     return int(match.group(2) or 0) if major == 1 else major
 
 
-def install(tools: Path) -> Path:
-    """The folder holding DynamoDBLocal.jar and its libraries, unpacked into `tools` from the
-    npm registry on first use (a later call finds it there)."""
+def install(tools: Path, download: str = AWS_DOWNLOAD) -> Path:
+    """The folder holding DynamoDBLocal.jar and its libraries, unpacked into `tools` on first
+    use (a later call finds it there): from the npm registry, else from AWS's `download`."""
     home = tools / "dynamodb-local"
     if (home / JAR).is_file() and (home / LIBRARIES).is_dir():
         return home
-    npm = shutil.which("npm")
-    if npm is None:
-        raise Unavailable("npm is not installed, so DynamoDB Local cannot be fetched")
     tools.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=tools) as scratch:
         log.warning("installing DynamoDB Local into %s (once, about 60 MB)", home)
         try:
-            subprocess.run(  # noqa: S603 (npm on the PATH, a pinned package)
-                [npm, "pack", NPM_PACKAGE, "--silent", "--pack-destination", scratch],
-                capture_output=True,
-                check=True,
-                timeout=600,
-            )
-        except (OSError, subprocess.SubprocessError) as exc:
-            raise Unavailable(f"npm could not fetch {NPM_PACKAGE}") from exc
-        packed = next(Path(scratch).glob("*.tgz"), None)
-        if packed is None:
-            raise Unavailable(f"npm fetched no package for {NPM_PACKAGE}")
-        unpacked = Path(scratch) / "unpacked"
-        try:
-            with tarfile.open(packed) as archive:
-                members = [
-                    m for m in archive.getmembers() if m.name.startswith("package/emulator/")
-                ]
-                if hasattr(tarfile, "data_filter"):  # 3.11.4+: no links or paths out
-                    archive.extractall(unpacked, members=members, filter="data")
-                else:  # the members are the registry's package, checked by npm
-                    archive.extractall(unpacked, members=members)  # noqa: S202
-            staged = unpacked / "package" / "emulator"
-            if not (staged / JAR).is_file():
-                raise Unavailable(f"{NPM_PACKAGE} holds no {JAR}")
-            if home.exists():
-                shutil.rmtree(home)
-            staged.rename(home)
-        except (OSError, tarfile.TarError) as exc:
-            raise Unavailable(f"{NPM_PACKAGE} could not be unpacked") from exc
+            packed, inside = _from_npm(Path(scratch)), "package/emulator"
+        except Unavailable as npm_failed:
+            try:
+                packed, inside = _from_aws(download, Path(scratch)), ""
+            except Unavailable as aws_failed:
+                raise Unavailable(f"{npm_failed}; and {aws_failed}") from aws_failed
+        _unpack(packed, inside, Path(scratch) / "unpacked", home)
     return home
+
+
+def _from_npm(scratch: Path) -> Path:
+    """The npm package's archive, fetched into `scratch`."""
+    npm = shutil.which("npm")
+    if npm is None:
+        raise Unavailable("npm is not installed")
+    try:
+        subprocess.run(  # noqa: S603 (npm on the PATH, a pinned package)
+            [npm, "pack", NPM_PACKAGE, "--silent", "--pack-destination", str(scratch)],
+            capture_output=True,
+            check=True,
+            timeout=600,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise Unavailable(f"npm could not fetch {NPM_PACKAGE}") from exc
+    packed = next(scratch.glob("*.tgz"), None)
+    if packed is None:
+        raise Unavailable(f"npm fetched no package for {NPM_PACKAGE}")
+    return packed
+
+
+def _from_aws(url: str, scratch: Path) -> Path:
+    """AWS's archive at `url`, fetched into `scratch` and checked against `url`.sha256."""
+    if not url.startswith(("https://", "http://")):
+        raise Unavailable(f"{url} is not an http(s) URL")
+    packed = scratch / "dynamodb_local.tar.gz"
+    try:
+        with urllib.request.urlopen(url + ".sha256", timeout=DOWNLOAD_TIMEOUT_SECONDS) as answer:  # noqa: S310 (http(s) only, checked above)
+            expected = answer.read().decode().split()[0].lower()
+        digest = hashlib.sha256()
+        with (
+            urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT_SECONDS) as answer,  # noqa: S310
+            packed.open("wb") as out,
+        ):
+            while chunk := answer.read(1 << 20):
+                digest.update(chunk)
+                out.write(chunk)
+    except (OSError, IndexError, UnicodeDecodeError) as exc:
+        raise Unavailable(f"AWS's download ({url}) could not be fetched") from exc
+    if digest.hexdigest() != expected:
+        raise Unavailable(f"AWS's download ({url}) does not match its published SHA-256")
+    return packed
+
+
+def _unpack(packed: Path, inside: str, unpacked: Path, home: Path) -> None:
+    """Unpack the distribution (the archive's folder `inside`; "" for its top) into `home`."""
+    prefix = f"{inside}/" if inside else ""
+    try:
+        with tarfile.open(packed) as archive:
+            members = [
+                m for m in archive.getmembers() if m.name.removeprefix("./").startswith(prefix)
+            ]
+            if hasattr(tarfile, "data_filter"):  # 3.11.4+: no links or paths out
+                archive.extractall(unpacked, members=members, filter="data")
+            else:  # the members are a checked download or the registry's package
+                archive.extractall(unpacked, members=members)  # noqa: S202
+        staged = unpacked / inside if inside else unpacked
+        if not (staged / JAR).is_file() or not (staged / LIBRARIES).is_dir():
+            raise Unavailable(f"the distribution holds no {JAR} and {LIBRARIES}")
+        if home.exists():
+            shutil.rmtree(home)
+        staged.rename(home)
+    except (OSError, tarfile.TarError) as exc:
+        raise Unavailable("the distribution could not be unpacked") from exc
 
 
 def prepare(tools: Path) -> Path:
@@ -151,12 +209,15 @@ class DynamoDBLocal:
             str(self._port),
         ]
         # Its own process group: a Ctrl-C in the terminal reaches the stack, which stops
-        # this process itself (after the pumps, so nothing reads a closed table).
-        # Its own process group (see below), so it is stopped at exit whatever stops us.
+        # this process itself (after the pumps, so nothing reads a closed table), and stop()
+        # ends the whole group. A small shell runs it and holds a pipe from us: when this
+        # process dies without stopping it (SIGKILL, a crash), the pipe closes and the shell
+        # ends Java, so no DynamoDB Local outlives its stack.
         atexit.register(self.stop)
-        self._process = subprocess.Popen(  # noqa: S603 (java, the installed jar, our flags)
-            command,
+        self._process = subprocess.Popen(  # noqa: S603 (sh, java, the installed jar, our flags)
+            ["/bin/sh", "-c", WATCHDOG, "dynamodb-local", *command],
             cwd=self._home,
+            stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             start_new_session=True,
@@ -168,6 +229,7 @@ class DynamoDBLocal:
         assert self._process is not None
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
+                self.stop()  # the pipe's reader is still there
                 raise Unavailable(f"DynamoDB Local exited with {self._process.returncode}")
             try:
                 with socket.create_connection((self._host, self._port), timeout=1):
@@ -178,11 +240,31 @@ class DynamoDBLocal:
         raise Unavailable(f"DynamoDB Local did not listen within {timeout:.0f} s")
 
     def stop(self) -> None:
-        if self._process is None or self._process.poll() is not None:
+        process = self._process
+        if process is None or self._stopped(process):
             return
-        self._process.terminate()
         try:
-            self._process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self._process.kill()
-            self._process.wait(timeout=10)
+            os.killpg(process.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + STOP_TIMEOUT_SECONDS
+        while not self._stopped(process) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if not self._stopped(process):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=STOP_TIMEOUT_SECONDS)
+        if process.stdin is not None:
+            process.stdin.close()
+
+    @staticmethod
+    def _stopped(process: subprocess.Popen[bytes]) -> bool:
+        """Whether the shell and Java (its process group) are both gone."""
+        process.poll()
+        try:
+            os.killpg(process.pid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:  # the id was reused by another user's group
+            return True
+        return False

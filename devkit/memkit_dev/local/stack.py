@@ -45,6 +45,8 @@ Engine = Literal["auto", "dynamodb-local", "moto"]
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 # The index is rebuilt from the table on start; a progress line shows past this long.
 REBUILD_QUIET_SECONDS = 1.0
+# The longest a local function waits for one DynamoDB answer (see _environment).
+MAX_LOCAL_READ_SECONDS = 60.0
 FAKE_CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "testing",
     "AWS_SECRET_ACCESS_KEY": "testing",
@@ -169,6 +171,12 @@ class LocalStack:
             environment["MEMKIT_DYNAMODB_ENDPOINT"] = self.dynamodb_endpoint
         if self._local_endpoint():
             environment.update(FAKE_CREDENTIALS)
+            # A local engine on a busy machine can be slow without being down (moto walks its
+            # table per Query and answers one request at a time): a request may take the
+            # function's Timeout (at most a minute: past that it is stuck, not slow) instead
+            # of DynamoDB's 5 s, so a slow answer is waited for, not retried into a 503.
+            timeout = min(function_timeout(template, resource), MAX_LOCAL_READ_SECONDS)
+            environment["MEMKIT_READ_TIMEOUT_SECONDS"] = str(timeout)
         return environment
 
     def _local_endpoint(self) -> bool:

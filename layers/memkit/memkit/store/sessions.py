@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -24,6 +25,7 @@ from memkit.errors import (
     FieldProblem,
     Forbidden,
     NotFound,
+    StoreUnavailable,
     ValidationFailed,
     VersionConflict,
 )
@@ -37,6 +39,7 @@ from memkit.models.domain import (
     SessionMeta,
     StoredMessage,
 )
+from memkit.observability import metrics
 from memkit.scratchpad import resolution
 from memkit.store import keys
 from memkit.store.base import TableBase, translated
@@ -56,6 +59,9 @@ TRANSACTION_ITEMS = 100
 TRANSACTION_BYTES = 3_500_000
 # Concurrent UpdateItems when a session's items get a new expiry.
 REFRESH_WORKERS = 8
+# Pauses (the longest of a jittered range) before a session transaction is sent again when
+# storage stayed unavailable through the SDK's own retries (the same token: applied once).
+RESEND_PAUSES_SECONDS = (0.25, 1.0)
 # A rebuilt document holds at most this many messages (AMS's reconstruction reads 1,000), so
 # a PUT of it plus new messages (agent-memory-client's append: to the new life they are all
 # new) stays within the 1,000 new messages a PUT may add (service/sessions).
@@ -611,10 +617,21 @@ class SessionTable(TableBase):
         # lost to a timeout), DynamoDB answers as it did the first time (for 10 minutes)
         # instead of failing the version check of a write that in fact went through.
         token = hashlib.sha256(json.dumps(actions, sort_keys=True).encode()).hexdigest()[:36]
-        with translated("write session"):
-            self._items.connection.client.transact_write_items(
-                TransactItems=actions, ClientRequestToken=token
-            )
+        # The token also makes a resend safe when storage stays unavailable past the SDK's
+        # own retries: the same transaction is sent again after a pause, and whether or not
+        # an earlier attempt went through, it is applied once.
+        for pause in (*RESEND_PAUSES_SECONDS, None):
+            try:
+                with translated("write session"):
+                    self._items.connection.client.transact_write_items(
+                        TransactItems=actions, ClientRequestToken=token
+                    )
+                return
+            except StoreUnavailable:
+                if pause is None:
+                    raise
+                metrics.add_metric(name="SessionWriteResends", unit="Count", value=1)
+                time.sleep(random.uniform(pause / 2, pause))  # noqa: S311 (jitter)
 
     def _memory_item(
         self, tenant: str, meta: SessionMeta, record: JsonObject, expires_at: int | None

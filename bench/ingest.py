@@ -2,7 +2,7 @@
 
     1. Concurrent appends: 4 clients x 50 appends of one message each to one new session.
        Statuses by kind, messages stored, and the resident memory of whatever serves
-       DynamoDB (this process for moto, the Java process for DynamoDB Local) before/after.
+       DynamoDB (this process for moto, DynamoDB Local's process group) before/after.
     2. Backfill: 10 conversations of 700 messages, 100 a request, back to back, message
        indexing, curation and cleanup on. Messages/s through the API, 5xx answers, and the
        time until every message is searchable.
@@ -33,25 +33,42 @@ PER_REQUEST = 100
 SEARCHABLE_TIMEOUT = 1800.0
 
 
-def _rss_mb(pid: int) -> float:
-    """Resident memory of a process, in MB (from /proc; the peak for this process elsewhere)."""
-    status = Path(f"/proc/{pid}/status")
-    if status.is_file():
-        for line in status.read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+def _rss_mb(group: int | None) -> float:
+    """Resident memory in MB of a process group (DynamoDB Local: its watchdog shell and
+    Java), from /proc; None: this process (moto), its peak where /proc is missing."""
+    proc = Path("/proc")
+    if not (proc / "self" / "stat").is_file():
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    pids = [str(os.getpid())] if group is None else []
+    if group is not None:
+        for stat in proc.glob("[0-9]*/stat"):
+            try:
+                # pid (comm) state ppid pgrp ...: the fields after the command's parenthesis
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue  # gone meanwhile
+            if int(fields[2]) == group:
+                pids.append(stat.parent.name)
+    total = 0.0
+    for pid in pids:
+        try:
+            lines = (proc / pid / "status").read_text().splitlines()
+        except OSError:
+            continue
+        total += sum(int(line.split()[1]) / 1024 for line in lines if line.startswith("VmRSS:"))
+    return total
 
 
-def _store_pid(stack: Any) -> int:
+def _store_group(stack: Any) -> int | None:
+    """The process group serving DynamoDB (None: moto, in this process)."""
     local = getattr(stack, "_dynamodb_local", None)
     process = getattr(local, "_process", None)
-    return int(process.pid) if process is not None else os.getpid()
+    return int(process.pid) if process is not None else None
 
 
 def concurrent_appends(client: Any, url: str, stack: Any) -> None:
-    pid = _store_pid(stack)
-    before = _rss_mb(pid)
+    group = _store_group(stack)
+    before = _rss_mb(group)
 
     def append(slot: tuple[int, int]) -> int:
         worker, n = slot
@@ -68,7 +85,7 @@ def concurrent_appends(client: Any, url: str, stack: Any) -> None:
     for status, n in sorted(statuses.items()):
         report(f"ingest.concurrent_appends_status_{status}", n)
     report("ingest.store_rss_before_mb", before, "MB")
-    report("ingest.store_rss_after_mb", _rss_mb(pid), "MB")
+    report("ingest.store_rss_after_mb", _rss_mb(group), "MB")
 
 
 def backfill(client: Any, url: str, stack: Any, conversations: int, messages: int) -> None:

@@ -90,3 +90,48 @@ def test_a_cancelled_transaction_leaves_the_stream_readable_by_its_readers(
     # Then the reader's iterator sees that write, and nothing of the cancelled transaction
     later = streams.get_records(ShardIterator=page["NextShardIterator"])["Records"]
     assert [r["dynamodb"]["Keys"]["PK"]["S"] for r in later] == ["after"]
+
+
+def test_a_cancelled_transaction_undoes_each_of_its_actions_and_nothing_else(
+    dynamodb_table: str,
+) -> None:
+    # Given items a transaction will replace, delete and update, and one it never names
+    client = boto3.client("dynamodb", region_name="us-east-1")
+
+    def item(pk: str, **values: str) -> dict[str, dict[str, str]]:
+        return {"PK": {"S": pk}, "SK": {"S": "item"}, **{k: {"S": v} for k, v in values.items()}}
+
+    for pk in ("replaced", "deleted", "updated", "bystander"):
+        client.put_item(TableName=dynamodb_table, Item=item(pk, state="before"))
+    before = client.scan(TableName=dynamodb_table, ConsistentRead=True)["Items"]
+    actions = [
+        {"Put": {"TableName": dynamodb_table, "Item": item("replaced", state="after")}},
+        {"Put": {"TableName": dynamodb_table, "Item": item("created", state="after")}},
+        {"Delete": {"TableName": dynamodb_table, "Key": item("deleted")}},
+        {
+            "Update": {
+                "TableName": dynamodb_table,
+                "Key": item("updated"),
+                "UpdateExpression": "SET #s = :s",
+                "ExpressionAttributeNames": {"#s": "state"},
+                "ExpressionAttributeValues": {":s": {"S": "after"}},
+            }
+        },
+        {
+            "ConditionCheck": {
+                "TableName": dynamodb_table,
+                "Key": item("bystander"),
+                "ConditionExpression": "attribute_not_exists(PK)",
+            }
+        },
+    ]
+
+    # When the transaction is cancelled by its last action's condition
+    with pytest.raises(client.exceptions.TransactionCanceledException):
+        client.transact_write_items(TransactItems=actions)
+
+    # Then the table is as it was, item for item, and it still takes writes
+    after = client.scan(TableName=dynamodb_table, ConsistentRead=True)["Items"]
+    assert sorted(after, key=str) == sorted(before, key=str)
+    client.put_item(TableName=dynamodb_table, Item=item("later"))
+    assert client.get_item(TableName=dynamodb_table, Key=item("later"), ConsistentRead=True)

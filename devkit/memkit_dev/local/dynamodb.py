@@ -10,16 +10,19 @@ from thread pools. Two concurrent writes to a table with a stream can get the sa
 sequence number there (moto numbers a record by the shard's length before appending it),
 and a reader that pages with AFTER_SEQUENCE_NUMBER then reads the last record forever.
 
-`keep_stream_shards_on_rollback()` mends how moto undoes a cancelled transaction: it puts
-back a deep copy of each table taken before the transaction, stream shard included, so
-every shard iterator handed out before (the stream pumps', Lambda's poller's) reads the
-discarded shard and sees nothing new, ever: indexing and curation stopped for good, with
-nothing logged. DynamoDB's stream never loses its shard to a cancelled transaction.
+`mend_moto_transactions()` mends how moto runs a transaction. It deep-copied each table it
+touches before every transaction (once per action), so time and memory grew with the table;
+and it undid a cancelled one by putting that copy back, stream shard included, so every
+shard iterator handed out before (the stream pumps', Lambda's poller's) read the discarded
+shard and saw nothing new, ever: indexing and curation stopped for good, with nothing logged.
+DynamoDB's stream never loses its shard to a cancelled transaction.
 """
 
 from __future__ import annotations
 
+import copy
 import threading
+from collections import defaultdict
 from typing import Any
 
 from werkzeug.serving import BaseWSGIServer, make_server
@@ -53,7 +56,7 @@ class MotoDynamoDB:
         return f"http://{host}:{port}"
 
     def start(self) -> MotoDynamoDB:
-        keep_stream_shards_on_rollback()
+        mend_moto_transactions()
         self._thread.start()
         return self
 
@@ -81,39 +84,107 @@ def serialize_in_process_moto() -> None:
 
     BotocoreStubber.__call__ = one_at_a_time  # type: ignore[method-assign]
     BotocoreStubber._memkit_serialized = True  # type: ignore[attr-defined]
-    keep_stream_shards_on_rollback()
+    mend_moto_transactions()
 
 
-def keep_stream_shards_on_rollback() -> None:
-    """After moto rolls a cancelled transaction back, each restored table gets its live
-    stream shard back, less the records the cancelled writes added (idempotent)."""
-    from moto.dynamodb.models import DynamoDBBackend
+_transacting = threading.local()
 
-    if getattr(DynamoDBBackend, "_memkit_keeps_shards", False):
+
+class _SnapshotCopy:
+    """Stands in for the `copy` module inside moto's DynamoDB backend: while memkit's
+    transact_write_items runs, the deep copy of a table moto takes before a transaction
+    becomes a snapshot of the table's item maps (the items the transaction targets deep
+    copied, the others shared: a Put or Delete replaces an item, it never changes one in
+    place). Everywhere else it is the copy module itself."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(copy, name)
+
+    @staticmethod
+    def deepcopy(value: Any, memo: Any = None) -> Any:
+        from moto.dynamodb.models.table import Table
+
+        targets = getattr(_transacting, "targets", None)
+        if targets is None or not isinstance(value, Table):
+            return copy.deepcopy(value, memo)
+        snapshot = copy.copy(value)
+        snapshot.items = defaultdict(dict)
+        for hash_key, held in value.items.items():
+            snapshot.items[hash_key] = dict(held) if value.has_range_key else held
+        for hash_key, range_key in targets.get(value.name, ()):
+            if value.has_range_key and range_key in value.items.get(hash_key, {}):
+                snapshot.items[hash_key][range_key] = copy.deepcopy(
+                    value.items[hash_key][range_key]
+                )
+            elif not value.has_range_key and hash_key in value.items:
+                snapshot.items[hash_key] = copy.deepcopy(value.items[hash_key])
+        return snapshot
+
+
+def _targets(backend: Any, transact_items: list[dict[str, Any]]) -> dict[str, set[Any]]:
+    """table name -> the (hash, range) keys the transaction's actions name, as moto types."""
+    from moto.dynamodb.models.dynamo_type import DynamoType
+
+    found: dict[str, set[Any]] = {}
+    for action in transact_items:
+        op = next(iter(action.values()), None)
+        if not isinstance(op, dict):
+            continue  # moto refuses it itself
+        table = backend.tables.get(op.get("TableName"))
+        if table is None:
+            continue
+        key = op.get("Key") or op.get("Item") or {}
+        hash_value = key.get(table.hash_key_attr)
+        range_value = key.get(table.range_key_attr) if table.range_key_attr else None
+        if hash_value is not None:
+            found.setdefault(table.name, set()).add(
+                (DynamoType(hash_value), DynamoType(range_value) if range_value else None)
+            )
+    return found
+
+
+def mend_moto_transactions() -> None:
+    """moto's transact_write_items, mended twice (idempotent):
+
+    - before a transaction it deep-copied every table it touches, once per action: time and
+      memory grow with the table (a server grew by gigabytes under concurrent appends, and
+      slow transactions widened every race into 409s). The copy is now a snapshot of the
+      item maps (see _SnapshotCopy): the same rollback, at the cost of one dict per item;
+    - its rollback put that copy back with its own stream shard, so every shard iterator
+      handed out before read a dead shard: after a rollback each table keeps its live shard,
+      less the records the cancelled writes added."""
+    from moto.dynamodb import models
+
+    DynamoDBBackend = models.DynamoDBBackend
+    if getattr(DynamoDBBackend, "_memkit_mended", False):
         return
-    rollback_loses_shards = DynamoDBBackend.transact_write_items
+    as_moto_does = DynamoDBBackend.transact_write_items
+    setattr(models, "copy", _SnapshotCopy())  # noqa: B010 (a module global, replaced)
 
     def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
         live = {
-            name: (table.stream_shard, len(table.stream_shard.items))
+            name: (table, table.stream_shard, len(table.stream_shard.items))
             for name, table in self.tables.items()
             if table.stream_shard is not None
         }
+        _transacting.targets = _targets(self, transact_items)
         try:
-            rollback_loses_shards(self, transact_items)
+            as_moto_does(self, transact_items)
         except Exception:
-            for name, (shard, length) in live.items():
+            for name, (table, shard, length) in live.items():
                 restored = self.tables.get(name)
-                if restored is not None and restored.stream_shard is not shard:
+                if restored is not None and restored is not table:
                     del shard.items[length:]
                     shard.table = restored
                     restored.stream_shard = shard
             raise
+        finally:
+            _transacting.targets = None
 
     DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
-    DynamoDBBackend._memkit_keeps_shards = True  # type: ignore[attr-defined]
+    DynamoDBBackend._memkit_mended = True  # type: ignore[attr-defined]
     # moto's own, for tests of what a reader does when a shard goes stale all the same.
-    DynamoDBBackend._memkit_rollback_loses_shards = rollback_loses_shards  # type: ignore[attr-defined]
+    DynamoDBBackend._memkit_rollback_loses_shards = as_moto_does  # type: ignore[attr-defined]
 
 
 def dynamodb_client(endpoint: str | None, region: str) -> Any:

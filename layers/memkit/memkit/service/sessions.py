@@ -314,7 +314,10 @@ class SessionService:
         self,
         store: SessionStore,
         scratchpads: ScratchpadService,
-        max_attempts: int = 10,
+        # As the scratchpad's: concurrent appends to one session (4 clients x 50) lost 10
+        # races in a row on a slow engine; each attempt waits a jittered moment (at most
+        # 0.4 s), so 25 is a few seconds before a 409 says the session will not settle.
+        max_attempts: int = 25,
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
         index: Callable[[], VectorIndex] | None = None,

@@ -7,10 +7,13 @@ handler can report it), never `os.environ[...]` in logic.
 from __future__ import annotations
 
 import os
+import re
 from functools import lru_cache
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from memkit.identity import IdentitySettings
 
 ENV_PREFIX = "MEMKIT_"
 # Settings also read under the Agent Memory Server's name when MEMKIT_<FIELD> is unset.
@@ -74,8 +77,18 @@ class IndexSettings(BaseModel):
 class ApiSettings(StoreSettings, IndexSettings):
     """The API function's settings (MEMKIT_* environment variables)."""
 
-    # With auth off (the local stack's default) every request belongs to this tenant.
+    # How callers are identified (memkit.identity): jwt | iam | apikey | none (no identity:
+    # the local stack and private networks only; the template's AuthMode sets it).
+    auth_mode: Literal["none", "jwt", "iam", "apikey"] = "none"
+    # The tenant of auth mode none, and of jwt when no tenant claim is configured.
     default_tenant: str = Field(default="default", min_length=1, max_length=128)
+    # jwt: the claim holding the tenant (e.g. custom:tenant); None: one tenant, the default.
+    tenant_claim: str | None = Field(default=None, min_length=1, max_length=128)
+    # jwt: the claim holding the caller's user id.
+    user_claim: str = Field(default="sub", min_length=1, max_length=128)
+    # iam: a regex with a `tenant` group, matched against the principal's ARN; None: the
+    # principal's account id is its tenant.
+    iam_tenant_pattern: str | None = Field(default=None, min_length=1, max_length=512)
     # Optimistic-concurrency retries for a PATCH that loses the race to another writer.
     merge_max_attempts: int = Field(default=25, ge=1, le=100)
     # DELETE /v1/users/{user_id} works this long, then leaves the rest to a job on the
@@ -87,6 +100,28 @@ class ApiSettings(StoreSettings, IndexSettings):
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> ApiSettings:
         return cls.model_validate(_from_env(cls, environ))
+
+    @field_validator("iam_tenant_pattern")
+    @classmethod
+    def _tenant_pattern(cls, pattern: str | None) -> str | None:
+        if pattern is not None:
+            try:
+                compiled = re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"not a regular expression: {exc}") from exc
+            if "tenant" not in compiled.groupindex:
+                raise ValueError("the pattern needs a (?P<tenant>...) group")
+        return pattern
+
+    @property
+    def identity(self) -> IdentitySettings:
+        return IdentitySettings(
+            auth_mode=self.auth_mode,
+            default_tenant=self.default_tenant,
+            tenant_claim=self.tenant_claim,
+            user_claim=self.user_claim,
+            iam_tenant_pattern=self.iam_tenant_pattern,
+        )
 
 
 class IndexerSettings(StoreSettings, IndexSettings):

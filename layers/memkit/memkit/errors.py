@@ -38,6 +38,13 @@ class BadRequest(MemkitError):
     code = "bad_request"
 
 
+class Unauthenticated(MemkitError):
+    """No verified identity reached the function where the auth mode expects one."""
+
+    status = 401
+    code = "unauthenticated"
+
+
 class Forbidden(MemkitError):
     status = 403
     code = "forbidden"

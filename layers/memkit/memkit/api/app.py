@@ -9,10 +9,12 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
+from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.shared.json_encoder import Encoder
 
 from memkit import __version__
+from memkit.api.context import services_of
 from memkit.api.responses import error_response
 from memkit.api.routes import (
     health,
@@ -25,10 +27,17 @@ from memkit.api.routes import (
     tools,
     users,
 )
-from memkit.errors import FieldProblem, MemkitError
+from memkit.api.scopes import ROUTE_SCOPES
+from memkit.errors import FieldProblem, Forbidden, MemkitError
+from memkit.identity import Caller
+from memkit.identity import caller_of as caller_of_event
 from memkit.observability import logger
 
 TITLE = "memkit"
+WARNING_HEADER = "x-memkit-warning"
+# The pattern of the route Powertools makes for a path no route matches (its 404).
+NO_ROUTE = "^.*$"
+UNAUTHENTICATED_WARNING = "unauthenticated: auth mode none, every caller acts as an admin"
 ROUTERS = (
     health.router,
     sessions.router,
@@ -55,6 +64,34 @@ def openapi_json(app: APIGatewayHttpResolver) -> str:
     return str(app.get_openapi_json_schema(title=TITLE, version=__version__))
 
 
+def _warned(app: APIGatewayHttpResolver, response: Response[Any]) -> Response[Any]:
+    """`response`, saying so when no credential was checked (auth mode none)."""
+    caller = app.context.get("caller")
+    if isinstance(caller, Caller) and not caller.authenticated:
+        response.headers[WARNING_HEADER] = UNAUTHENTICATED_WARNING
+    return response
+
+
+def authorize(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Response[Any]:
+    """Before every route: the caller from the verified request context (memkit.identity)
+    and the scope the route needs (memkit.api.scopes). A route the table does not list is
+    refused: a new route cannot ship without a decision."""
+    route = app.context.get("_route")
+    key = f"{route.method} {route.openapi_path}" if route is not None else ""
+    if key not in ROUTE_SCOPES:
+        if route is not None and route.rule.pattern == NO_ROUTE:
+            return next_middleware(app)  # the resolver's catch-all for an unknown path: 404
+        raise Forbidden("this route has no declared scope")
+    scope = ROUTE_SCOPES[key]
+    if scope is None:
+        return next_middleware(app)
+    services = services_of(app)
+    caller = caller_of_event(app.current_event.raw_event, services.settings.identity)
+    app.append_context(caller=caller)
+    caller.require(scope)
+    return _warned(app, next_middleware(app))
+
+
 def build_app() -> APIGatewayHttpResolver:
     """A resolver with every route of memkit's HTTP API."""
     # UTF-8 as is, not \u-escaped: a non-English text takes 2 to 3 bytes a character, not
@@ -63,6 +100,7 @@ def build_app() -> APIGatewayHttpResolver:
     app = APIGatewayHttpResolver(enable_validation=True, serializer=serializer)
     for router in ROUTERS:
         app.include_router(router)
+    app.use(middlewares=[authorize])
 
     @app.get("/v1/openapi.json", include_in_schema=False)
     def openapi_document() -> Response[str]:
@@ -95,15 +133,19 @@ def build_app() -> APIGatewayHttpResolver:
     def domain_error(exc: MemkitError) -> Response[str]:
         if exc.status >= 500:
             logger.error("request failed", extra={"code": exc.code, "reason": exc.detail})
-            return error_response(exc.status, exc.code, "the service is not available")
+            return _warned(
+                app, error_response(exc.status, exc.code, "the service is not available")
+            )
         logger.info("request refused", extra={"code": exc.code, "status": exc.status})
-        return error_response(exc.status, exc.code, exc.detail, exc.errors)
+        return _warned(app, error_response(exc.status, exc.code, exc.detail, exc.errors))
 
     @app.exception_handler(RequestValidationError)
     def invalid_request(exc: RequestValidationError) -> Response[str]:
         # Unreadable bodies never get here: the handler's guard answers them first (400/415).
         problems = [FieldProblem(_field(tuple(e.get("loc", ()))), e["msg"]) for e in exc.errors()]
-        return error_response(422, "validation_error", "the request is not valid", problems)
+        return _warned(
+            app, error_response(422, "validation_error", "the request is not valid", problems)
+        )
 
     @app.not_found
     def not_found(exc: NotFoundError) -> Response[str]:
@@ -113,7 +155,7 @@ def build_app() -> APIGatewayHttpResolver:
     def unexpected(exc: Exception) -> Response[str]:
         # The type only: an exception's text may quote stored content.
         logger.error("unhandled error", extra={"error_type": type(exc).__name__})
-        return error_response(500, "internal_error", "internal error")
+        return _warned(app, error_response(500, "internal_error", "internal error"))
 
     return app
 

@@ -1,4 +1,5 @@
-"""What a route needs besides its parameters: services, and who the caller is."""
+"""What a route needs besides its parameters: services, the verified caller, and the scope
+(tenant, namespace, user) the caller may act in."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol
 
 from memkit.config import ApiSettings
-from memkit.errors import FieldProblem, ValidationFailed
+from memkit.errors import FieldProblem, Forbidden, ValidationFailed
+from memkit.identity import Caller
 from memkit.models.domain import DEFAULT_NAMESPACE, Owner
+from memkit.models.memory import CreateMemories, SearchRequest
 from memkit.service.profiles import ProfileService
 from memkit.service.scratchpad import ScratchpadService
 from memkit.service.sessions import SessionService
@@ -85,24 +88,6 @@ class Services:
     def deletion(self) -> UserDeletion:
         return self.lifecycle.deletion()
 
-    def tenant(self) -> str:
-        """The caller's tenant. With auth off (the local stack's default) the configured one."""
-        return self.settings.default_tenant
-
-    def owner(
-        self,
-        namespace: str | None,
-        user_id: str | None,
-        body_namespace: str | None = None,
-        body_user_id: str | None = None,
-    ) -> Owner:
-        """The caller's scope. With auth off (this issue) the tenant is the configured default."""
-        return Owner(
-            tenant=self.settings.default_tenant,
-            namespace=_one("namespace", namespace, body_namespace) or DEFAULT_NAMESPACE,
-            user_id=_one("user_id", user_id, body_user_id),
-        )
-
 
 def _one(field: str, query: str | None, body: str | None) -> str | None:
     if query is not None and body is not None and query != body:
@@ -111,6 +96,71 @@ def _one(field: str, query: str | None, body: str | None) -> str | None:
             [FieldProblem(field, "query and body differ")],
         )
     return query if query is not None else body
+
+
+def caller_of(router: Any) -> Caller:
+    """The verified caller of this request (set by the app's authorize middleware)."""
+    caller = router.context.get("caller")
+    assert isinstance(caller, Caller), "the authorize middleware sets the caller first"
+    return caller
+
+
+def owner_of(
+    router: Any,
+    namespace: str | None,
+    user_id: str | None,
+    body_namespace: str | None = None,
+    body_user_id: str | None = None,
+) -> Owner:
+    """The scope a request acts in: the caller's tenant (never the request's), the namespace
+    it names, and the user it may act for (memkit.identity: its own, or for an admin any of
+    its tenant's, or none). A caller that is not an admin is confined to its user: items of
+    another user, or of no user, are not its to read or change."""
+    caller = caller_of(router)
+    named = _one("user_id", user_id, body_user_id)
+    return Owner(
+        tenant=caller.tenant,
+        namespace=_one("namespace", namespace, body_namespace) or DEFAULT_NAMESPACE,
+        user_id=caller.acting_for(named),
+        confined=not caller.admin,
+    )
+
+
+def confined_search(
+    caller: Caller, request: SearchRequest, field: str = "user_id"
+) -> SearchRequest:
+    """`request` as `caller` may run it: an admin's as asked (its tenant's records); anyone
+    else's within its own user's records and messages: no user filter becomes the caller's
+    user, a filter that admits only that user stays, any other is a 403."""
+    if caller.admin:
+        return request
+    own = caller.acting_for(None)
+    asked = request.user_id
+    if asked is None or asked == {}:
+        return request.model_copy(update={"user_id": {"eq": own}})
+    if isinstance(asked, str):
+        admitted: list[Any] = [asked]
+    elif set(asked) <= {"eq", "any", "in_"}:
+        admitted = [v for op, value in asked.items() for v in (value if op != "eq" else [value])]
+    else:
+        admitted = []
+    if not admitted or any(value != own for value in admitted):
+        raise Forbidden(
+            "this credential may search only its own user's memories",
+            [FieldProblem(field, "admits another user (memory:admin may)")],
+        )
+    return request
+
+
+def confined_memories(caller: Caller, body: CreateMemories) -> CreateMemories:
+    """`body` with each memory's user as `caller` may write it (its own; an admin's as named)."""
+    memories = [
+        memory.model_copy(
+            update={"user_id": caller.acting_for(memory.user_id, f"memories.{n}.user_id")}
+        )
+        for n, memory in enumerate(body.memories)
+    ]
+    return body.model_copy(update={"memories": memories})
 
 
 def services_of(router: Any) -> Services:

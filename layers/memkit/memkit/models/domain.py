@@ -112,11 +112,22 @@ def builtin_default_profile() -> Profile:
 
 @dataclass(frozen=True)
 class Owner:
-    """Who a request acts for: the tenant (from auth), the namespace and the user."""
+    """Who a request acts for: the tenant (from auth), the namespace and the user.
+
+    `confined`: the caller is that user and no admin (memkit.identity), so an item of another
+    user or of no user is not its own; otherwise (an admin, memkit itself) only an item of
+    another named user is refused."""
 
     tenant: str
     namespace: str = DEFAULT_NAMESPACE
     user_id: str | None = None
+    confined: bool = False
+
+    def refuses(self, item_user: str | None) -> bool:
+        """Whether an item of `item_user` is out of this scope's reach."""
+        if item_user == self.user_id:
+            return False
+        return self.confined or (item_user is not None and self.user_id is not None)
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ def session_choices(ref: PadRef, session: SessionStub | None) -> tuple[str, str 
     name = ref.profile or DEFAULT_PROFILE
     if session is None:
         return name, owner.user_id
-    if owner.user_id and session.user_id and owner.user_id != session.user_id:
+    if owner.refuses(session.user_id):
         raise Forbidden("this session belongs to another user")
     if session.profile:
         if ref.profile and ref.profile != session.profile:

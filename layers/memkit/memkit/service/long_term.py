@@ -26,11 +26,14 @@ from memkit.embeddings.protocol import Embedder
 from memkit.errors import (
     BadRequest,
     FieldProblem,
+    Forbidden,
+    NotFound,
     StoreUnavailable,
     Throttled,
     TooLarge,
     ValidationFailed,
 )
+from memkit.identity import Caller
 from memkit.models.domain import (
     DEFAULT_NAMESPACE,
     MessageRef,
@@ -85,6 +88,8 @@ QUERY_CACHE = 64
 # inactivity-based forgetting measured in days, without a write per search.
 ACCESS_RESOLUTION_SECONDS = 3600
 SCOPE_FIELDS = ("session_id", "namespace", "user_id")
+# What an edit that clears an owner field means: no user; the default namespace.
+_UNSET_OWNER: dict[str, str | None] = {"user_id": None, "namespace": DEFAULT_NAMESPACE}
 TAG_FIELDS = ("topics", "entities")
 DATE_FIELDS = ("created_at", "updated_at", "last_accessed", "event_date")
 
@@ -352,6 +357,13 @@ class LongTermService:
                     "memory ids repeat", [FieldProblem(f"memories.{index}.id", "repeated")]
                 )
             seen[memory.id] = index
+            existing = stored.get(memory.id)
+            owner = (memory.user_id, memory.namespace or DEFAULT_NAMESPACE)
+            if existing is not None and (existing.user_id, existing.namespace) != owner:
+                raise Forbidden(
+                    "a memory never changes owner",
+                    [FieldProblem(f"memories.{index}.id", "names another owner's memory")],
+                )
         records = [new_record(m, now, stored.get(m.id)) for m in body.memories]
         for index, record in enumerate(records):
             check_size(record, f"memories.{index}")
@@ -383,14 +395,34 @@ class LongTermService:
             kept.append(record)
         return kept, skipped
 
-    def get(self, tenant: str, record_id: str) -> MemoryRecordView:
-        return record_view(self._store.get_record(tenant, record_id))
+    def _reachable(self, tenant: str, record_id: str, reader: Caller | None) -> StoredRecord:
+        """The record, when `reader` (None: memkit itself) may see it; another user's record
+        is as absent as one that never was (a 404 that says nothing of its existence)."""
+        record = self._store.get_record(tenant, record_id)
+        if reader is not None and not reader.may_see(record.user_id):
+            raise NotFound(f"no long-term memory {record_id!r}")
+        return record
 
-    def edit(self, tenant: str, record_id: str, edit: MemoryEdit) -> MemoryRecordView:
+    def get(self, tenant: str, record_id: str, reader: Caller | None = None) -> MemoryRecordView:
+        return record_view(self._reachable(tenant, record_id, reader))
+
+    def edit(
+        self, tenant: str, record_id: str, edit: MemoryEdit, reader: Caller | None = None
+    ) -> MemoryRecordView:
         changes = {name: getattr(edit, name) for name in edit.model_fields_set}
         if not changes:
             raise BadRequest("nothing to change: name at least one field")
-        record = self._store.get_record(tenant, record_id)
+        record = self._reachable(tenant, record_id, reader)
+        moved = [
+            name
+            for name, current in (("user_id", record.user_id), ("namespace", record.namespace))
+            if name in changes and (changes[name] or _UNSET_OWNER[name]) != current
+        ]
+        if moved:
+            raise Forbidden(
+                "a memory never changes owner: create a new one instead",
+                [FieldProblem(name, "differs from the memory's") for name in moved],
+            )
         now = self._clock()
         values: dict[str, Any] = {}
         for name, value in changes.items():
@@ -420,7 +452,11 @@ class LongTermService:
         saved = self._store.replace_record(tenant, edited)
         return record_view(replace(saved, indexing="pending"))
 
-    def delete(self, tenant: str, record_ids: Sequence[str]) -> Ack:
+    def delete(self, tenant: str, record_ids: Sequence[str], reader: Caller | None = None) -> Ack:
+        if reader is not None and not reader.admin:
+            # Only the reader's own: another user's ids are as absent as unknown ones.
+            found = self._store.get_records(tenant, list(record_ids))
+            record_ids = [i for i in record_ids if i in found and reader.may_see(found[i].user_id)]
         if not record_ids:
             return Ack(status="ok, deleted 0 memories")
         deleted = self._store.delete_records(tenant, record_ids)

@@ -626,15 +626,7 @@ class SessionService:
                 owner, session_id, message_ids, profile_hint, hint_wins=changes_profile
             )
             current = state.meta
-            if (
-                current is not None
-                and owner.user_id
-                and current.user_id
-                not in (
-                    None,
-                    owner.user_id,
-                )
-            ):
+            if current is not None and owner.refuses(current.user_id):
                 raise Forbidden("this session belongs to another user")
             if not version_matches(if_match, current.version if current else 0):
                 raise VersionConflict(

@@ -375,7 +375,7 @@ class SessionTable(TableBase):
                 continue
             if gen is None:
                 gen, user_id = item.gen or "0", item.user_id
-                if owner.user_id and user_id and owner.user_id != user_id:
+                if owner.refuses(user_id):
                     raise Forbidden("this session belongs to another user")
             elif (item.gen or "0") != gen:
                 continue

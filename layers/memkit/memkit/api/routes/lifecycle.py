@@ -8,7 +8,7 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from memkit.api.context import services_of
+from memkit.api.context import owner_of, services_of
 from memkit.api.params import NamespaceQuery, SessionIdQuery, UserIdQuery
 from memkit.api.responses import documented_errors
 from memkit.errors import FieldProblem, ValidationFailed
@@ -55,7 +55,7 @@ def forget_memories(
     dry_run: DryRun = None,
 ) -> ForgetResult:
     services = services_of(router)
-    owner = services.owner(namespace, user_id)
+    owner = owner_of(router, namespace, user_id)
     if dry_run is not None and body.dry_run is not None and dry_run != body.dry_run:
         raise ValidationFailed(
             "dry_run differs between query and body",
@@ -103,7 +103,7 @@ def compact_memories(
     from memkit.jobs.compact import CompactOptions, decode_cursor  # loads on first use
 
     services = services_of(router)
-    owner = services.owner(namespace, user_id)
+    owner = owner_of(router, namespace, user_id)
     listing = Listing(owner.tenant, owner.namespace, owner.user_id, owner.user_id is not None)
     after = decode_cursor(cursor, listing)
     options = CompactOptions(
@@ -127,7 +127,7 @@ def put_lifecycle_policy(
     namespace: NamespacePath, body: Annotated[LifecyclePolicy, Body()]
 ) -> LifecyclePolicyView:
     services = services_of(router)
-    owner = services.owner(namespace, None)
+    owner = owner_of(router, namespace, None)
     return services.policies.put(owner.tenant, owner.namespace, body)
 
 
@@ -139,7 +139,7 @@ def put_lifecycle_policy(
 )
 def get_lifecycle_policy(namespace: NamespacePath) -> LifecyclePolicyView:
     services = services_of(router)
-    owner = services.owner(namespace, None)
+    owner = owner_of(router, namespace, None)
     return services.policies.get(owner.tenant, owner.namespace)
 
 
@@ -151,6 +151,6 @@ def get_lifecycle_policy(namespace: NamespacePath) -> LifecyclePolicyView:
 )
 def delete_lifecycle_policy(namespace: NamespacePath) -> Status:
     services = services_of(router)
-    owner = services.owner(namespace, None)
+    owner = owner_of(router, namespace, None)
     services.policies.delete(owner.tenant, owner.namespace)
     return Status()

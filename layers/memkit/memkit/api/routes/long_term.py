@@ -8,7 +8,7 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from memkit.api.context import services_of
+from memkit.api.context import caller_of, confined_memories, confined_search, services_of
 from memkit.api.responses import documented_errors
 from memkit.models.domain import ID_PATTERN
 from memkit.models.memory import (
@@ -41,7 +41,8 @@ OptimizeQuery = Annotated[
 )
 def create_memories(body: Annotated[CreateMemories, Body()]) -> CreatedAck:
     services = services_of(router)
-    return services.long_term.create(services.tenant(), body)
+    caller = caller_of(router)
+    return services.long_term.create(caller.tenant, confined_memories(caller, body))
 
 
 @router.post(
@@ -54,7 +55,8 @@ def search_memories(
     body: Annotated[SearchRequest, Body()], optimize_query: OptimizeQuery = False
 ) -> MemoryResults:
     services = services_of(router)
-    return services.long_term.search(services.tenant(), body)
+    caller = caller_of(router)
+    return services.long_term.search(caller.tenant, confined_search(caller, body))
 
 
 @router.get(
@@ -65,7 +67,8 @@ def search_memories(
 )
 def get_memory(memory_id: MemoryId) -> MemoryRecordView:
     services = services_of(router)
-    return services.long_term.get(services.tenant(), memory_id)
+    caller = caller_of(router)
+    return services.long_term.get(caller.tenant, memory_id, reader=caller)
 
 
 @router.patch(
@@ -76,7 +79,8 @@ def get_memory(memory_id: MemoryId) -> MemoryRecordView:
 )
 def edit_memory(memory_id: MemoryId, body: Annotated[MemoryEdit, Body()]) -> MemoryRecordView:
     services = services_of(router)
-    return services.long_term.edit(services.tenant(), memory_id, body)
+    caller = caller_of(router)
+    return services.long_term.edit(caller.tenant, memory_id, body, reader=caller)
 
 
 @router.delete(
@@ -92,4 +96,5 @@ def delete_memories(
     ] = None,
 ) -> Ack:
     services = services_of(router)
-    return services.long_term.delete(services.tenant(), memory_ids or [])
+    caller = caller_of(router)
+    return services.long_term.delete(caller.tenant, memory_ids or [], reader=caller)

@@ -8,7 +8,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from memkit.api.context import services_of
+from memkit.api.context import owner_of, services_of
 from memkit.api.params import IfMatch, NamespaceQuery, ProfileNamePath
 from memkit.api.responses import documented_errors, profile_response, profile_view
 from memkit.models.api import ProfileList, ProfileView, Status
@@ -31,7 +31,7 @@ def put_profile(
     if_match: IfMatch = None,
 ) -> Response[ProfileView]:
     services = services_of(router)
-    owner = services.owner(namespace, None)
+    owner = owner_of(router, namespace, None)
     profile = services.profiles.put(owner.tenant, owner.namespace, name, spec, if_match)
     return profile_response(profile)
 
@@ -44,7 +44,7 @@ def put_profile(
 )
 def get_profile(name: ProfileNamePath, namespace: NamespaceQuery = None) -> Response[ProfileView]:
     services = services_of(router)
-    owner = services.owner(namespace, None)
+    owner = owner_of(router, namespace, None)
     return profile_response(services.profiles.get(owner.tenant, owner.namespace, name))
 
 
@@ -60,7 +60,7 @@ def list_profiles(
     cursor: Annotated[str | None, Query(max_length=2048)] = None,
 ) -> ProfileList:
     services = services_of(router)
-    owner = services.owner(namespace, None)
+    owner = owner_of(router, namespace, None)
     page = services.profiles.list(owner.tenant, owner.namespace, limit, cursor)
     return ProfileList(
         profiles=[profile_view(p) for p in page.profiles], next_cursor=page.next_cursor
@@ -77,6 +77,6 @@ def delete_profile(
     name: ProfileNamePath, namespace: NamespaceQuery = None, if_match: IfMatch = None
 ) -> Status:
     services = services_of(router)
-    owner = services.owner(namespace, None)
+    owner = owner_of(router, namespace, None)
     services.profiles.delete(owner.tenant, owner.namespace, name, if_match)
     return Status()

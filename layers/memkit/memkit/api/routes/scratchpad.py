@@ -9,7 +9,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from memkit.api.context import services_of
+from memkit.api.context import owner_of, services_of
 from memkit.api.params import (
     IfMatch,
     NamespaceQuery,
@@ -40,8 +40,8 @@ def _ref(
     session_id: str | None = None,
 ) -> PadRef:
     """The scratchpad a request names; scoping may come in the query or in the body."""
-    owner = services_of(router).owner(
-        namespace, user_id, body.namespace if body else None, body.user_id if body else None
+    owner = owner_of(
+        router, namespace, user_id, body.namespace if body else None, body.user_id if body else None
     )
     return PadRef(owner=owner, session_id=session_id, profile=profile)
 

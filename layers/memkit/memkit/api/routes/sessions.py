@@ -9,7 +9,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from memkit.api.context import services_of
+from memkit.api.context import owner_of, services_of
 from memkit.api.params import IfMatch, NamespaceQuery, SessionId, UserIdQuery
 from memkit.api.responses import documented_errors, message_view, session_response
 from memkit.models.api import Status
@@ -58,8 +58,9 @@ def list_sessions(
     offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
 ) -> SessionList:
     services = services_of(router)
-    owner = services.owner(namespace, user_id)
-    ids, total = services.sessions.list_ids(owner, user_id, limit, offset)
+    owner = owner_of(router, namespace, user_id)
+    # A caller that is not an admin lists its own user's sessions only (owner.user_id).
+    ids, total = services.sessions.list_ids(owner, owner.user_id, limit, offset)
     return SessionList(sessions=ids, total=total)
 
 
@@ -80,7 +81,7 @@ def get_session(
     context_window_max: WindowMax = None,
 ) -> Response[SessionView]:
     services = services_of(router)
-    owner = services.owner(namespace, user_id)
+    owner = owner_of(router, namespace, user_id)
     document = services.sessions.get(
         owner, session_id, recent_messages_limit, model_name, context_window_max
     )
@@ -103,7 +104,7 @@ def put_session(
     if_match: IfMatch = None,
 ) -> Response[SessionView]:
     services = services_of(router)
-    owner = services.owner(namespace, user_id, body.namespace, body.user_id)
+    owner = owner_of(router, namespace, user_id, body.namespace, body.user_id)
     document = services.sessions.put(
         owner, session_id, body, if_match, model_name, context_window_max
     )
@@ -124,7 +125,7 @@ def patch_session(
     if_match: IfMatch = None,
 ) -> Response[SessionView]:
     services = services_of(router)
-    owner = services.owner(namespace, user_id, body.namespace, body.user_id)
+    owner = owner_of(router, namespace, user_id, body.namespace, body.user_id)
     return session_response(services.sessions.patch(owner, session_id, body, if_match))
 
 
@@ -140,7 +141,7 @@ def delete_session(
     user_id: UserIdQuery = None,
 ) -> Status:
     services = services_of(router)
-    services.sessions.delete(services.owner(namespace, user_id), session_id)
+    services.sessions.delete(owner_of(router, namespace, user_id), session_id)
     return Status()
 
 
@@ -157,7 +158,7 @@ def append_messages(
     user_id: UserIdQuery = None,
 ) -> Response[AppendView]:
     services = services_of(router)
-    owner = services.owner(namespace, user_id, body.namespace, body.user_id)
+    owner = owner_of(router, namespace, user_id, body.namespace, body.user_id)
     result = services.sessions.append(owner, session_id, body)
     view = AppendView(
         session_id=session_id,
@@ -198,7 +199,7 @@ def list_messages(
     ] = None,
 ) -> MessagePage:
     services = services_of(router)
-    owner = services.owner(namespace, user_id)
+    owner = owner_of(router, namespace, user_id)
     wanted = frozenset(r.strip() for r in roles.split(",") if r.strip()) if roles else None
     page = services.sessions.messages(
         owner, session_id, limit, cursor, order == "asc", wanted or None

@@ -7,7 +7,7 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from memkit.api.context import services_of
+from memkit.api.context import owner_of, services_of
 from memkit.api.params import NamespaceQuery, ProfileQuery, SessionIdQuery, UserIdQuery
 from memkit.api.responses import documented_errors
 from memkit.errors import FieldProblem, ValidationFailed
@@ -33,7 +33,7 @@ def list_tools(
     profile: ProfileQuery = None,
 ) -> ToolsView:
     services = services_of(router)
-    ref = PadRef(owner=services.owner(namespace, user_id), session_id=session_id, profile=profile)
+    ref = PadRef(owner=owner_of(router, namespace, user_id), session_id=session_id, profile=profile)
     return ToolsView(format=format.value, tools=services.tools.definitions(ref, format))
 
 
@@ -51,7 +51,7 @@ def call_tool(call: Annotated[ToolCall, Body()]) -> ToolSuccess | ToolFailure:
             [FieldProblem("session_id", "name the session (or the user) the tool acts on")],
         )
     ref = PadRef(
-        owner=services.owner(call.namespace, call.user_id),
+        owner=owner_of(router, call.namespace, call.user_id),
         session_id=call.session_id,
         profile=call.profile,
     )

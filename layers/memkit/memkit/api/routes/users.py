@@ -9,7 +9,7 @@ from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.openapi.params import Path
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from memkit.api.context import services_of
+from memkit.api.context import caller_of, owner_of, services_of
 from memkit.api.params import NamespaceQuery, UserIdPath
 from memkit.api.responses import documented_errors
 from memkit.models.domain import ID_PATTERN
@@ -49,7 +49,7 @@ def delete_user(
     namespace: NamespaceQuery = None,
 ) -> Response[UserDeleted | UserDeletionRunning]:
     services = services_of(router)
-    owner = services.owner(namespace, user_id)
+    owner = owner_of(router, namespace, user_id)
     outcome = services.deletion.delete(owner, services.settings.user_deletion_budget_seconds)
     if outcome.job is None:
         return Response(
@@ -74,4 +74,4 @@ def delete_user(
 )
 def get_job(job_id: JobId) -> JobView:
     services = services_of(router)
-    return job_view(services.deletion.job(services.tenant(), job_id))
+    return job_view(services.deletion.job(caller_of(router).tenant, job_id))

@@ -23,8 +23,10 @@ def http_event(
     body: Any = None,
     headers: dict[str, str] | None = None,
     raw_body: str | None = None,
+    authorizer: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """An API Gateway HTTP API (payload 2.0) event, built from events/api_request.json."""
+    """An API Gateway HTTP API (payload 2.0) event, built from events/api_request.json;
+    `authorizer`: what the gateway verified (requestContext.authorizer), e.g. a JWT's claims."""
     event = copy.deepcopy(load_event("api_request.json"))
     event["routeKey"] = "$default"
     event["rawPath"] = path
@@ -42,6 +44,8 @@ def http_event(
     else:
         event.pop("queryStringParameters", None)
     event["headers"] = {**event["headers"], **{k.lower(): v for k, v in (headers or {}).items()}}
+    if authorizer is not None:
+        event["requestContext"]["authorizer"] = authorizer
     if raw_body is not None:
         event["body"] = raw_body
     elif body is not None:

@@ -337,8 +337,10 @@ class PromptService:
                 changes["namespace"] = {"eq": owner.namespace}
             return [asked.model_copy(update=changes)]
         limit = DEFAULT_LONG_TERM_LIMIT
-        if session is None:  # `true` without a session: no scope to keep to (AMS)
-            return [SearchRequest(text=text, limit=limit)]
+        if session is None:  # `true` without a session: the caller's user's records, or for
+            # a caller acting tenant-wide (an admin naming no user), the tenant's (AMS: all)
+            user = {"eq": owner.user_id} if owner.user_id is not None else None
+            return [SearchRequest(text=text, user_id=user, limit=limit)]
         namespace = {"eq": owner.namespace}
         not_messages = {"ne": MemoryType.MESSAGE.value}
         if user_id is None:  # no user known: only what this session itself stored

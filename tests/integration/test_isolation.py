@@ -253,7 +253,11 @@ ATTACKS: list[Attack] = [
 
 @pytest.mark.parametrize("attack", ATTACKS, ids=[a[0] for a in ATTACKS])
 def test_nothing_crosses_a_user_or_tenant_boundary(
-    world: MemoryWorld, dynamodb_table: str, attack: Attack
+    capsys: pytest.CaptureFixture[str],  # first: the world's seeding is captured too
+    caplog: pytest.LogCaptureFixture,
+    world: MemoryWorld,
+    dynamodb_table: str,
+    attack: Attack,
 ) -> None:
     _, attacker, victim, owner, unseen = attack
     before = _items(dynamodb_table)
@@ -298,6 +302,13 @@ def test_nothing_crosses_a_user_or_tenant_boundary(
                 response.status,
                 response.body,
             )
+
+    # And no log line of any of it (seeding, attacks, the owners' requests) carries stored
+    # content or a credential's claims beyond the tenant
+    logged = capsys.readouterr().out + caplog.text
+    assert logged, "the handlers log (this check reads their output)"
+    for secret in (*MARKERS, "9911", "4242", "overwritten", "planted", "custom:tenant"):
+        assert secret not in logged
 
 
 # What even the owner is refused, by design, among the probes above: a record never changes

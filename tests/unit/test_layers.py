@@ -21,7 +21,16 @@ FUNCTIONS = ROOT / "functions"
 SIBLINGS = {"store", "vectors", "embeddings", "llm"}  # one layer, but kept apart
 LAYERS = ["handlers", "api", "jobs", "service", " ".join(SIBLINGS), "models scratchpad", "base"]
 RANK = {part: len(LAYERS) - i for i, layer in enumerate(LAYERS) for part in layer.split()}
-BASE_MODULES = {"config", "errors", "identity", "ids", "times", "tokens", "versions", "observability"}
+BASE_MODULES = {
+    "config",
+    "errors",
+    "identity",
+    "ids",
+    "times",
+    "tokens",
+    "versions",
+    "observability",
+}
 # The (importer part, imported module) edges allowed between SIBLINGS.
 ALLOWED_SIBLING_EDGES = {("vectors", "memkit.embeddings.wordpiece")}
 RAW_KEYS = {"PK", "SK", "NewImage", "OldImage", "Keys", "LSI1SK", "dynamodb"}

@@ -16,3 +16,22 @@ def test_the_published_openapi_document_matches_the_code() -> None:
     served = json.loads(openapi_json(app))
 
     assert published == served, "docs/openapi.json is stale: run `make docs`"
+
+
+def test_every_route_that_reaches_storage_documents_429_and_503_with_retry_after() -> None:
+    served = json.loads(openapi_json(app))
+
+    # Every operation but the health check reads or writes DynamoDB, OpenSearch or Bedrock
+    operations = [
+        (f"{method.upper()} {path}", operation)
+        for path, methods in served["paths"].items()
+        if path != "/v1/health"
+        for method, operation in methods.items()
+    ]
+
+    assert operations
+    for name, operation in operations:
+        for status in ("429", "503"):
+            response = operation["responses"].get(status)
+            assert response is not None, f"{name} does not document {status}"
+            assert "Retry-After" in response.get("headers", {}), f"{name} {status}: Retry-After"

@@ -11,7 +11,14 @@ import pytest
 from jsonschema import Draft202012Validator
 from pydantic import ValidationError
 
-from memkit.errors import FieldProblem, MemkitError, StoreUnavailable, ValidationFailed
+from memkit.errors import (
+    FieldProblem,
+    MemkitError,
+    Misconfigured,
+    StoreUnavailable,
+    Throttled,
+    ValidationFailed,
+)
 from memkit.models.api import AddMemoryArguments, SearchMemoryArguments
 from memkit.models.domain import Owner, PadRef, Profile
 from memkit.models.memory import (
@@ -1035,15 +1042,30 @@ def test_a_bad_add_is_an_error_and_creates_nothing(arguments: dict[str, Any]) ->
     assert long_term.creates == []
 
 
-def test_an_unavailable_store_is_a_retry_hint_without_details() -> None:
-    # Given long-term memory whose storage is down
-    long_term = FakeLongTerm(failure=StoreUnavailable("query failed: endpoint https://x down"))
+@pytest.mark.parametrize(
+    "failure",
+    [
+        StoreUnavailable("query failed: endpoint https://x down"),
+        Throttled("the embedding model is busy; retry later"),
+        Misconfigured("MEMKIT_OPENSEARCH_ENDPOINT is not set"),
+    ],
+    ids=["unavailable", "throttled", "misconfigured"],
+)
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [("search_memory", {"query": "tea"}), ("add_memory", {"text": "Ada drinks tea"})],
+)
+def test_the_services_own_failure_is_raised_not_answered_to_the_model(
+    failure: MemkitError, tool: str, arguments: dict[str, Any]
+) -> None:
+    # Given long-term memory that is down, throttled or misconfigured
+    long_term = FakeLongTerm(failure=failure)
 
-    # When the model searches
-    outcome = tool_service(long_term).call(USER_CALL, "search_memory", {"query": "tea"})
-
-    # Then it reads that it may retry, and nothing about the deployment
-    assert outcome == {"error": "long-term memory is not available right now; try again later"}
+    # When the model calls a memory tool
+    # Then the call raises the service's error (the HTTP edge answers 429/503 with
+    # Retry-After, or 500): no tool result pretends the call worked
+    with pytest.raises(type(failure)):
+        tool_service(long_term).call(USER_CALL, tool, arguments)
 
 
 def test_a_refusal_of_long_term_memory_is_an_error_naming_the_field() -> None:

@@ -1,11 +1,19 @@
 """Domain errors. Each maps to one HTTP status and the single error body of API.md.
 
-Raised by the service and the store; turned into HTTP only at the edge (memkit.api.errors).
+Raised by the service and the store; turned into HTTP only at the edge (memkit.api.app).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
+
+# Seconds a client should wait before it repeats a request refused for want of capacity (the
+# Retry-After header of every 429 and 503). The SDKs have already retried for about as long
+# (DynamoDB's and Bedrock's backoff, opensearch-py's resends): a throttle clears in a second or
+# two, an outage of a backing service takes longer.
+THROTTLED_RETRY_AFTER_SECONDS = 2
+UNAVAILABLE_RETRY_AFTER_SECONDS = 5
 
 
 @dataclass(frozen=True)
@@ -28,9 +36,18 @@ class MemkitError(Exception):
 
     status = 400
     code = "bad_request"
+    # Seconds to wait before sending the same request again (Retry-After); None when waiting
+    # will not help.
+    retry_after: ClassVar[int | None] = None
 
     def __str__(self) -> str:
         return self.detail
+
+    @property
+    def caller_can_fix(self) -> bool:
+        """Whether the request itself is at fault (a 4xx other than 429): a tool call answers
+        such errors to the model; the others are the service's and keep their HTTP status."""
+        return self.status < 500 and self.retry_after is None
 
 
 class BadRequest(MemkitError):
@@ -86,17 +103,21 @@ class SchemaViolation(ValidationFailed):
 
 
 class Throttled(MemkitError):
-    """DynamoDB kept throttling after the SDK's retries: the client should back off and retry."""
+    """A backing service (DynamoDB, OpenSearch, Bedrock) kept throttling after the SDK's
+    retries: the client should back off and retry."""
 
     status = 429
     code = "throttled"
+    retry_after = THROTTLED_RETRY_AFTER_SECONDS
 
 
 class StoreUnavailable(MemkitError):
-    """DynamoDB throttled or failed after retries: the client may retry later."""
+    """A backing service (DynamoDB, OpenSearch, Bedrock, the work queue) failed or refused
+    the service after retries: the client may retry later; an operator reads why in the log."""
 
     status = 503
     code = "unavailable"
+    retry_after = UNAVAILABLE_RETRY_AFTER_SECONDS
 
 
 class Misconfigured(MemkitError):

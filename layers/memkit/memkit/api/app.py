@@ -131,13 +131,19 @@ def build_app() -> APIGatewayHttpResolver:
 
     @app.exception_handler(MemkitError)
     def domain_error(exc: MemkitError) -> Response[str]:
+        # A 429 or 503 says when to come back (Retry-After); waiting cannot fix the others.
         if exc.status >= 500:
             logger.error("request failed", extra={"code": exc.code, "reason": exc.detail})
-            return _warned(
-                app, error_response(exc.status, exc.code, "the service is not available")
-            )
+            detail = "the service is not available" + ("; retry later" if exc.retry_after else "")
+            refusal = error_response(exc.status, exc.code, detail, retry_after=exc.retry_after)
+            return _warned(app, refusal)
         logger.info("request refused", extra={"code": exc.code, "status": exc.status})
-        return _warned(app, error_response(exc.status, exc.code, exc.detail, exc.errors))
+        return _warned(
+            app,
+            error_response(
+                exc.status, exc.code, exc.detail, exc.errors, retry_after=exc.retry_after
+            ),
+        )
 
     @app.exception_handler(RequestValidationError)
     def invalid_request(exc: RequestValidationError) -> Response[str]:

@@ -20,7 +20,10 @@ from memkit.service.scratchpad import ScratchpadResult
 from memkit.service.sessions import SessionDocument
 
 if TYPE_CHECKING:
-    from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
+    from aws_lambda_powertools.event_handler.openapi.types import (
+        OpenAPIResponse,
+        OpenAPIResponseHeader,
+    )
 
 ModelT = TypeVar("ModelT")
 
@@ -35,13 +38,23 @@ def error_json(code: str, detail: str, problems: list[FieldProblem] | None = Non
     return body.model_dump_json()
 
 
+def retry_headers(retry_after: int | None) -> dict[str, str]:
+    """Retry-After (seconds) for a 429 or 503; nothing for an error that waiting cannot fix."""
+    return {} if retry_after is None else {"Retry-After": str(retry_after)}
+
+
 def error_response(
-    status: int, code: str, detail: str, problems: list[FieldProblem] | None = None
+    status: int,
+    code: str,
+    detail: str,
+    problems: list[FieldProblem] | None = None,
+    retry_after: int | None = None,
 ) -> Response[str]:
     return Response(
         status_code=status,
         content_type=content_types.APPLICATION_JSON,
         body=error_json(code, detail, problems),
+        headers=retry_headers(retry_after),
     )
 
 
@@ -53,11 +66,19 @@ REASONS = {
     413: "Too large: over the profile's max_tokens or the item size",
     415: "The body is not application/json",
     422: "Validation error: the errors list names each field and why",
-    429: "Throttled by DynamoDB: retry with backoff",
-    503: "Storage unavailable after retries",
+    429: "Throttled (DynamoDB, OpenSearch or the Bedrock model) after the SDK's retries: "
+    "wait Retry-After seconds, then retry with backoff",
+    503: "A backing service (DynamoDB, OpenSearch, Bedrock) is unavailable after retries: "
+    "wait Retry-After seconds, then retry",
 }
 # Every route can meet these: a malformed request, invalid parameters, throttling, an outage.
 ALWAYS = (400, 422, 429, 503)
+# Every 429 and 503 the app sends carries Retry-After (memkit.errors: the seconds).
+RETRY_STATUSES = (429, 503)
+RETRY_AFTER: OpenAPIResponseHeader = {
+    "description": "seconds to wait before sending the request again",
+    "schema": {"type": "integer"},
+}
 
 
 def documented_errors(*statuses: int, success: int = 200) -> dict[int, OpenAPIResponse]:
@@ -69,6 +90,8 @@ def documented_errors(*statuses: int, success: int = 200) -> dict[int, OpenAPIRe
             "description": REASONS[status],
             "content": {content_types.APPLICATION_JSON: {"model": ErrorBody}},
         }
+        if status in RETRY_STATUSES:
+            documented[status]["headers"] = {"Retry-After": RETRY_AFTER}
     return documented
 
 
@@ -76,7 +99,10 @@ def refusal(error: MemkitError) -> dict[str, Any]:
     """An HTTP API (payload 2.0) response for a request refused before routing."""
     return {
         "statusCode": error.status,
-        "headers": {"Content-Type": content_types.APPLICATION_JSON},
+        "headers": {
+            "Content-Type": content_types.APPLICATION_JSON,
+            **retry_headers(error.retry_after),
+        },
         "body": error_json(error.code, error.detail, error.errors),
         "isBase64Encoded": False,
     }

@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from memkit.embeddings.protocol import Embedder
+from memkit.embeddings.protocol import Embedder, EmbeddingFailed
 from memkit.errors import (
     BadRequest,
     FieldProblem,
@@ -338,12 +338,18 @@ class LongTermService:
                 self._queries.move_to_end(text)
         if owner:
             try:
-                pending.set_result(self._embedder().embed([text], "query")[0])
+                pending.set_result(self._embedded(text))
             except BaseException as exc:
                 with self._queries_lock:
                     self._queries.pop(text, None)  # a failure is not remembered
                 pending.set_exception(exc)
         return pending.result()
+
+    def _embedded(self, text: str) -> list[float]:
+        try:
+            return self._embedder().embed([text], "query")[0]
+        except EmbeddingFailed as exc:  # throttled or down: a 429 or 503, never a 500
+            raise exc.domain_error() from exc
 
     # -- records -----------------------------------------------------------------------------
 

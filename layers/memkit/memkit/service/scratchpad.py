@@ -226,6 +226,8 @@ class ScratchpadService:
         except tools.ToolArgumentError as exc:
             return {"error": str(exc)}
         except MemkitError as exc:
+            if not exc.caller_can_fix:  # throttled or down: a 429 or 503 (service/tools.py)
+                raise
             reasons = "; ".join(f"{p.field}: {p.reason}" for p in exc.errors)
             return {"error": f"{exc.detail}" + (f" ({reasons})" if reasons else "")}
 

@@ -24,7 +24,6 @@ from memkit.models.memory import (
     SearchRequest,
 )
 from memkit.models.session import MemoryType
-from memkit.observability import logger
 from memkit.scratchpad import tools
 from memkit.service.scratchpad import ScratchpadService
 
@@ -68,7 +67,9 @@ class ToolService:
         return scratchpad + tools.render_memory_tools(tool_format)
 
     def call(self, ref: PadRef, name: str, arguments: Any) -> dict[str, Any]:
-        """Run a tool call; failures come back as `{"error": ...}` for the model to read."""
+        """Run a tool call; what the model can fix (arguments, a refusal) comes back as
+        `{"error": ...}` for it to read. The service's own failures (throttled, unavailable)
+        are raised: the HTTP status says so, and the caller retries the call as it is."""
         memory_tool = tools.MEMORY_ALIASES.get(name)
         if memory_tool is not None:
             return self._call_memory_tool(ref, memory_tool, arguments)
@@ -89,6 +90,8 @@ class ToolService:
         except tools.ToolArgumentError as exc:
             return {"error": str(exc)}
         except MemkitError as exc:
+            if not exc.caller_can_fix:  # throttled or down: a 429 or 503 with Retry-After
+                raise
             return {"error": _failure(exc)}
 
     def _search(self, ref: PadRef, given: dict[str, Any]) -> list[dict[str, Any]]:
@@ -159,10 +162,7 @@ def _reasons(problems: list[ErrorDetails]) -> str:
 
 
 def _failure(exc: MemkitError) -> str:
-    if exc.status >= 500:
-        # As at the HTTP edge: the operator reads the reason in the log, the model a retry hint.
-        logger.error("memory tool failed", extra={"code": exc.code, "reason": exc.detail})
-        return "long-term memory is not available right now; try again later"
+    """A refusal in words the model can act on: the detail and each field's reason."""
     reasons = "; ".join(f"{p.field}: {p.reason}" for p in exc.errors)
     return exc.detail + (f" ({reasons})" if reasons else "")
 

@@ -1,5 +1,6 @@
-"""The `memkit` command: `memkit serve` runs the local stack; `memkit openapi` prints the API;
-`memkit reindex` rebuilds the vector index from the table."""
+"""The `memkit` command: `memkit serve` runs the local stack; `memkit token` mints a
+development token for it; `memkit openapi` prints the API; `memkit reindex` rebuilds the
+vector index from the table."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import signal
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 
 def _interrupt(*_: object) -> None:
@@ -32,6 +34,10 @@ def _serve(args: argparse.Namespace) -> int:
         log_level=args.log_level,
         metrics=args.metrics,
         cleanup_interval_seconds=args.cleanup_interval,
+        auth=args.auth,
+        jwt=_jwt_settings(args),
+        tenant_claim=args.tenant_claim,
+        user_claim=args.user_claim,
     )
     # A SIGTERM during the start (an install, an index rebuild) unwinds it like Ctrl-C:
     # start() stops what it had started (DynamoDB Local runs in a process of its own).
@@ -47,6 +53,7 @@ def _serve(args: argparse.Namespace) -> int:
         f"  Vector index: {stack.opensearch.url if stack.opensearch else 'in process'} "
         "(memkit reindex --opensearch-endpoint ... --opensearch-auth none)\n"
         f"  API docs: {stack.url}/v1/docs\n"
+        f"{_auth_banner(stack)}"
         "Try:\n"
         f"  curl -s -X PATCH {stack.url}/v1/working-memory/demo/scratchpad "
         "-H 'content-type: application/json' -d '{\"content\": \"likes tea\"}'\n"
@@ -106,6 +113,43 @@ def _reindex_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser
     reindex.set_defaults(run=_reindex)
 
 
+def _jwt_settings(args: argparse.Namespace) -> Any:
+    if args.auth != "jwt":
+        return None
+    from memkit_dev.local.auth import JwtSettings
+
+    data_dir = None if args.ephemeral else args.data_dir
+    return JwtSettings(
+        jwks=args.jwks, issuer=args.issuer, audience=args.audience, data_dir=data_dir
+    )
+
+
+def _auth_banner(stack: Any) -> str:
+    """What the start banner says of identity: the warning, or a token to call with."""
+    if stack.authorizer is None:
+        return "  Auth: none (every caller is an admin of tenant default; local use only)\n"
+    token = stack.authorizer.dev_token("dev", "default", ["memory:read", "memory:write"])
+    if token is None:
+        return "  Auth: jwt, tokens of the key set given (--jwks)\n"
+    return (
+        "  Auth: jwt with the development key pair; a token for user dev (24 h; more with "
+        "`memkit token`):\n"
+        f"  export MEMKIT_TOKEN={token}\n"
+    )
+
+
+def _token(args: argparse.Namespace) -> int:
+    """`memkit token`: a development token for `memkit serve --auth jwt` (its key pair)."""
+    from memkit_dev.local.auth import mint
+
+    scopes = [s.strip() for s in args.scopes.split(",") if s.strip()]
+    if args.admin:
+        scopes.append("memory:admin")
+    token = mint(args.data_dir, args.sub, args.tenant, scopes, seconds=int(args.hours * 3600))
+    print(token)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="memkit", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -155,7 +199,35 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="run the scheduled cleanup (expiry...) this often; 0 turns it off (default 60)",
     )
+    serve.add_argument(
+        "--auth",
+        choices=["none", "jwt"],
+        default="none",
+        help="none: no identity (every caller an admin; local use only); jwt: bearer tokens "
+        "verified as API Gateway's JWT authorizer does",
+    )
+    serve.add_argument(
+        "--jwks", metavar="FILE|URL", help="jwt: the key set (default: a development key pair)"
+    )
+    serve.add_argument("--issuer", default="memkit-local", help="jwt: the required iss")
+    serve.add_argument("--audience", default="memkit", help="jwt: the required aud")
+    serve.add_argument("--tenant-claim", default="custom:tenant", help="jwt: the tenant's claim")
+    serve.add_argument("--user-claim", default="sub", help="jwt: the user's claim")
     serve.set_defaults(run=_serve)
+    token = commands.add_parser(
+        "token", help="mint a development token for `memkit serve --auth jwt`"
+    )
+    token.add_argument("--sub", default="dev", help="the user (default dev)")
+    token.add_argument("--tenant", default="default")
+    token.add_argument(
+        "--scopes", default="memory:read,memory:write", help="comma-separated scopes"
+    )
+    token.add_argument("--admin", action="store_true", help="add memory:admin")
+    token.add_argument("--hours", type=float, default=24.0)
+    token.add_argument(
+        "--data-dir", type=Path, default=Path(".memkit"), help="where the key pair is kept"
+    )
+    token.set_defaults(run=_token)
     openapi = commands.add_parser("openapi", help="print the OpenAPI document of the HTTP API")
     openapi.add_argument("--output", type=Path, help="write it to this file")
     openapi.set_defaults(run=_openapi)

@@ -19,6 +19,8 @@ from typing import Any
 
 from werkzeug.wrappers import Request, Response
 
+from memkit.api.scopes import PUBLIC, ROUTE_SCOPES
+from memkit_dev.local.auth import JwtAuthorizer, Unauthorized
 from memkit_dev.local.functions import LocalFunction
 
 # API Gateway HTTP APIs refuse larger payloads with 413, and give up on integrations at 30 s.
@@ -71,9 +73,13 @@ class HttpApiGateway:
         function: LocalFunction,
         routes: list[Route],
         local_health: Callable[[], dict[str, Any]] | None = None,
+        authorizer: JwtAuthorizer | None = None,
     ) -> None:
         self._function = function
         self._routes = routes
+        # The JWT authorizer of every route but the public ones (memkit.api.scopes), as the
+        # template attaches it; None: no authorizer (auth mode none).
+        self._authorizer = authorizer
         # What the local stack adds to GET /v1/health (its engine, its pumps): the parts
         # that Lambda and DynamoDB run on AWS, where no such detail exists.
         self._local_health = local_health
@@ -175,6 +181,13 @@ class HttpApiGateway:
             return _json(404, "Not Found")(environ, start_response)
         started = time.monotonic()
         event = self.event(request, *matched)
+        if self._authorizer is not None and ROUTE_SCOPES.get(matched[0].key, PUBLIC) is not PUBLIC:
+            try:
+                event["requestContext"]["authorizer"] = self._authorizer.context(
+                    request.headers.get("Authorization")
+                )
+            except Unauthorized:
+                return _json(401, "Unauthorized")(environ, start_response)
         if len(json.dumps(event).encode()) > MAX_EVENT_BYTES:
             return _json(413, "Request Entity Too Large")(environ, start_response)
         future = self._function.invoke(event)

@@ -23,6 +23,7 @@ import boto3
 from werkzeug.serving import BaseWSGIServer, make_server
 
 from memkit.embeddings.local import DIMENSIONS as LOCAL_DIMENSIONS
+from memkit_dev.local.auth import DEV_TENANT_CLAIM, JwtAuthorizer, JwtSettings
 from memkit_dev.local.dynamodb import MotoDynamoDB, dynamodb_client
 from memkit_dev.local.dynamodb_local import DynamoDBLocal, Unavailable, prepare
 from memkit_dev.local.functions import FunctionSpec, LocalFunction
@@ -90,6 +91,13 @@ class LocalStackConfig:
     # The cleanup function on a timer (EventBridge Scheduler's stand-in), every this many
     # seconds; 0 = off.
     cleanup_interval_seconds: float = 60.0
+    # How callers are identified: none (no identity, every caller an admin) or jwt (the
+    # gateway verifies bearer tokens: `jwt`'s key set, or the dev key pair in data_dir).
+    auth: Literal["none", "jwt"] = "none"
+    jwt: JwtSettings | None = None
+    # jwt: the claims holding the tenant and the user (MEMKIT_TENANT_CLAIM, _USER_CLAIM).
+    tenant_claim: str = DEV_TENANT_CLAIM
+    user_claim: str = "sub"
 
 
 def _plain_variables(variables: dict[str, Any] | None) -> dict[str, str]:
@@ -125,6 +133,11 @@ class LocalStack:
         self._dynamodb_local: DynamoDBLocal | None = None
         # What serves DynamoDB, in words (for the start banner).
         self.engine = ""
+        # The gateway's JWT authorizer (auth jwt); the dev key pair unless a key set is given.
+        self.authorizer: JwtAuthorizer | None = None
+        if self.config.auth == "jwt":
+            jwt = self.config.jwt or JwtSettings(data_dir=self.config.data_dir)
+            self.authorizer = JwtAuthorizer(jwt)
 
     @property
     def url(self) -> str:
@@ -155,7 +168,11 @@ class LocalStack:
             "MEMKIT_LLM_PROVIDER": "local",
             "MEMKIT_EXTRACTION_QUIET_SECONDS": str(config.extraction_quiet_seconds),
             "MEMKIT_SUMMARY_WINDOW_TOKENS": str(config.summary_window_tokens),
+            "MEMKIT_AUTH_MODE": config.auth,
         }
+        if config.auth == "jwt":
+            environment["MEMKIT_TENANT_CLAIM"] = config.tenant_claim
+            environment["MEMKIT_USER_CLAIM"] = config.user_claim
         if WORK_QUEUE in self.queue_urls:
             environment["MEMKIT_WORK_QUEUE_URL"] = self.queue_urls[WORK_QUEUE]
             environment["MEMKIT_SQS_ENDPOINT"] = self.sqs_endpoint or ""
@@ -239,7 +256,10 @@ class LocalStack:
         self._start_curation(template, root)
         self._start_cleanup(template, root)
         gateway = HttpApiGateway(
-            self._api, http_api_routes(template, API_FUNCTION), local_health=self.health
+            self._api,
+            http_api_routes(template, API_FUNCTION),
+            local_health=self.health,
+            authorizer=self.authorizer,
         )
         self._server = make_server(config.host, config.port, gateway, threaded=True)
         self._thread = threading.Thread(

@@ -107,7 +107,9 @@ class IdentitySettings:
 def _scopes(raw: Any) -> frozenset[str]:
     """memkit's scopes among `raw` (a space-separated string or a list), prefixes such as a
     Cognito resource server's `memkit/` ignored."""
-    items = raw.split() if isinstance(raw, str) else raw if isinstance(raw, list) else []
+    if isinstance(raw, str):  # API Gateway passes a list claim as "[a b]"
+        raw = raw.strip().removeprefix("[").removesuffix("]").split()
+    items = raw if isinstance(raw, list) else []
     found = set()
     for item in items:
         if isinstance(item, str):

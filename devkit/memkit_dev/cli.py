@@ -1,5 +1,5 @@
 """The `memkit` command: `memkit serve` runs the local stack; `memkit openapi` prints the API;
-`memkit reindex` rebuilds the vector index from the table."""
+`memkit reindex` rebuilds the vector index from the table; `memkit keys` manages API keys."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import signal
 import sys
 import threading
 from pathlib import Path
+
+from memkit_dev import keys
 
 
 def _interrupt(*_: object) -> None:
@@ -160,6 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
     openapi.add_argument("--output", type=Path, help="write it to this file")
     openapi.set_defaults(run=_openapi)
     _reindex_parser(commands)
+    keys.add_parser(commands)
     return parser
 
 

@@ -53,3 +53,16 @@ def http_event(
     else:
         event.pop("body", None)
     return event
+
+
+def authorizer_event(authorization: str | None) -> dict[str, Any]:
+    """An HTTP API Lambda authorizer event (payload 2.0, identity source
+    `$request.header.Authorization`), built from events/authorizer_request.json, with
+    `authorization` as the header's value (None: no header, no identity source)."""
+    event = copy.deepcopy(load_event("authorizer_request.json"))
+    event["headers"].pop("authorization")
+    del event["identitySource"]
+    if authorization is not None:
+        event["headers"]["authorization"] = authorization
+        event["identitySource"] = [authorization]
+    return event

@@ -1,6 +1,6 @@
 """The `memkit` command: `memkit serve` runs the local stack; `memkit token` mints a
 development token for it; `memkit openapi` prints the API; `memkit reindex` rebuilds the
-vector index from the table."""
+vector index from the table; `memkit keys` manages API keys."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ import sys
 import threading
 from pathlib import Path
 from typing import Any
+
+from memkit_dev import keys
 
 
 def _interrupt(*_: object) -> None:
@@ -232,6 +234,7 @@ def build_parser() -> argparse.ArgumentParser:
     openapi.add_argument("--output", type=Path, help="write it to this file")
     openapi.set_defaults(run=_openapi)
     _reindex_parser(commands)
+    keys.add_parser(commands)
     return parser
 
 

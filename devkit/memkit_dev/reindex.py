@@ -99,15 +99,13 @@ def reindex_command(args: Any) -> int:
     """`memkit reindex`: settings from MEMKIT_* variables, overridden by the options; a
     progress line on stderr, the summary (JSON) on stdout. Exit 1 when items failed."""
     import json
-    import os
     import sys
 
-    from pydantic import ValidationError
-
-    from memkit.config import ENV_PREFIX, ReindexSettings
+    from memkit.config import ReindexSettings
     from memkit.handlers.wiring import reindexer
+    from memkit_dev.options import settings_from
 
-    overrides = {
+    options = {
         "table_name": args.table,
         "region": args.region,
         "dynamodb_endpoint": args.dynamodb_endpoint,
@@ -122,13 +120,8 @@ def reindex_command(args: Any) -> int:
         "reindex_page_size": args.page_size,
     }
     # An option wins over its MEMKIT_* variable.
-    given = {f"{ENV_PREFIX}{k.upper()}": str(v) for k, v in overrides.items() if v is not None}
-    try:
-        settings = ReindexSettings.from_env({**os.environ, **given})
-    except ValidationError as exc:
-        # The settings' own names: each is an option's (--reindex-segments: --segments).
-        names = sorted({str(error["loc"][0]) for error in exc.errors() if error["loc"]})
-        sys.stderr.write(f"memkit reindex: invalid or missing settings: {', '.join(names)}\n")
+    settings = settings_from(ReindexSettings.from_env, options, "memkit reindex")
+    if settings is None:
         return 2
     if settings.opensearch_endpoint is None and not args.dry_run:
         sys.stderr.write(

@@ -6,7 +6,7 @@ import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
 
 from memkit.errors import MemkitError, StoreUnavailable, Throttled, VersionConflict
-from memkit.store.base import translated
+from memkit.store.failures import translated
 
 
 def _cancelled(*reasons: str) -> ClientError:

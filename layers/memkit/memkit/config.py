@@ -144,6 +144,31 @@ def api_settings() -> ApiSettings:
     return ApiSettings.from_env()
 
 
+class ApiKeySettings(StoreSettings):
+    """The API-key authorizer (functions/authorizer) and `memkit keys`: the table only.
+
+    The DynamoDB client is tighter than the other functions': the gateway waits for the
+    authorizer on every uncached request, and a table that does not answer is better a
+    quick error (the client retries) than a request held for seconds."""
+
+    connect_timeout_seconds: float = Field(default=1.0, gt=0)
+    read_timeout_seconds: float = Field(default=2.0, gt=0)
+    max_retry_attempts: int = Field(default=2, ge=0, le=10)
+    # A key's `last_used` is written when the stored one is older than this (an UpdateItem
+    # at most once an interval per key); 0: never written (the authorizer then only reads).
+    api_key_last_used_seconds: int = Field(default=3600, ge=0, le=86_400)
+
+    @classmethod
+    def from_env(cls, environ: dict[str, str] | None = None) -> ApiKeySettings:
+        return cls.model_validate(_from_env(cls, environ))
+
+
+@lru_cache(maxsize=1)
+def api_key_settings() -> ApiKeySettings:
+    """The authorizer's settings, validated once per process (first use, not import)."""
+    return ApiKeySettings.from_env()
+
+
 class LLMSettings(BaseModel):
     """The language model that curates memory: summaries, extraction, titles, topics."""
 

@@ -22,6 +22,7 @@ from pydantic import ValidationError
 
 from memkit.config import (
     ENV_PREFIX,
+    ApiKeySettings,
     ApiSettings,
     CleanupSettings,
     CurationSettings,
@@ -29,6 +30,7 @@ from memkit.config import (
     LLMSettings,
     ReindexSettings,
     StoreSettings,
+    api_key_settings,
     api_settings,
     cleanup_settings,
     curation_settings,
@@ -50,6 +52,7 @@ if TYPE_CHECKING:
     from memkit.jobs.reindex import Reindexer
     from memkit.jobs.users import UserDeletion
     from memkit.llm.protocol import MemoryModel
+    from memkit.service.api_keys import ApiKeyService
     from memkit.service.long_term import LongTermService
     from memkit.store.dynamodb import DynamoStore
     from memkit.vectors.local import LocalVectorIndex
@@ -285,6 +288,25 @@ def production_services() -> Services:
     """Services over DynamoDB, from the environment (first request, not import)."""
     settings = checked(api_settings)
     return api_services(dynamo_store(settings), settings)
+
+
+# -- API keys: the authorizer and `memkit keys` ----------------------------------------------
+
+
+def api_keys_for(settings: ApiKeySettings) -> ApiKeyService:
+    """API keys in the table of `settings` (a botocore client of its own: no PynamoDB)."""
+    from memkit.service.api_keys import ApiKeyService
+    from memkit.store.apikeys import api_key_table
+
+    return ApiKeyService(
+        api_key_table(settings), last_used_seconds=settings.api_key_last_used_seconds
+    )
+
+
+@lru_cache(maxsize=1)
+def production_api_keys() -> ApiKeyService:
+    """The authorizer's keys, from the environment (first request, not import)."""
+    return api_keys_for(checked(api_key_settings))
 
 
 # -- the stream indexer ----------------------------------------------------------------------

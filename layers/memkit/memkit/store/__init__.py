@@ -1,5 +1,6 @@
-"""Data access: the only package that knows DynamoDB (PynamoDB, botocore errors)."""
+"""Data access: the only package that knows DynamoDB (PynamoDB, botocore errors).
 
-from memkit.store.protocol import PadState, ProfilePage, Store
-
-__all__ = ["PadState", "ProfilePage", "Store"]
+Import what you need from its modules (`memkit.store.protocol`, `memkit.store.dynamodb`...):
+this package module imports nothing, so a light one (`memkit.store.apikeys`, which the
+API-key authorizer loads) costs no more than itself.
+"""

@@ -14,7 +14,7 @@ from pynamodb.exceptions import DoesNotExist
 from memkit.errors import VersionConflict
 from memkit.models.domain import Owner, SessionMeta, StoredMessage
 from memkit.store import keys
-from memkit.store.base import translated
+from memkit.store.failures import translated
 from memkit.store.protocol import SessionChange
 from memkit.store.records import WORKERS, RecordTable
 

@@ -19,9 +19,9 @@ from memkit.models.domain import (
     Scratchpad,
 )
 from memkit.store import keys
-from memkit.store.base import translated
 from memkit.store.cursor import decode_cursor, encode_cursor
 from memkit.store.expiry import ExpiryTable
+from memkit.store.failures import translated
 from memkit.store.forgetting import ForgettingTable
 from memkit.store.protocol import PadState, ProfilePage
 from memkit.store.reindex import ReindexTable

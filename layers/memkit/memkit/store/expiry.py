@@ -16,8 +16,8 @@ from typing import Any
 
 from memkit.errors import VersionConflict
 from memkit.store import keys
-from memkit.store.base import translated
 from memkit.store.curation import CurationTable
+from memkit.store.failures import translated
 from memkit.times import now_iso
 
 # The cleanup run's cursors: a system item that belongs to no tenant (so its key does not

@@ -14,8 +14,8 @@ from typing import Any
 
 from memkit.models.lifecycle import LifecyclePolicy, Listing, RecordEntry, StoredPolicy
 from memkit.store import keys
-from memkit.store.base import translated
 from memkit.store.curation import CurationTable
+from memkit.store.failures import translated
 
 POLICY_SK = "POLICY"
 POLICY_KIND = "lifecycle_policy"

@@ -23,7 +23,8 @@ from memkit.models.domain import (
 )
 from memkit.models.lifecycle import Unchanged
 from memkit.store import keys
-from memkit.store.base import BATCH_GET_LIMIT, translated
+from memkit.store.base import BATCH_GET_LIMIT
+from memkit.store.failures import translated
 from memkit.store.sessions import SessionTable
 
 # Concurrent requests when a batch needs one each (hash lookups, index-state updates).

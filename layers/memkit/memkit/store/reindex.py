@@ -20,9 +20,10 @@ from typing import Any
 from memkit.errors import BadRequest, Throttled
 from memkit.models.domain import ItemRef, RecordRef
 from memkit.store import keys
-from memkit.store.base import BATCH_GET_LIMIT, translated
+from memkit.store.base import BATCH_GET_LIMIT
 from memkit.store.changes import ItemChange, scanned_changes
 from memkit.store.curation import CurationTable
+from memkit.store.failures import translated
 
 # Items a Scan page evaluates (before its filter); 1 MB of items ends a page sooner.
 SCAN_PAGE = 500

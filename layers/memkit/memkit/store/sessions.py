@@ -42,8 +42,9 @@ from memkit.models.domain import (
 from memkit.observability import metrics
 from memkit.scratchpad import resolution
 from memkit.store import keys
-from memkit.store.base import TableBase, translated
+from memkit.store.base import TableBase
 from memkit.store.cursor import decode_cursor, encode_cursor
+from memkit.store.failures import translated
 from memkit.store.protocol import PadState, SessionChange, SessionRead, SessionWriteState
 from memkit.times import now_iso
 

@@ -23,8 +23,8 @@ from memkit.errors import VersionConflict
 from memkit.models.domain import Owner
 from memkit.models.users import DeletionCounts, JobState
 from memkit.store import keys
-from memkit.store.base import translated
 from memkit.store.curation import CurationTable
+from memkit.store.failures import translated
 from memkit.store.sessions import PageCursor
 
 # Items per Query page when listing a user's sessions or records.

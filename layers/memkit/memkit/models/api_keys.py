@@ -1,0 +1,53 @@
+"""API keys: what a key grants (its record), never the key itself.
+
+A key belongs to one tenant, carries a subset of memkit's scopes and acts as one user, or as
+none (a backend key with `memory:admin`, which names the user per request). The plain key is
+shown once, when it is created (memkit.service.api_keys); the table keeps only its SHA-256.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+READ = "memory:read"
+WRITE = "memory:write"
+ADMIN = "memory:admin"
+# In the order listings and the authorizer's context give them.
+SCOPES = (READ, WRITE, ADMIN)
+
+KeyStatus = Literal["active", "expired", "revoked"]
+
+
+@dataclass(frozen=True)
+class ApiKey:
+    """A key's record. `key_id` is public (it is the key's visible prefix); `expires_at` is
+    epoch seconds; `created_at`, `last_used` and `revoked_at` are ISO 8601 (UTC)."""
+
+    key_id: str
+    tenant: str
+    scopes: tuple[str, ...]
+    user_id: str | None
+    created_at: str
+    name: str = ""
+    expires_at: int | None = None
+    last_used: str | None = None
+    revoked_at: str | None = None
+
+    def status(self, now: float) -> KeyStatus:
+        if self.revoked_at is not None:
+            return "revoked"
+        if self.expires_at is not None and self.expires_at <= now:
+            return "expired"
+        return "active"
+
+
+@dataclass(frozen=True)
+class NewApiKey:
+    """A key just created: the plain key (shown once, stored nowhere) and its record."""
+
+    plain: str
+    key: ApiKey
+
+    def __repr__(self) -> str:  # a stray print or log of the object never shows the key
+        return f"NewApiKey(key={self.key!r})"

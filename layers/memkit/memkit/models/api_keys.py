@@ -10,11 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-READ = "memory:read"
-WRITE = "memory:write"
-ADMIN = "memory:admin"
-# In the order listings and the authorizer's context give them.
-SCOPES = (READ, WRITE, ADMIN)
+# memkit's scopes (memkit.identity), in the order listings and the authorizer's context give them.
+from memkit.identity import ADMIN, READ, SCOPES, WRITE
+
+__all__ = ["ADMIN", "READ", "SCOPES", "WRITE"]
 
 KeyStatus = Literal["active", "expired", "revoked"]
 

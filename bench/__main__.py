@@ -11,6 +11,7 @@ from bench import environment
 ROOT = Path(__file__).resolve().parents[1]
 # Cheapest first; each one prints its own figures, one a line.
 BENCHMARKS = (
+    "patterns",
     "dynamodb_requests",
     "warm_overhead",
     "cold_start",

@@ -115,8 +115,13 @@ def test_numbers_and_strings_json_cannot_carry_faithfully_are_400(
         ({"$ref": "https://example.com/schema.json"}, "schema.$ref"),
         ({"properties": {"a": {"$ref": "#/$defs/nope"}}}, "schema.properties.a.$ref"),
         ({"$defs": {"a": {"$ref": "#/$defs/a"}}, "properties": {"x": {"$ref": "#/$defs/a"}}}, None),
-        ({"properties": {"a": {"pattern": "^(a+)+$"}}}, "schema.properties.a.pattern"),
-        ({"patternProperties": {"(\\w*\\s?)*": {}}}, "schema.patternProperties"),
+        ({"properties": {"a": {"pattern": "^(?=a)"}}}, "schema.properties.a.pattern"),
+        ({"patternProperties": {"(a)\\1": {}}}, "schema.patternProperties"),
+        ({"propertyNames": {"pattern": "(?<!a)b"}}, "schema.propertyNames.pattern"),
+        (
+            {"patternProperties": {"^x-": {}}, "unevaluatedProperties": False},
+            "schema.unevaluatedProperties",
+        ),
     ],
 )
 def test_schemas_that_cannot_be_evaluated_safely_are_refused(
@@ -128,6 +133,48 @@ def test_schemas_that_cannot_be_evaluated_safely_are_refused(
     fields = [e["field"] for e in response.body["errors"]]
     assert field in fields if field else all(f.startswith("schema.") for f in fields)
     assert api("GET", "/v1/profiles/unsafe").status == 404
+
+
+def test_a_pattern_needing_backtracking_is_422_with_the_field_and_reason(api: Call) -> None:
+    # Given a profile stored with a pattern memkit evaluates
+    good = {"type": "object", "properties": {"code": {"type": "string", "pattern": "^[A-Z]+$"}}}
+    assert api("PUT", "/v1/profiles/codes", body={"schema": good}).status == 200
+
+    # When it is replaced by one whose pattern has a lookbehind
+    bad = {"type": "object", "properties": {"code": {"type": "string", "pattern": "(?<!x)y"}}}
+    response = api("PUT", "/v1/profiles/codes", body={"schema": bad})
+
+    # Then the answer names the field and the reason, and the stored profile is unchanged
+    assert response.status == 422
+    assert response.body["errors"] == [
+        {
+            "field": "schema.properties.code.pattern",
+            "reason": "not supported: negative lookbehind (?<!...); "
+            "memkit evaluates patterns in linear time (RE2 syntax)",
+        }
+    ]
+    assert api("GET", "/v1/profiles/codes").body["schema"] == good
+
+
+@pytest.mark.parametrize("pattern", ["^(a+)+$", "^((a+))+$", "^(a|a)*$"])
+def test_patterns_that_backtrack_in_python_are_evaluated_in_linear_time(
+    api: Call, pattern: str
+) -> None:
+    # Given a profile whose pattern takes Python's engine exponential time (26 characters took
+    # seconds; 40 would take hours): RE2 runs it in linear time, so it is accepted
+    schema = {"type": "object", "properties": {"x": {"type": "string", "pattern": pattern}}}
+    assert api("PUT", "/v1/profiles/nested", body={"schema": schema}).status == 200
+    pad = {"query": {"profile": "nested"}}
+
+    # When a value it cannot match is written, and then one it matches
+    refused = api("PUT", PAD, body={"content": {"x": "a" * 40 + "!"}}, **pad)
+    accepted = api("PUT", PAD, body={"content": {"x": "a" * 40}}, **pad)
+
+    # Then the first is a 422 naming the field, and nothing was written; the second is stored
+    assert_refused(refused, 422, "content.x")
+    assert accepted.status == 200
+    assert accepted.body["version"] == 1
+    assert api("GET", PAD).body["content"] == {"x": "a" * 40}
 
 
 def test_recursive_schemas_that_consume_the_instance_are_accepted(api: Call) -> None:

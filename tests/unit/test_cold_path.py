@@ -13,6 +13,7 @@ LAZY = [
     "aws_xray_sdk",
     "jsonschema",  # imported when a schema is first checked
     "moto",  # the local stack only
+    "re2",  # imported when a schema pattern is first compiled
     "werkzeug",
 ]
 

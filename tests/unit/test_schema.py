@@ -291,24 +291,3 @@ def test_content_problems_caps_type_errors() -> None:
 
     # Then at most MAX_PROBLEMS are returned
     assert len(problems) == MAX_PROBLEMS, "problems are capped"
-
-
-@pytest.mark.parametrize(
-    ("pattern", "dangerous"),
-    [
-        ("^(a+)+$", True),
-        ("(\\w*\\s?)*", True),
-        ("(x+){2,}", True),
-        ("^(ab){2,3}$", False),
-        ("^[a-z]+@[a-z]+\\.com$", False),
-        ("^(\\d{3}-)?\\d{4}$", False),
-        ("(a\\+)+", False),  # an escaped plus is a literal, not a quantifier
-    ],
-)
-def test_backtracks_flags_repeated_groups_holding_unbounded_quantifiers(
-    pattern: str, dangerous: bool
-) -> None:
-    # Given a pattern, When it is checked, Then only nested unbounded repetition is flagged
-    from memkit.scratchpad.schema import backtracks
-
-    assert backtracks(pattern) is dangerous, "nested quantifiers are what backtracks for ever"

@@ -228,6 +228,26 @@ def test_content_that_no_longer_fits_a_changed_schema_is_reported_on_read(
     assert [p.field for p in result.problems] == ["content.age"], "the stale field is named"
 
 
+def test_a_profile_stored_before_its_pattern_was_refused_is_reported_not_evaluated(
+    store: InMemoryStore,
+) -> None:
+    # Given a profile stored (straight into the store) with a lookahead, which RE2 cannot run
+    legacy = {"type": "object", "properties": {"code": {"type": "string", "pattern": "^(?=A)"}}}
+    ref = add_profile(store, "legacy", schema=legacy)
+    seed(store, ref, {"code": "A1"})
+
+    # When the pad is read, and then written
+    result = service_over(store).get(ref)
+    with pytest.raises(SchemaViolation) as raised:
+        service_over(store).patch(ref, {"code": "A2"}, None)
+
+    # Then the read lists the schema's field; the write is refused on it and stores nothing
+    assert result.content == {"code": "A1"}
+    assert [p.field for p in result.problems] == ["schema.properties.code.pattern"]
+    assert [p.field for p in raised.value.errors] == ["schema.properties.code.pattern"]
+    assert stored(store, ref) == {"code": "A1"}
+
+
 def test_an_object_into_a_text_pad_is_a_validation_error(store: InMemoryStore) -> None:
     # Given the default profile (free text)
     # When an object is patched in

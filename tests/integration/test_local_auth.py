@@ -1,0 +1,136 @@
+"""The local stack's JWT authorizer (`memkit serve --auth jwt`): tokens verified as API
+Gateway's JWT authorizer verifies them, the claims reaching the function, and development
+tokens from `memkit token`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import jwt
+import pytest
+from cryptography.hazmat.primitives.asymmetric import ec
+
+from memkit_dev.local.auth import DEV_KEY_ID, JwtAuthorizer, JwtSettings, Unauthorized, mint
+from memkit_dev.local.stack import LocalStack, LocalStackConfig
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
+    data = tmp_path_factory.mktemp("auth")
+    config = LocalStackConfig(
+        port=0,
+        concurrency=1,
+        template=ROOT / "template.yaml",
+        engine="moto",
+        auth="jwt",
+        jwt=JwtSettings(data_dir=data),
+        data_dir=None,
+        cleanup_interval_seconds=0,
+    )
+    with LocalStack(config) as running:
+        yield running
+
+
+def _call(stack: LocalStack, token: str | None, method: str, path: str, **kw: Any) -> Any:
+    headers = {"authorization": f"Bearer {token}"} if token else {}
+    return httpx.request(method, f"{stack.url}{path}", headers=headers, timeout=60, **kw)
+
+
+def _token(stack: LocalStack, user: str, *scopes: str, tenant: str = "default") -> str:
+    """A token signed by the key pair the stack trusts (kept in its JWT settings' folder)."""
+    assert stack.config.jwt is not None
+    return mint(stack.config.jwt.data_dir, user, tenant, list(scopes))
+
+
+def test_a_data_route_needs_a_token_and_public_routes_do_not(stack: LocalStack) -> None:
+    assert _call(stack, None, "GET", "/v1/working-memory/").status_code == 401
+    assert _call(stack, "not-a-token", "GET", "/v1/working-memory/").status_code == 401
+    assert _call(stack, None, "GET", "/v1/health").status_code == 200
+    assert _call(stack, None, "GET", "/v1/openapi.json").status_code == 200
+
+
+def test_the_claims_decide_who_calls_and_what_they_may_do(stack: LocalStack) -> None:
+    ada = _token(stack, "ada", "memory:read", "memory:write")
+    bob = _token(stack, "bob", "memory:read", "memory:write")
+    reader = _token(stack, "ada", "memory:read")
+    message = {"messages": [{"id": "m1", "role": "user", "content": "ada's secret"}]}
+
+    written = _call(stack, ada, "POST", "/v1/working-memory/ada-chat/messages", json=message)
+    as_bob = _call(stack, bob, "GET", "/v1/working-memory/ada-chat")
+    bob_lists = _call(stack, bob, "GET", "/v1/working-memory/").json()
+    read_only = _call(stack, reader, "POST", "/v1/working-memory/ada-chat/messages", json=message)
+
+    assert written.status_code == 201
+    assert as_bob.status_code == 403
+    assert bob_lists["sessions"] == []
+    assert read_only.status_code == 403
+    assert "memory:write" in read_only.json()["detail"]
+    assert "x-memkit-warning" not in written.headers
+
+
+def test_tokens_that_api_gateway_would_refuse_are_401(stack: LocalStack) -> None:
+    key = ec.generate_private_key(ec.SECP256R1())  # not the key the stack trusts
+    now = int(time.time())
+    good = {"iss": "memkit-local", "aud": "memkit", "sub": "ada", "exp": now + 600}
+    forged = jwt.encode(good, key, algorithm="ES256", headers={"kid": DEV_KEY_ID})
+    assert _call(stack, forged, "GET", "/v1/working-memory/").status_code == 401
+
+    assert stack.config.jwt is not None
+    authorizer = JwtAuthorizer(JwtSettings(data_dir=stack.config.jwt.data_dir))
+    assert authorizer.claims(f"Bearer {_token(stack, 'ada')}")["sub"] == "ada"
+    for wrong in (
+        {"aud": "someone-else"},
+        {"iss": "elsewhere"},
+        {"exp": now - 3600},  # expired beyond the clock skew
+        {"nbf": now + 3600},  # not valid yet
+    ):
+        claims = {**good, **wrong}
+        token = jwt.encode(claims, authorizer._dev_key, algorithm="ES256")
+        with pytest.raises(Unauthorized):
+            authorizer.claims(f"Bearer {token}")
+    missing_exp = {k: v for k, v in good.items() if k != "exp"}
+    with pytest.raises(Unauthorized):
+        authorizer.claims(f"Bearer {jwt.encode(missing_exp, authorizer._dev_key, 'ES256')}")
+    hs256 = jwt.encode(good, "a shared secret of thirty-two bytes!", algorithm="HS256")
+    with pytest.raises(Unauthorized):  # only RS256 and ES256 (no algorithm confusion)
+        authorizer.claims(f"Bearer {hs256}")
+
+
+def test_a_key_set_file_is_trusted_as_the_gateway_trusts_an_issuers_jwks(
+    tmp_path: Path,
+) -> None:
+    key = ec.generate_private_key(ec.SECP256R1())
+    public = json.loads(jwt.algorithms.ECAlgorithm.to_jwk(key.public_key()))
+    (tmp_path / "jwks.json").write_text(json.dumps({"keys": [{**public, "kid": "k1"}]}))
+    settings = JwtSettings(jwks=str(tmp_path / "jwks.json"), issuer="https://idp", audience="api")
+    claims = {"iss": "https://idp", "aud": "api", "sub": "u1", "exp": int(time.time()) + 60}
+    token = jwt.encode({**claims, "scp": ["memory:read"]}, key, "ES256", headers={"kid": "k1"})
+
+    context = JwtAuthorizer(settings).context(f"Bearer {token}")
+
+    # Claims are strings, as API Gateway passes them (a list as "[a b]")
+    assert context["jwt"]["claims"]["sub"] == "u1"
+    assert context["jwt"]["claims"]["scp"] == "[memory:read]"
+
+
+def test_memkit_token_mints_what_serve_accepts(tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "memkit_dev.cli", "token", "--sub", "ada", "--admin"]
+    minted = subprocess.run(
+        [*command, "--data-dir", str(tmp_path)], capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+    claims = JwtAuthorizer(JwtSettings(data_dir=tmp_path)).claims(f"Bearer {minted}")
+
+    assert claims["sub"] == "ada"
+    assert claims["scope"] == "memory:read memory:write memory:admin"
+    assert (tmp_path / "dev-jwt-key.pem").stat().st_mode & 0o077 == 0  # the key is private

@@ -70,3 +70,16 @@ def test_an_id_with_control_characters_is_422(api: Call) -> None:
 
     assert response.status == 422
     assert response.body["errors"][0]["field"] == "user_id"
+
+
+def test_with_auth_off_every_data_answer_says_no_credential_was_checked(api: Call) -> None:
+    # The default settings: auth mode none (the local stack; never a deployment that faces
+    # the internet), where every caller acts as an admin of the default tenant
+    ok = api("GET", "/v1/working-memory/")
+    refused = api("GET", "/v1/working-memory/s1")  # no such session: a 404
+
+    assert ok.status == 200
+    assert refused.status == 404
+    for response in (ok, refused):
+        assert response.headers["x-memkit-warning"].startswith("unauthenticated")
+    assert "x-memkit-warning" not in api("GET", "/v1/health").headers

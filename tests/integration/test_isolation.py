@@ -25,6 +25,7 @@ from memkit.api.scopes import ROUTE_SCOPES
 from memkit.config import ApiSettings
 from memkit.identity import ADMIN, READ, WRITE
 from tests.conftest import ApiResponse, call_api
+from tests.events import jwt_authorizer
 from tests.integration.memory_world import MemoryWorld, build_world
 
 pytestmark = pytest.mark.integration
@@ -35,17 +36,11 @@ MARKERS = ("SECRET-A2", "SECRET-B")
 USER_PROFILE = "me"  # a profile whose scratchpad is per user
 
 
-def _as(tenant: str, user: str, *scopes: str) -> dict[str, Any]:
-    """What the HTTP API's JWT authorizer passes for a verified token."""
-    claims = {"sub": user, "custom:tenant": tenant, "scope": " ".join(scopes)}
-    return {"jwt": {"claims": claims, "scopes": None}}
-
-
-A1 = _as("A", "a1", READ, WRITE)
-A2 = _as("A", "a2", READ, WRITE)
-A_ADMIN = _as("A", "ops", ADMIN)
-B1 = _as("B", "b1", READ, WRITE)
-B_ADMIN = _as("B", "ops", ADMIN)
+A1 = jwt_authorizer("A", "a1", READ, WRITE)
+A2 = jwt_authorizer("A", "a2", READ, WRITE)
+A_ADMIN = jwt_authorizer("A", "ops", ADMIN)
+B1 = jwt_authorizer("B", "b1", READ, WRITE)
+B_ADMIN = jwt_authorizer("B", "ops", ADMIN)
 
 
 @dataclass(frozen=True)

@@ -96,6 +96,9 @@ class ApiSettings(StoreSettings, IndexSettings):
     user_deletion_budget_seconds: float = Field(default=10.0, ge=0, le=25)
     work_queue_url: str | None = None
     sqs_endpoint: str | None = None
+    # Requests a tenant may make a minute (memkit.store.quota: one counter write each);
+    # 0: no quota. Beyond it: 429 quota_exceeded with Retry-After.
+    tenant_requests_per_minute: int = Field(default=0, ge=0, le=10_000_000)
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> ApiSettings:

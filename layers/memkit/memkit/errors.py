@@ -111,6 +111,18 @@ class Throttled(MemkitError):
     retry_after = THROTTLED_RETRY_AFTER_SECONDS
 
 
+class QuotaExceeded(Throttled):
+    """The tenant's requests for this minute are spent (MEMKIT_TENANT_REQUESTS_PER_MINUTE):
+    Retry-After says when the next minute starts."""
+
+    code = "quota_exceeded"
+
+    def __init__(self, detail: str, seconds: int) -> None:
+        super().__init__(detail)
+        # This instance's wait (the class attribute is the default of the others).
+        object.__setattr__(self, "retry_after", max(1, seconds))
+
+
 class StoreUnavailable(MemkitError):
     """A backing service (DynamoDB, OpenSearch, Bedrock, the work queue) failed or refused
     the service after retries: the client may retry later; an operator reads why in the log."""

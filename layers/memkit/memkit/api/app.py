@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ from memkit.api.routes import (
     users,
 )
 from memkit.api.scopes import ROUTE_SCOPES
-from memkit.errors import FieldProblem, Forbidden, MemkitError
+from memkit.errors import FieldProblem, Forbidden, MemkitError, QuotaExceeded
 from memkit.identity import Caller
 from memkit.identity import caller_of as caller_of_event
 from memkit.observability import logger
@@ -89,6 +90,13 @@ def authorize(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> R
     caller = caller_of_event(app.current_event.raw_event, services.settings.identity)
     app.append_context(caller=caller)
     caller.require(scope)
+    quota = services.settings.tenant_requests_per_minute
+    if quota:
+        wait = services.store.take_request(caller.tenant, quota)
+        if wait is not None:
+            raise QuotaExceeded(
+                f"this tenant's {quota} requests a minute are spent", math.ceil(wait)
+            )
     return _warned(app, next_middleware(app))
 
 

@@ -30,7 +30,9 @@ if TYPE_CHECKING:
 
 
 class SessionsAndScratchpads(Store, SessionStore, RecordStore, Protocol):
-    """A store that keeps all of them (DynamoStore)."""
+    """A store that keeps all of them (DynamoStore), and the request quotas."""
+
+    def take_request(self, tenant: str, limit: int) -> float | None: ...
 
 
 @dataclass(frozen=True)

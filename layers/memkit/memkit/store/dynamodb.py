@@ -24,16 +24,17 @@ from memkit.store.expiry import ExpiryTable
 from memkit.store.failures import translated
 from memkit.store.forgetting import ForgettingTable
 from memkit.store.protocol import PadState, ProfilePage
+from memkit.store.quota import QuotaTable
 from memkit.store.reindex import ReindexTable
 from memkit.store.users import UserTable
 from memkit.times import now_iso
 
 
-class DynamoStore(ExpiryTable, ForgettingTable, UserTable, ReindexTable):
+class DynamoStore(ExpiryTable, ForgettingTable, UserTable, ReindexTable, QuotaTable):
     """memkit's single table: scratchpads and profiles here, sessions in SessionTable,
     long-term records in RecordTable, background curation's reads in CurationTable, and the
     lifecycle's in ExpiryTable, ForgettingTable, UserTable and ReindexTable (each a
-    CurationTable)."""
+    CurationTable), the request quotas in QuotaTable."""
 
     # -- reads -------------------------------------------------------------------------------
 

@@ -11,6 +11,7 @@
     record by hash      GSI1PK T#<tenant>#HASH#<namespace>#<hash> GSI1SK <created µs>#<id>
     session by expiry   GSI3PK EXP#<shard>                 GSI3SK <expires_at>#<PK>
     record by namespace GSI3PK T#<tenant>#RECS#<namespace> GSI3SK <user_id>#<created µs>#<id>
+    request quota       PK T#<tenant>#QUOTA                       SK M#<epoch minute>
 
 GSI3 is the lifecycle index: a session document that expires is listed by its expiry time
 (sharded, so no one partition takes every session's writes) and a cleanup run reads only the
@@ -193,6 +194,11 @@ def expiry_entry(pk: str, expires_at: int) -> Key:
 def expiry_before(expires_at: int) -> str:
     """A GSI3SK bound: entries that sort below it expire before `expires_at`."""
     return f"{expires_at:0{EXPIRY_DIGITS}d}#"
+
+
+def quota_key(tenant: str, minute: int) -> Key:
+    """A tenant's request counter for one minute (epoch minutes)."""
+    return f"T#{part(tenant)}#QUOTA", f"M#{minute}"
 
 
 def records_by_namespace(tenant: str, namespace: str) -> str:

@@ -166,8 +166,8 @@ def _evaluate(template: dict[str, Any], value: Any, parameters: dict[str, str]) 
             return parameters[node["Ref"]]
         if node == {"Ref": "AWS::NoValue"}:
             return _NO_VALUE
-        if set(node) == {"Condition"}:
-            return condition(node["Condition"])
+        if set(node) in ({"Condition"}, {"Fn::Condition"}):  # !Condition loads as the latter
+            return condition(next(iter(node.values())))
         key, arguments = next(iter(node.items())) if len(node) == 1 else (None, None)
         if key == "Fn::If":
             name, when_true, when_false = arguments
@@ -203,6 +203,12 @@ def _statements(
 def _granting(statements: list[dict[str, Any]], action: str) -> list[dict[str, Any]]:
     return [statement for statement in statements if action in statement["Action"]]
 
+
+# An existing VPC with two private subnets, as a deployer passes them.
+IN_A_VPC = {
+    "VpcId": "vpc-0123456789abcdef0",
+    "VpcSubnetIds": "subnet-0123456789abcdef0,subnet-0fedcba9876543210",
+}
 
 # The functions that embed and reach the vector store: the API searches, the indexer indexes,
 # the memory worker searches to deduplicate what it extracts, the cleanup run removes orphan
@@ -304,7 +310,6 @@ def test_failed_batches_go_to_the_queue_the_alarm_watches(template: dict[str, An
         0,
     )
     assert queue["MessageRetentionPeriod"] == 14 * 24 * 3600
-    assert queue["SqsManagedSseEnabled"] is True
     assert template["Outputs"]["IndexerDeadLetterQueueUrl"]["Value"] == {
         "Ref": "IndexerDeadLetterQueue"
     }
@@ -585,21 +590,31 @@ def test_a_local_embedder_gets_no_bedrock_access(template: dict[str, Any]) -> No
 def test_the_stack_refuses_a_model_whose_size_the_index_would_not_match(
     template: dict[str, Any], provider: str, model: str, accepted: bool
 ) -> None:
-    parameters = _parameters(template, EmbeddingProvider=provider, EmbeddingModelId=model)
+    parameters = _parameters(
+        template, EmbeddingProvider=provider, EmbeddingModelId=model, **IN_A_VPC
+    )
 
-    outcomes = [
-        _evaluate(template, assertion["Assert"], parameters)
+    assert (_refusals(template, parameters) == []) is accepted
+
+
+def _refusals(template: dict[str, Any], parameters: dict[str, str]) -> list[str]:
+    """The AssertDescription of every Rules assertion a deployment with `parameters` fails."""
+    return [
+        assertion["AssertDescription"]
         for rule in template["Rules"].values()
         if _evaluate(template, rule.get("RuleCondition", True), parameters)
         for assertion in rule["Assertions"]
+        if not _evaluate(template, assertion["Assert"], parameters)
     ]
 
-    assert all(outcomes) is accepted
 
-
-def _policy(resource: dict[str, Any]) -> Any:
-    """An OpenSearch Serverless policy document as stage `dev` deploys it."""
-    return json.loads(resource["Properties"]["Policy"]["Fn::Sub"].replace("${Stage}", "dev"))
+def _policy(template: dict[str, Any], name: str, **overrides: str) -> Any:
+    """An OpenSearch Serverless policy document as stage `dev` deploys it with `overrides`
+    (a resource's attribute, such as ${DataKey.Arn}, stays as written)."""
+    policy = template["Resources"][name]["Properties"]["Policy"]
+    resolved = _evaluate(template, policy, _parameters(template, **overrides))
+    text = resolved["Fn::Sub"] if isinstance(resolved, dict) else resolved
+    return json.loads(text.replace("${Stage}", "dev"))
 
 
 def test_a_serverless_store_is_reached_through_the_collection_and_its_data_policy(
@@ -607,7 +622,7 @@ def test_a_serverless_store_is_reached_through_the_collection_and_its_data_polic
 ) -> None:
     resources = template["Resources"]
     parameters = _parameters(template, VectorStore="serverless")
-    [grant] = _policy(resources["VectorDataAccessPolicy"])
+    [grant] = _policy(template, "VectorDataAccessPolicy")
     rules = {rule["ResourceType"]: rule for rule in grant["Rules"]}
 
     for function in VECTOR_FUNCTIONS:
@@ -621,9 +636,7 @@ def test_a_serverless_store_is_reached_through_the_collection_and_its_data_polic
     assert {"aoss:ReadDocument", "aoss:WriteDocument", "aoss:CreateIndex"} <= set(
         rules["index"]["Permission"]
     )
-    assert _policy(resources["VectorEncryptionPolicy"])["AWSOwnedKey"] is True
-    [network] = _policy(resources["VectorNetworkPolicy"])
-    assert network["AllowFromPublic"] is True
+    [network] = _policy(template, "VectorNetworkPolicy", **IN_A_VPC)
     assert network["Rules"] == [
         {"ResourceType": "collection", "Resource": ["collection/memkit-dev"]}
     ]
@@ -664,17 +677,6 @@ def test_the_stack_creates_the_serverless_index_only_for_a_named_deployer(
     parameters = _parameters(template, VectorStore="serverless", DeployerPrincipalArn=deployer)
 
     assert _evaluate(template, {"Condition": index["Condition"]}, parameters) is created
-
-
-@pytest.mark.parametrize(("reserved", "expected"), [("0", None), ("5", "5")])
-def test_indexer_concurrency_is_reserved_only_when_asked(
-    template: dict[str, Any], reserved: str, expected: str | None
-) -> None:
-    indexer = {k: v for k, v in _functions(template)["IndexerFunction"].items() if k != "Events"}
-
-    resolved = _evaluate(template, indexer, _parameters(template, IndexerConcurrency=reserved))
-
-    assert resolved.get("ReservedConcurrentExecutions") == expected
 
 
 def test_every_parameter_says_what_it_is_for(template: dict[str, Any]) -> None:
@@ -792,13 +794,13 @@ def test_the_table_stream_has_at_most_two_readers(template: dict[str, Any]) -> N
 
 
 def _assert_watched(template: dict[str, Any], queue: str, alarm: str) -> None:
-    """`queue` keeps dead letters 14 days, encrypted, and `alarm` fires on its first one."""
+    """`queue` keeps dead letters 14 days and `alarm` fires on its first one (every queue's
+    encryption: test_every_queue_and_log_group_is_encrypted_with_the_key_when_asked)."""
     resources = template["Resources"]
     properties = resources[queue]["Properties"]
     watch = resources[alarm]["Properties"]
 
     assert properties["MessageRetentionPeriod"] == 14 * 24 * 3600
-    assert properties["SqsManagedSseEnabled"] is True
     assert watch["Dimensions"] == [
         {"Name": "QueueName", "Value": {"Fn::GetAtt": [queue, "QueueName"]}}
     ]
@@ -864,7 +866,6 @@ def test_the_work_queue_sends_poison_jobs_to_a_dead_letter_queue_an_alarm_watche
     # Lambda's advice: at least six times the function's timeout.
     assert queue["VisibilityTimeout"] >= 6 * worker["Timeout"]
     assert queue["MessageRetentionPeriod"] == 4 * 24 * 3600
-    assert queue["SqsManagedSseEnabled"] is True
     _assert_watched(template, "MemoryWorkDeadLetterQueue", "MemoryWorkDeadLetterAlarm")
     assert template["Outputs"]["MemoryWorkQueueUrl"]["Value"] == {"Ref": "MemoryWorkQueue"}
     assert template["Outputs"]["MemoryWorkDeadLetterQueueUrl"]["Value"] == {
@@ -1018,3 +1019,298 @@ def test_every_curation_setting_the_stack_allows_is_one_the_functions_accept(
         curation.extraction_quiet_seconds == template["Parameters"]["ExtractionQuietSeconds"][bound]
     )
     assert (llm.llm_provider, llm.llm_model) == ("bedrock", "amazon.nova-lite-v1:0")
+
+
+# --- Encryption, network access and abuse limits ----------------------------------------------
+
+KEY_ARN = {"Fn::GetAtt": ["DataKey", "Arn"]}
+# What the access log may say about a request. Never the path, the query string, a header or
+# a claim: user, session and memory ids travel in those.
+ACCESS_LOG_VARIABLES = {
+    "$context.requestId",
+    "$context.requestTimeEpoch",
+    "$context.identity.sourceIp",
+    "$context.httpMethod",
+    "$context.routeKey",
+    "$context.protocol",
+    "$context.status",
+    "$context.responseLatency",
+    "$context.integrationStatus",
+    "$context.integrationLatency",
+    "$context.integrationErrorMessage",
+    "$context.error.message",
+    "$context.error.responseType",
+    "$context.responseLength",
+}
+
+
+def _resources_of(template: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
+    return {name: r for name, r in template["Resources"].items() if r["Type"] == kind}
+
+
+def _created(template: dict[str, Any], name: str, parameters: dict[str, str]) -> bool:
+    condition = template["Resources"][name].get("Condition")
+    return condition is None or bool(_evaluate(template, {"Condition": condition}, parameters))
+
+
+def _properties(template: dict[str, Any], name: str, parameters: dict[str, str]) -> Any:
+    return _evaluate(template, template["Resources"][name]["Properties"], parameters)
+
+
+def _function_roles(template: dict[str, Any]) -> set[str]:
+    return {f"{name}Role" for name in _functions(template)}
+
+
+def test_the_access_log_names_the_route_never_the_path(template: dict[str, Any]) -> None:
+    settings = template["Resources"]["HttpApi"]["Properties"]["AccessLogSettings"]
+    record = json.loads(settings["Format"])
+    variables = set(re.findall(r"\$context\.[A-Za-z.]+", settings["Format"]))
+
+    assert record["routeKey"] == "$context.routeKey"
+    assert "$context.path" not in variables
+    assert variables <= ACCESS_LOG_VARIABLES, "a new access log field: does it carry an id?"
+    assert {
+        "$context.requestId",
+        "$context.status",
+        "$context.responseLatency",
+        "$context.integrationErrorMessage",
+    } <= variables
+    assert settings["DestinationArn"] == {"Fn::GetAtt": ["HttpApiAccessLogs", "Arn"]}
+
+
+def test_by_default_the_key_encrypts_the_table_every_log_group_queue_and_the_collection(
+    template: dict[str, Any],
+) -> None:
+    parameters = _parameters(template)
+    key = template["Resources"]["DataKey"]
+
+    assert _created(template, "DataKey", parameters)
+    assert key["Properties"]["EnableKeyRotation"] is True
+    # Kept with the table it encrypts: a retained table is unreadable without its key.
+    assert (key["DeletionPolicy"], key["UpdateReplacePolicy"]) == ("Retain", "Retain")
+    assert template["Resources"]["MemoryTable"]["DeletionPolicy"] == "Retain"
+    assert _properties(template, "MemoryTable", parameters)["SSESpecification"] == {
+        "SSEEnabled": True,
+        "SSEType": "KMS",
+        "KMSMasterKeyId": KEY_ARN,
+    }
+    groups = _resources_of(template, "AWS::Logs::LogGroup")
+    queues = _resources_of(template, "AWS::SQS::Queue")
+    assert len(groups) == len(_functions(template)) + 1  # and the access logs
+    for name in groups:
+        assert _properties(template, name, parameters)["KmsKeyId"] == KEY_ARN, name
+    for name in queues:
+        queue = _properties(template, name, parameters)
+        assert queue["KmsMasterKeyId"] == {"Ref": "DataKey"}, name
+        assert queue["SqsManagedSseEnabled"] is False, name
+    assert _policy(template, "VectorEncryptionPolicy") == {
+        "Rules": [{"ResourceType": "collection", "Resource": ["collection/memkit-dev"]}],
+        "AWSOwnedKey": False,
+        "KmsARN": "${DataKey.Arn}",
+    }
+
+
+def test_without_the_key_aws_keys_encrypt_everything_and_nothing_refers_to_it(
+    template: dict[str, Any],
+) -> None:
+    parameters = _parameters(template, UseCustomerManagedKey="false")
+    created = [name for name in template["Resources"] if _created(template, name, parameters)]
+
+    assert not {"DataKey", "DataKeyAlias", "DataKeyUsePolicy"} & set(created)
+    assert "DataKey" not in json.dumps(
+        [_properties(template, name, parameters) for name in created]
+    )
+    # The table's AWS managed key (aws/dynamodb), as before the key existed.
+    assert _properties(template, "MemoryTable", parameters)["SSESpecification"] == {
+        "SSEEnabled": True,
+        "SSEType": "KMS",
+    }
+    for name in _resources_of(template, "AWS::SQS::Queue"):
+        queue = _properties(template, name, parameters)
+        assert (queue.get("KmsMasterKeyId"), queue["SqsManagedSseEnabled"]) == (None, True), name
+    for name in _resources_of(template, "AWS::Logs::LogGroup"):
+        assert "KmsKeyId" not in _properties(template, name, parameters), name
+    encryption = _policy(template, "VectorEncryptionPolicy", UseCustomerManagedKey="false")
+    assert (encryption["AWSOwnedKey"], encryption.get("KmsARN")) == (True, None)
+
+
+def test_the_key_policy_lets_cloudwatch_logs_encrypt_this_stacks_log_groups_alone(
+    template: dict[str, Any],
+) -> None:
+    import fnmatch
+
+    policy = template["Resources"]["DataKey"]["Properties"]["KeyPolicy"]
+    statements = {statement["Sid"]: statement for statement in policy["Statement"]}
+    logs = statements["CloudWatchLogsEncryptsTheLogGroups"]
+    context = logs["Condition"]["ArnLike"]["kms:EncryptionContext:aws:logs:arn"]
+    patterns = [pattern["Fn::Sub"] for pattern in context]
+    prefix = "arn:${AWS::Partition}:logs:${AWS::Region}:${AWS::AccountId}:log-group:"
+
+    assert set(statements) == {"AccountAdministersTheKey", "CloudWatchLogsEncryptsTheLogGroups"}
+    assert statements["AccountAdministersTheKey"]["Principal"] == {
+        "AWS": {"Fn::Sub": "arn:${AWS::Partition}:iam::${AWS::AccountId}:root"}
+    }
+    assert logs["Principal"] == {"Service": {"Fn::Sub": "logs.${AWS::Region}.amazonaws.com"}}
+    for name, group in _resources_of(template, "AWS::Logs::LogGroup").items():
+        arn = prefix + group["Properties"]["LogGroupName"]["Fn::Sub"]
+        assert any(fnmatch.fnmatchcase(arn, pattern) for pattern in patterns), name
+    for other in ("/aws/lambda/billing-api", "/aws/http-api/other"):
+        assert not any(fnmatch.fnmatchcase(prefix + other, pattern) for pattern in patterns)
+
+
+def test_every_role_that_reaches_the_table_or_a_queue_uses_the_key_through_them_alone(
+    template: dict[str, Any],
+) -> None:
+    policy = template["Resources"]["DataKeyUsePolicy"]
+    schedule_roles = {
+        f"{function}{name}Role"  # SAM's role for a ScheduleV2 event (it sends dead letters)
+        for function, properties in _functions(template).items()
+        for name, event in properties.get("Events", {}).items()
+        if event["Type"] == "ScheduleV2"
+    }
+    [statement] = policy["Properties"]["PolicyDocument"]["Statement"]
+
+    assert policy["Condition"] == "UsesCustomerManagedKey"
+    assert {role["Ref"] for role in policy["Properties"]["Roles"]} == (
+        _function_roles(template) | schedule_roles
+    )
+    assert schedule_roles == {"CleanupFunctionScheduleRole"}
+    assert statement["Effect"] == "Allow"
+    assert statement["Resource"] == KEY_ARN
+    assert sorted(statement["Action"]) == [
+        "kms:Decrypt",
+        "kms:DescribeKey",
+        "kms:Encrypt",
+        "kms:GenerateDataKey",
+    ]
+    assert statement["Condition"] == {
+        "StringEquals": {
+            "kms:ViaService": [
+                {"Fn::Sub": "dynamodb.${AWS::Region}.amazonaws.com"},
+                {"Fn::Sub": "sqs.${AWS::Region}.amazonaws.com"},
+            ]
+        }
+    }
+
+
+@pytest.mark.parametrize(
+    ("access", "vpc", "public"),
+    [("public", {}, True), ("public", IN_A_VPC, True), ("vpc", IN_A_VPC, False)],
+)
+def test_the_collection_is_public_only_when_a_deployer_asks(
+    template: dict[str, Any], access: str, vpc: dict[str, str], public: bool
+) -> None:
+    parameters = _parameters(template, OpenSearchNetworkAccess=access, **vpc)
+
+    [network] = _policy(template, "VectorNetworkPolicy", OpenSearchNetworkAccess=access, **vpc)
+
+    assert _refusals(template, parameters) == []
+    assert network["AllowFromPublic"] is public
+    assert _created(template, "VectorVpcEndpoint", parameters) is not public
+    assert network.get("SourceVPCEs") == (None if public else ["${VectorVpcEndpoint}"])
+
+
+def test_the_default_collection_is_private_and_a_deploy_without_a_vpc_is_refused(
+    template: dict[str, Any],
+) -> None:
+    parameters = _parameters(template)
+
+    [network] = _policy(template, "VectorNetworkPolicy")
+    [refusal] = _refusals(template, parameters)
+
+    assert parameters["OpenSearchNetworkAccess"] == "vpc"
+    assert "OpenSearchNetworkAccess=public" in refusal
+    # Were it deployed anyway, it would answer no one rather than everyone.
+    assert (network["AllowFromPublic"], network["SourceVPCEs"]) == (False, [])
+
+
+DOMAIN = {
+    "VectorStore": "domain",
+    "OpenSearchDomainEndpoint": "https://search-memkit.us-east-1.es.amazonaws.com",
+    "OpenSearchDomainArn": "arn:aws:es:us-east-1:123456789012:domain/memkit",
+}
+DEPLOYER = {"DeployerPrincipalArn": "arn:aws:iam::123456789012:role/ci"}
+
+
+@pytest.mark.parametrize(
+    ("overrides", "refused"),
+    [
+        ({**IN_A_VPC, **DEPLOYER}, True),  # CloudFormation cannot reach a private collection
+        ({"OpenSearchNetworkAccess": "public", **DEPLOYER}, False),
+        ({"OpenSearchNetworkAccess": "public", "VpcId": IN_A_VPC["VpcId"]}, True),
+        ({"OpenSearchNetworkAccess": "public", "VpcSubnetIds": IN_A_VPC["VpcSubnetIds"]}, True),
+        (DOMAIN, False),  # a domain's network is the domain's own
+        ({**DOMAIN, **IN_A_VPC}, False),
+    ],
+)
+def test_the_stack_refuses_network_settings_that_cannot_work(
+    template: dict[str, Any], overrides: dict[str, str], refused: bool
+) -> None:
+    assert bool(_refusals(template, _parameters(template, **overrides))) is refused
+
+
+def test_in_a_vpc_every_function_runs_in_its_subnets_and_reaches_the_collection_over_https(
+    template: dict[str, Any],
+) -> None:
+    parameters = _parameters(template, **IN_A_VPC)
+    vpc = _evaluate(template, template["Globals"]["Function"]["VpcConfig"], parameters)
+    endpoint = _properties(template, "VectorVpcEndpoint", parameters)
+    [ingress] = _properties(template, "VectorEndpointSecurityGroup", parameters)[
+        "SecurityGroupIngress"
+    ]
+    [egress] = _properties(template, "FunctionSecurityGroup", parameters)["SecurityGroupEgress"]
+
+    assert vpc == {
+        "SubnetIds": {"Fn::Split": [",", IN_A_VPC["VpcSubnetIds"]]},
+        "SecurityGroupIds": [{"Ref": "FunctionSecurityGroup"}],
+    }
+    assert not any("VpcConfig" in properties for properties in _functions(template).values())
+    assert (endpoint["VpcId"], endpoint["SubnetIds"]) == (IN_A_VPC["VpcId"], vpc["SubnetIds"])
+    assert (ingress["IpProtocol"], ingress["FromPort"], ingress["ToPort"]) == ("tcp", 443, 443)
+    assert ingress["SourceSecurityGroupId"] == {"Ref": "FunctionSecurityGroup"}
+    assert (egress["IpProtocol"], egress["FromPort"], egress["ToPort"]) == ("tcp", 443, 443)
+    assert not _created(template, "NoNetworkInterfacesOutsideVpc", parameters)
+
+
+def test_outside_a_vpc_the_functions_may_not_create_network_interfaces(
+    template: dict[str, Any],
+) -> None:
+    # SAM grants AWSLambdaVPCAccessExecutionRole whenever VpcConfig is written at all.
+    parameters = _parameters(template, OpenSearchNetworkAccess="public")
+    deny = template["Resources"]["NoNetworkInterfacesOutsideVpc"]["Properties"]
+    [statement] = deny["PolicyDocument"]["Statement"]
+    vpc = _evaluate(
+        template, {"VpcConfig": template["Globals"]["Function"]["VpcConfig"]}, parameters
+    )
+
+    assert vpc == {}
+    assert _created(template, "NoNetworkInterfacesOutsideVpc", parameters)
+    assert not _created(template, "FunctionSecurityGroup", parameters)
+    assert {role["Ref"] for role in deny["Roles"]} == _function_roles(template)
+    assert statement["Effect"] == "Deny"
+    assert "ec2:CreateNetworkInterface" in statement["Action"]
+
+
+@pytest.mark.parametrize(
+    ("function", "parameter"),
+    [("ApiFunction", "ApiReservedConcurrency"), ("IndexerFunction", "IndexerConcurrency")],
+)
+@pytest.mark.parametrize(("reserved", "expected"), [("0", None), ("50", "50")])
+def test_concurrency_is_reserved_only_when_asked(
+    template: dict[str, Any], function: str, parameter: str, reserved: str, expected: str | None
+) -> None:
+    properties = {k: v for k, v in _functions(template)[function].items() if k != "Events"}
+
+    resolved = _evaluate(template, properties, _parameters(template, **{parameter: reserved}))
+
+    assert resolved.get("ReservedConcurrentExecutions") == expected
+
+
+def test_the_stage_throttles_every_route_by_the_parameters(template: dict[str, Any]) -> None:
+    api = template["Resources"]["HttpApi"]["Properties"]
+
+    assert api["DefaultRouteSettings"] == {
+        "ThrottlingRateLimit": {"Ref": "ApiThrottlingRateLimit"},
+        "ThrottlingBurstLimit": {"Ref": "ApiThrottlingBurstLimit"},
+    }
+    assert "RouteSettings" not in api  # no route escapes the stage's limits

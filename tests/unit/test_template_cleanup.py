@@ -80,7 +80,6 @@ def test_undelivered_and_failed_runs_reach_a_dead_letter_queue_an_alarm_watches(
     # Runs that failed: not retried by Lambda (the next scheduled run is the retry)
     assert invoke["MaximumRetryAttempts"] == 0
     assert invoke["DestinationConfig"]["OnFailure"] == {"Type": "SQS", "Destination": DLQ}
-    assert queue["SqsManagedSseEnabled"] is True
     assert queue["MessageRetentionPeriod"] == 14 * 24 * 3600
     assert alarm["Dimensions"] == [
         {"Name": "QueueName", "Value": {"Fn::GetAtt": ["CleanupDeadLetterQueue", "QueueName"]}}

@@ -10,13 +10,18 @@ SAM := $(SAM_VENV)/bin/sam
 CHECKOV_VENV := .tools/checkov
 CHECKOV := $(CHECKOV_VENV)/bin/checkov
 CHECKOV_VERSION := 3.3.30
+# schemathesis (fuzzing the HTTP API) in a venv of its own, pinned likewise.
+ST_VENV := .tools/schemathesis
+ST := $(ST_VENV)/bin/st
+ST_VERSION := 4.32.5
+SEED ?= 1
 PORT ?= 8000
 export AWS_DEFAULT_REGION ?= us-east-1
 export AWS_ACCOUNT_ID_ENDPOINT_MODE := disabled
 export PYDANTIC_DISABLE_PLUGINS := __all__
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: serve test lint typecheck template scan unit integration bench docs build deploy clean
+.PHONY: serve test lint typecheck template scan fuzz-quick fuzz unit integration bench docs build deploy clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,12 +39,17 @@ $(CHECKOV):
 	$(CHECKOV_VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(CHECKOV_VENV)/bin/python -m pip install --quiet "checkov==$(CHECKOV_VERSION)"
 
+$(ST):
+	$(PYTHON) -m venv $(ST_VENV)
+	$(ST_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(ST_VENV)/bin/python -m pip install --quiet "schemathesis==$(ST_VERSION)"
+
 ## serve: run the local stack (API + DynamoDB Local, or moto without Java) on http://127.0.0.1:$(PORT)
 serve: $(STAMP)
 	$(BIN)/memkit serve --port $(PORT)
 
-## test: lint, type checks, template checks, the security scan and the whole test suite
-test: lint typecheck template scan
+## test: lint, type checks, template checks, the security scan, a short fuzz and every test
+test: lint typecheck template scan fuzz-quick
 	$(BIN)/python -m pytest --cov --cov-report=term:skip-covered; rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 1; fi; exit $$rc
 
@@ -59,6 +69,14 @@ scan: $(CHECKOV)
 	$(CHECKOV) --file template.yaml --framework cloudformation --skip-download \
 	  --baseline .checkov.baseline --compact --quiet
 	@echo "checkov: no finding in template.yaml outside .checkov.baseline"
+
+## fuzz-quick: schemathesis against the local stack with a valid token, 5 cases an operation
+fuzz-quick: $(STAMP) $(ST)
+	$(BIN)/python -m memkit_dev.fuzz --schemathesis $(ST) --examples 5 --seed $(SEED)
+
+## fuzz: the same, 100 cases an operation and the stateful phase (SEED=n to vary it)
+fuzz: $(STAMP) $(ST)
+	$(BIN)/python -m memkit_dev.fuzz --schemathesis $(ST) --examples 100 --stateful --seed $(SEED)
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest tests/unit

@@ -49,6 +49,7 @@ def _serve(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("memkit local stack stopped while starting", flush=True)
         return 0
+    bearer = ' -H "authorization: Bearer $MEMKIT_TOKEN"' if stack.authorizer else ""
     print(
         f"memkit local stack on {stack.url}\n"
         f"  DynamoDB: {stack.engine} at {stack.dynamodb_endpoint}, table {args.table}\n"
@@ -57,9 +58,9 @@ def _serve(args: argparse.Namespace) -> int:
         f"  API docs: {stack.url}/v1/docs\n"
         f"{_auth_banner(stack)}"
         "Try:\n"
-        f"  curl -s -X PATCH {stack.url}/v1/working-memory/demo/scratchpad "
+        f"  curl -s -X PATCH {stack.url}/v1/working-memory/demo/scratchpad{bearer} "
         "-H 'content-type: application/json' -d '{\"content\": \"likes tea\"}'\n"
-        f"  curl -s {stack.url}/v1/working-memory/demo/scratchpad?render=prompt\n"
+        f"  curl -s {stack.url}/v1/working-memory/demo/scratchpad?render=prompt{bearer}\n"
         "Ctrl-C (or SIGTERM) stops it.",
         flush=True,
     )

@@ -14,6 +14,7 @@ BENCHMARKS = (
     "patterns",
     "dynamodb_requests",
     "warm_overhead",
+    "auth",
     "cold_start",
     "cleanup",
     "sessions",

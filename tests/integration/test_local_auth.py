@@ -134,3 +134,32 @@ def test_memkit_token_mints_what_serve_accepts(tmp_path: Path) -> None:
     assert claims["sub"] == "ada"
     assert claims["scope"] == "memory:read memory:write memory:admin"
     assert (tmp_path / "dev-jwt-key.pem").stat().st_mode & 0o077 == 0  # the key is private
+
+
+@pytest.mark.anyio
+async def test_agent_memory_client_calls_with_a_bearer_token(stack: LocalStack) -> None:
+    from agent_memory_client import MemoryAPIClient, MemoryClientConfig
+    from agent_memory_client.models import MemoryMessage, WorkingMemory
+
+    # agent-memory-client 0.14.0 has no auth option: the token goes on its HTTP client
+    ada = MemoryAPIClient(MemoryClientConfig(base_url=stack.url, default_namespace="ams"))
+    ada._client.headers["Authorization"] = (
+        f"Bearer {_token(stack, 'ada', 'memory:read', 'memory:write')}"
+    )
+    anonymous = MemoryAPIClient(MemoryClientConfig(base_url=stack.url, default_namespace="ams"))
+    try:
+        memory = WorkingMemory(
+            session_id="ams-1",
+            namespace="ams",
+            messages=[MemoryMessage(role="user", content="hello")],
+        )
+        await ada.put_working_memory("ams-1", memory)
+        read = await ada.get_working_memory("ams-1")
+        with pytest.raises(Exception, match="401"):
+            await anonymous.get_working_memory("ams-1")
+    finally:
+        await ada.close()
+        await anonymous.close()
+
+    assert [m.content for m in read.messages] == ["hello"]
+    assert read.user_id == "ada"  # the token's user, though the client named none

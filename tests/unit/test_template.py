@@ -32,12 +32,9 @@ def _functions(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def _wired_routes(template: dict[str, Any]) -> set[tuple[str, str]]:
-    return {
-        (event["Properties"]["Method"].upper(), event["Properties"]["Path"])
-        for properties in _functions(template).values()
-        for event in properties.get("Events", {}).values()
-        if event["Type"] == "HttpApi"
-    }
+    from memkit_dev.local.gateway import http_api_routes
+
+    return {(route.method, route.path) for route in http_api_routes(template, "ApiFunction")}
 
 
 def test_every_route_of_the_app_is_wired_through_the_template(template: dict[str, Any]) -> None:
@@ -597,11 +594,20 @@ def test_the_stack_refuses_a_model_whose_size_the_index_would_not_match(
     assert (_refusals(template, parameters) == []) is accepted
 
 
-def _refusals(template: dict[str, Any], parameters: dict[str, str]) -> list[str]:
-    """The AssertDescription of every Rules assertion a deployment with `parameters` fails."""
+# The rules about who may call (AuthMode): the tests of other settings leave them out, so a
+# default deployment (jwt without an issuer, refused) does not hide what they check.
+IDENTITY_RULES = frozenset({"AuthNoneIsAskedFor", "JwtNeedsAnIssuer"})
+
+
+def _refusals(
+    template: dict[str, Any], parameters: dict[str, str], identity: bool = False
+) -> list[str]:
+    """The AssertDescription of every Rules assertion a deployment with `parameters` fails
+    (the identity rules only when asked)."""
     return [
         assertion["AssertDescription"]
-        for rule in template["Rules"].values()
+        for name, rule in template["Rules"].items()
+        if identity or name not in IDENTITY_RULES
         if _evaluate(template, rule.get("RuleCondition", True), parameters)
         for assertion in rule["Assertions"]
         if not _evaluate(template, assertion["Assert"], parameters)
@@ -1039,6 +1045,7 @@ ACCESS_LOG_VARIABLES = {
     "$context.integrationLatency",
     "$context.integrationErrorMessage",
     "$context.error.message",
+    "$context.authorizer.error",
     "$context.error.responseType",
     "$context.responseLength",
 }
@@ -1062,7 +1069,7 @@ def _function_roles(template: dict[str, Any]) -> set[str]:
 
 
 def test_the_access_log_names_the_route_never_the_path(template: dict[str, Any]) -> None:
-    settings = template["Resources"]["HttpApi"]["Properties"]["AccessLogSettings"]
+    settings = template["Resources"]["HttpApiStage"]["Properties"]["AccessLogSettings"]
     record = json.loads(settings["Format"])
     variables = set(re.findall(r"\$context\.[A-Za-z.]+", settings["Format"]))
 
@@ -1171,9 +1178,9 @@ def test_every_role_that_reaches_the_table_or_a_queue_uses_the_key_through_them_
     [statement] = policy["Properties"]["PolicyDocument"]["Statement"]
 
     assert policy["Condition"] == "UsesCustomerManagedKey"
-    assert {role["Ref"] for role in policy["Properties"]["Roles"]} == (
-        _function_roles(template) | schedule_roles
-    )
+    with_keys = _parameters(template, AuthMode="apikey")  # every function exists
+    roles = _evaluate(template, policy["Properties"]["Roles"], with_keys)
+    assert {role["Ref"] for role in roles} == (_function_roles(template) | schedule_roles)
     assert schedule_roles == {"CleanupFunctionScheduleRole"}
     assert statement["Effect"] == "Allow"
     assert statement["Resource"] == KEY_ARN
@@ -1286,7 +1293,9 @@ def test_outside_a_vpc_the_functions_may_not_create_network_interfaces(
     assert vpc == {}
     assert _created(template, "NoNetworkInterfacesOutsideVpc", parameters)
     assert not _created(template, "FunctionSecurityGroup", parameters)
-    assert {role["Ref"] for role in deny["Roles"]} == _function_roles(template)
+    with_keys = {**parameters, "AuthMode": "apikey"}  # every function exists
+    roles = _evaluate(template, deny["Roles"], with_keys)
+    assert {role["Ref"] for role in roles} == _function_roles(template)
     assert statement["Effect"] == "Deny"
     assert "ec2:CreateNetworkInterface" in statement["Action"]
 
@@ -1307,10 +1316,134 @@ def test_concurrency_is_reserved_only_when_asked(
 
 
 def test_the_stage_throttles_every_route_by_the_parameters(template: dict[str, Any]) -> None:
-    api = template["Resources"]["HttpApi"]["Properties"]
+    api = template["Resources"]["HttpApiStage"]["Properties"]
 
     assert api["DefaultRouteSettings"] == {
         "ThrottlingRateLimit": {"Ref": "ApiThrottlingRateLimit"},
         "ThrottlingBurstLimit": {"Ref": "ApiThrottlingBurstLimit"},
     }
     assert "RouteSettings" not in api  # no route escapes the stage's limits
+
+
+# --- identity: AuthMode ---------------------------------------------------------------------
+
+JWT_ISSUER = {"JwtIssuer": "https://idp.example.com", "JwtAudience": "memkit-api,other"}
+
+
+def _routes(template: dict[str, Any]) -> dict[str, str]:
+    """route key -> the logical id of its AWS::ApiGatewayV2::Route."""
+    return {
+        resource["Properties"]["RouteKey"]: name
+        for name, resource in template["Resources"].items()
+        if resource["Type"] == "AWS::ApiGatewayV2::Route"
+    }
+
+
+@pytest.mark.parametrize("mode", ["jwt", "iam", "apikey", "none"])
+def test_every_route_is_authorized_as_auth_mode_says_with_the_scope_the_app_declares(
+    template: dict[str, Any], mode: str
+) -> None:
+    from memkit.api.scopes import ROUTE_SCOPES
+
+    parameters = _parameters(template, AuthMode=mode, **JWT_ISSUER)
+    expected_type = {"jwt": "JWT", "iam": "AWS_IAM", "apikey": "CUSTOM", "none": "NONE"}[mode]
+    authorizer = {"jwt": "JwtAuthorizer", "apikey": "ApiKeyAuthorizer"}.get(mode)
+    routes = _routes(template)
+    assert {key.rstrip("/") for key in ROUTE_SCOPES} == set(routes)
+
+    for key, name in routes.items():
+        route = _properties(template, name, parameters)
+        scope = ROUTE_SCOPES[key]
+        assert route["Target"] == {"Fn::Sub": "integrations/${ApiIntegration}"}
+        if scope is None:  # health, the OpenAPI document, its page: public in every mode
+            assert route["AuthorizationType"] == "NONE", key
+            continue
+        assert route["AuthorizationType"] == expected_type, key
+        assert route.get("AuthorizerId") == ({"Ref": authorizer} if authorizer else None), key
+        if mode != "jwt":
+            assert "AuthorizationScopes" not in route, key
+            continue
+        [listed] = route["AuthorizationScopes"]["Fn::Split"][1:]
+        accepted = set(listed["Fn::Sub"].split(","))
+        plain = {scope, "memory:admin"}  # admin implies read and write
+        assert accepted == plain | {f"${{JwtScopePrefix}}{s}" for s in plain}, key
+
+
+@pytest.mark.parametrize(
+    ("overrides", "refused"),
+    [
+        ({}, True),  # jwt, the default, needs an issuer: no deploy is open by accident
+        (JWT_ISSUER, False),
+        ({"JwtIssuer": "https://idp.example.com"}, True),  # and an audience
+        ({"CreateUserPool": "true"}, False),
+        ({"AuthMode": "iam"}, False),
+        ({"AuthMode": "apikey"}, False),
+        ({"AuthMode": "none"}, True),
+        ({"AuthMode": "none", "AllowUnauthenticated": "true"}, False),
+    ],
+)
+def test_the_stack_refuses_an_auth_mode_that_would_leave_the_api_open_or_unverifiable(
+    template: dict[str, Any], overrides: dict[str, str], refused: bool
+) -> None:
+    parameters = _parameters(template, **IN_A_VPC, **overrides)
+    assert bool(_refusals(template, parameters, identity=True)) is refused
+
+
+@pytest.mark.parametrize(
+    ("overrides", "created"),
+    [
+        (JWT_ISSUER, {"JwtAuthorizer"}),
+        ({"CreateUserPool": "true"}, {"JwtAuthorizer", "UserPool", "UserPoolClient"}),
+        ({"AuthMode": "apikey"}, {"ApiKeyAuthorizer", "ApiKeyAuthorizerFunction"}),
+        ({"AuthMode": "iam"}, set()),
+        ({"AuthMode": "none", "AllowUnauthenticated": "true"}, set()),
+    ],
+)
+def test_each_auth_mode_creates_its_own_authorizer_and_nothing_else(
+    template: dict[str, Any], overrides: dict[str, str], created: set[str]
+) -> None:
+    parameters = _parameters(template, **overrides)
+    candidates = {
+        "JwtAuthorizer",
+        "UserPool",
+        "UserPoolClient",
+        "ApiKeyAuthorizer",
+        "ApiKeyAuthorizerFunction",
+    }
+    assert {name for name in candidates if _created(template, name, parameters)} == created
+
+
+def test_the_user_pool_issues_the_tokens_the_jwt_authorizer_accepts(
+    template: dict[str, Any],
+) -> None:
+    parameters = _parameters(template, CreateUserPool="true")
+    jwt = _properties(template, "JwtAuthorizer", parameters)["JwtConfiguration"]
+    client = _properties(template, "UserPoolClient", parameters)
+    scopes = _properties(template, "UserPoolScopes", parameters)
+
+    assert jwt["Audience"] == [{"Ref": "UserPoolClient"}]
+    assert "${UserPool}" in jwt["Issuer"]["Fn::Sub"]
+    prefix = parameters["JwtScopePrefix"]
+    assert set(client["AllowedOAuthScopes"]) == {
+        f"{prefix}{s['ScopeName']}" for s in scopes["Scopes"]
+    }
+    assert prefix == f"{scopes['Identifier']}/"
+
+
+def test_the_api_function_reads_who_calls_as_the_template_verifies_it(
+    template: dict[str, Any],
+) -> None:
+    parameters = _parameters(template, TenantClaim="custom:tenant", **JWT_ISSUER)
+    variables = _properties(template, "ApiFunction", parameters)["Environment"]["Variables"]
+
+    assert variables["MEMKIT_AUTH_MODE"] == "jwt"
+    assert variables["MEMKIT_TENANT_CLAIM"] == "custom:tenant"
+    assert variables["MEMKIT_USER_CLAIM"] == "sub"
+    assert "MEMKIT_IAM_TENANT_PATTERN" not in variables  # unset: the account is the tenant
+    assert variables["MEMKIT_TENANT_REQUESTS_PER_MINUTE"] == "0"
+    # And the settings those variables make are valid: the function starts with them.
+    from memkit.config import ApiSettings
+
+    plain = {k: v for k, v in variables.items() if isinstance(v, str)}  # refs resolve on AWS
+    settings = ApiSettings.from_env({**plain, "MEMKIT_TABLE_NAME": "memkit-t"})
+    assert (settings.auth_mode, settings.tenant_claim) == ("jwt", "custom:tenant")

@@ -1,7 +1,7 @@
 """An HTTP API (API Gateway v2) in front of a local function: request -> v2 event -> response.
 
-Routes come from the template's HttpApi events, so a path the template does not wire is a
-404 here as on AWS.
+Routes come from the template's AWS::ApiGatewayV2::Route resources, so a path the template
+does not wire is a 404 here as on AWS.
 """
 
 from __future__ import annotations
@@ -49,13 +49,26 @@ class Route:
 
 
 def http_api_routes(template: dict[str, Any], function_resource: str) -> list[Route]:
-    """The HttpApi routes the template wires to `function_resource`."""
-    events = template["Resources"][function_resource]["Properties"].get("Events", {})
-    return [
-        Route.of(event["Properties"]["Method"], event["Properties"]["Path"])
-        for event in events.values()
-        if event.get("Type") == "HttpApi"
-    ]
+    """The HTTP API routes the template wires to `function_resource`: each
+    AWS::ApiGatewayV2::Route whose target is an integration of that function."""
+    resources = template["Resources"]
+    integrations = {
+        name
+        for name, resource in resources.items()
+        if resource.get("Type") == "AWS::ApiGatewayV2::Integration"
+        and resource["Properties"].get("IntegrationUri")
+        == {"Fn::GetAtt": [function_resource, "Arn"]}
+    }
+    routes = []
+    for resource in resources.values():
+        if resource.get("Type") != "AWS::ApiGatewayV2::Route":
+            continue
+        properties = resource["Properties"]
+        target = properties.get("Target", {}).get("Fn::Sub", "")
+        if target.removeprefix("integrations/${").removesuffix("}") in integrations:
+            method, path = properties["RouteKey"].split(" ", 1)
+            routes.append(Route.of(method, path))
+    return routes
 
 
 def _json(status: int, message: str) -> Response:

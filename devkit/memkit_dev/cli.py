@@ -131,6 +131,12 @@ def _auth_banner(stack: Any) -> str:
     """What the start banner says of identity: the warning, or a token to call with."""
     if stack.authorizer is None:
         return "  Auth: none (every caller is an admin of tenant default; local use only)\n"
+    if stack.dev_key is not None:
+        return (
+            "  Auth: apikey (the API-key authorizer function); a key for user dev, made now "
+            "(more with `memkit keys create --dynamodb-endpoint ...`):\n"
+            f"  export MEMKIT_TOKEN={stack.dev_key}\n"
+        )
     token = stack.authorizer.dev_token("dev", "default", ["memory:read", "memory:write"])
     if token is None:
         return "  Auth: jwt, tokens of the key set given (--jwks)\n"
@@ -204,10 +210,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--auth",
-        choices=["none", "jwt"],
+        choices=["none", "jwt", "apikey"],
         default="none",
         help="none: no identity (every caller an admin; local use only); jwt: bearer tokens "
-        "verified as API Gateway's JWT authorizer does",
+        "verified as API Gateway's JWT authorizer does; apikey: memkit's keys, checked by the "
+        "template's authorizer function",
     )
     serve.add_argument(
         "--jwks", metavar="FILE|URL", help="jwt: the key set (default: a development key pair)"

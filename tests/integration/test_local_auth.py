@@ -163,3 +163,42 @@ async def test_agent_memory_client_calls_with_a_bearer_token(stack: LocalStack) 
 
     assert [m.content for m in read.messages] == ["hello"]
     assert read.user_id == "ada"  # the token's user, though the client named none
+
+
+def test_api_keys_are_checked_by_the_templates_authorizer_function() -> None:
+    from memkit.config import ApiKeySettings
+    from memkit.handlers.wiring import api_keys_for
+
+    config = LocalStackConfig(
+        port=0,
+        concurrency=1,
+        template=ROOT / "template.yaml",
+        engine="moto",
+        auth="apikey",
+        cleanup_interval_seconds=0,
+    )
+    with LocalStack(config) as stack:
+        assert stack.dev_key is not None
+        dev = stack.dev_key
+        # Given a second key, of a backend (admin) of another tenant, then revoked
+        keys = api_keys_for(
+            ApiKeySettings(table_name=config.table_name, dynamodb_endpoint=stack.dynamodb_endpoint)
+        )
+        other = keys.create("acme", ["memory:read", "memory:admin"], name="backend")
+
+        written = _call(
+            stack, dev, "PUT", "/v1/working-memory/k1/scratchpad", json={"content": "x"}
+        )
+        read = _call(stack, dev, "GET", "/v1/working-memory/k1")
+        missing = _call(stack, None, "GET", "/v1/working-memory/k1")
+        unknown = _call(stack, dev[:-4] + "AAAA", "GET", "/v1/working-memory/k1")
+        across = _call(stack, other.plain, "GET", "/v1/working-memory/k1")
+        keys.revoke("acme", other.key.key_id)
+
+    # Then the dev key acts as user dev of tenant default; no key is 401 and a wrong one 403,
+    # as API Gateway answers; another tenant's admin key does not see tenant default's session
+    assert written.status_code == 200
+    assert read.status_code == 200
+    assert read.json()["user_id"] == "dev"
+    assert (missing.status_code, unknown.status_code) == (401, 403)
+    assert across.status_code == 404

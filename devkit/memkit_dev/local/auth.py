@@ -35,6 +35,14 @@ class Unauthorized(Exception):
     """The token is missing, malformed, or does not verify (never says which to a client)."""
 
 
+class Denied(Exception):
+    """A Lambda authorizer said no: API Gateway answers 403 {"message":"Forbidden"}."""
+
+
+class AuthorizerFailed(Exception):
+    """A Lambda authorizer raised or timed out: API Gateway answers 500 and caches nothing."""
+
+
 @dataclass(frozen=True)
 class JwtSettings:
     """How the local gateway verifies tokens (`memkit serve --auth jwt ...`)."""
@@ -198,3 +206,47 @@ def _as_gateway(value: Any) -> str:
     if isinstance(value, list):
         return "[" + " ".join(str(item) for item in value) + "]"
     return json.dumps(value)
+
+
+class LambdaKeyAuthorizer:
+    """`memkit serve --auth apikey`: the template's ApiKeyAuthorizerFunction, run as Lambda
+    runs it, in front of every route but the public ones. It gets the HTTP API's REQUEST
+    authorizer event (payload 2.0, identity source the Authorization header) and answers a
+    simple response; each answer is kept `cache_seconds` for the header's value, as API
+    Gateway caches it. No header is a 401 without calling the function."""
+
+    def __init__(self, function: Any, cache_seconds: float = 300.0) -> None:
+        self._function = function
+        self._cache_seconds = cache_seconds
+        self._cache: dict[str, tuple[float, dict[str, Any] | None]] = {}
+
+    def context(self, authorization: str | None) -> dict[str, Any]:
+        if not authorization:
+            raise Unauthorized("no Authorization header")
+        cached = self._cache.get(authorization)
+        if cached is not None and cached[0] > time.monotonic():
+            answer = cached[1]
+        else:
+            answer = self._ask(authorization)
+            self._cache[authorization] = (time.monotonic() + self._cache_seconds, answer)
+        if answer is None:
+            raise Denied("the authorizer said no")
+        return {"lambda": answer}
+
+    def _ask(self, authorization: str) -> dict[str, Any] | None:
+        event = {
+            "version": "2.0",
+            "type": "REQUEST",
+            "routeArn": "arn:aws:execute-api:us-east-1:123456789012:local/$default",
+            "identitySource": [authorization],
+            "headers": {"authorization": authorization},
+            "requestContext": {"apiId": "local", "stage": "$default"},
+        }
+        try:
+            result = self._function.invoke(event, 5.0).result(timeout=30)
+        except Exception as exc:  # the function raised or did not answer
+            raise AuthorizerFailed("the authorizer failed") from exc
+        if not isinstance(result, dict) or result.get("isAuthorized") is not True:
+            return None
+        context = result.get("context")
+        return dict(context) if isinstance(context, dict) else {}

@@ -20,7 +20,13 @@ from typing import Any
 from werkzeug.wrappers import Request, Response
 
 from memkit.api.scopes import PUBLIC, ROUTE_SCOPES
-from memkit_dev.local.auth import JwtAuthorizer, Unauthorized
+from memkit_dev.local.auth import (
+    AuthorizerFailed,
+    Denied,
+    JwtAuthorizer,
+    LambdaKeyAuthorizer,
+    Unauthorized,
+)
 from memkit_dev.local.functions import LocalFunction
 
 # API Gateway HTTP APIs refuse larger payloads with 413, and give up on integrations at 30 s.
@@ -86,7 +92,7 @@ class HttpApiGateway:
         function: LocalFunction,
         routes: list[Route],
         local_health: Callable[[], dict[str, Any]] | None = None,
-        authorizer: JwtAuthorizer | None = None,
+        authorizer: JwtAuthorizer | LambdaKeyAuthorizer | None = None,
     ) -> None:
         self._function = function
         self._routes = routes
@@ -201,6 +207,10 @@ class HttpApiGateway:
                 )
             except Unauthorized:
                 return _json(401, "Unauthorized")(environ, start_response)
+            except Denied:
+                return _json(403, "Forbidden")(environ, start_response)
+            except AuthorizerFailed:
+                return _json(500, "Internal Server Error")(environ, start_response)
         if len(json.dumps(event).encode()) > MAX_EVENT_BYTES:
             return _json(413, "Request Entity Too Large")(environ, start_response)
         future = self._function.invoke(event)

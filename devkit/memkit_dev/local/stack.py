@@ -23,7 +23,12 @@ import boto3
 from werkzeug.serving import BaseWSGIServer, make_server
 
 from memkit.embeddings.local import DIMENSIONS as LOCAL_DIMENSIONS
-from memkit_dev.local.auth import DEV_TENANT_CLAIM, JwtAuthorizer, JwtSettings
+from memkit_dev.local.auth import (
+    DEV_TENANT_CLAIM,
+    JwtAuthorizer,
+    JwtSettings,
+    LambdaKeyAuthorizer,
+)
 from memkit_dev.local.dynamodb import MotoDynamoDB, dynamodb_client
 from memkit_dev.local.dynamodb_local import DynamoDBLocal, Unavailable, prepare
 from memkit_dev.local.functions import FunctionSpec, LocalFunction
@@ -41,6 +46,9 @@ WORKER_FUNCTION = "MemoryWorkerFunction"
 WORK_QUEUE = "MemoryWorkQueue"
 WORK_DEAD_LETTER_QUEUE = "MemoryWorkDeadLetterQueue"
 CLEANUP_FUNCTION = "CleanupFunction"
+KEY_AUTHORIZER_FUNCTION = "ApiKeyAuthorizerFunction"
+# The name of the key `memkit serve --auth apikey` makes for user dev.
+DEV_KEY_NAME = "memkit serve (development)"
 log = logging.getLogger("memkit.local")
 Engine = Literal["auto", "dynamodb-local", "moto"]
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
@@ -91,9 +99,10 @@ class LocalStackConfig:
     # The cleanup function on a timer (EventBridge Scheduler's stand-in), every this many
     # seconds; 0 = off.
     cleanup_interval_seconds: float = 60.0
-    # How callers are identified: none (no identity, every caller an admin) or jwt (the
-    # gateway verifies bearer tokens: `jwt`'s key set, or the dev key pair in data_dir).
-    auth: Literal["none", "jwt"] = "none"
+    # How callers are identified: none (no identity, every caller an admin), jwt (the
+    # gateway verifies bearer tokens: `jwt`'s key set, or the dev key pair in data_dir) or
+    # apikey (the template's ApiKeyAuthorizerFunction checks memkit's keys).
+    auth: Literal["none", "jwt", "apikey"] = "none"
     jwt: JwtSettings | None = None
     # jwt: the claims holding the tenant and the user (MEMKIT_TENANT_CLAIM, _USER_CLAIM).
     tenant_claim: str = DEV_TENANT_CLAIM
@@ -133,8 +142,12 @@ class LocalStack:
         self._dynamodb_local: DynamoDBLocal | None = None
         # What serves DynamoDB, in words (for the start banner).
         self.engine = ""
-        # The gateway's JWT authorizer (auth jwt); the dev key pair unless a key set is given.
-        self.authorizer: JwtAuthorizer | None = None
+        # The gateway's authorizer: JWT (auth jwt; the dev key pair unless a key set is given)
+        # or the API-key Lambda authorizer (auth apikey, set up once the table exists).
+        self.authorizer: JwtAuthorizer | LambdaKeyAuthorizer | None = None
+        self._key_authorizer: LocalFunction | None = None
+        # auth apikey: a key for user dev made at start (the start banner prints it).
+        self.dev_key: str | None = None
         if self.config.auth == "jwt":
             jwt = self.config.jwt or JwtSettings(data_dir=self.config.data_dir)
             self.authorizer = JwtAuthorizer(jwt)
@@ -255,6 +268,8 @@ class LocalStack:
         self._rebuild_index()
         self._start_curation(template, root)
         self._start_cleanup(template, root)
+        if config.auth == "apikey":
+            self._start_key_authorizer(template, root)
         gateway = HttpApiGateway(
             self._api,
             http_api_routes(template, API_FUNCTION),
@@ -269,6 +284,29 @@ class LocalStack:
         for part in self.background:
             part.start()
         return self
+
+    def _start_key_authorizer(self, template: dict[str, Any], root: Path) -> None:
+        """The API-key authorizer function in one execution environment, and a development
+        key of user dev (the previous start's is revoked: one dev key at a time)."""
+        from memkit.config import ApiKeySettings
+        from memkit.handlers.wiring import api_keys_for
+
+        spec = FunctionSpec.from_template(template, root, KEY_AUTHORIZER_FUNCTION)
+        environment = self._environment(template, KEY_AUTHORIZER_FUNCTION)
+        self._key_authorizer = LocalFunction(spec, environment, 1)
+        self._key_authorizer.warm()
+        self.authorizer = LambdaKeyAuthorizer(self._key_authorizer)
+        settings = ApiKeySettings(
+            table_name=self.config.table_name,
+            region=self.config.region,
+            dynamodb_endpoint=self.dynamodb_endpoint,
+        )
+        keys = api_keys_for(settings)
+        for old in keys.keys_of("default"):
+            if old.name == DEV_KEY_NAME and old.revoked_at is None:
+                keys.revoke("default", old.key_id)
+        scopes = ["memory:read", "memory:write"]
+        self.dev_key = keys.create("default", scopes, user_id="dev", name=DEV_KEY_NAME).plain
 
     def health(self) -> dict[str, Any]:
         """What GET /v1/health adds on the local stack: the engine and each stream pump
@@ -405,6 +443,8 @@ class LocalStack:
             self._server.server_close()
         if self._api is not None:
             self._api.stop()
+        if self._key_authorizer is not None:
+            self._key_authorizer.stop()
         if self.opensearch is not None:
             self.opensearch.stop()
         if self._dynamodb_local is not None:

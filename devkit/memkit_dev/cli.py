@@ -121,9 +121,10 @@ def _jwt_settings(args: argparse.Namespace) -> Any:
         return None
     from memkit_dev.local.auth import JwtSettings
 
-    data_dir = None if args.ephemeral else args.data_dir
+    # The development key pair stays in the data folder even for an ephemeral run: it is
+    # not data, and `memkit token` signs with it.
     return JwtSettings(
-        jwks=args.jwks, issuer=args.issuer, audience=args.audience, data_dir=data_dir
+        jwks=args.jwks, issuer=args.issuer, audience=args.audience, data_dir=args.data_dir
     )
 
 
@@ -211,10 +212,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--auth",
         choices=["none", "jwt", "apikey"],
-        default="none",
-        help="none: no identity (every caller an admin; local use only); jwt: bearer tokens "
-        "verified as API Gateway's JWT authorizer does; apikey: memkit's keys, checked by the "
-        "template's authorizer function",
+        default="jwt",
+        help="jwt (default): bearer tokens verified as API Gateway's JWT authorizer does; "
+        "apikey: memkit's keys, checked by the template's authorizer function; none: no "
+        "identity (every caller an admin; local use only)",
     )
     serve.add_argument(
         "--jwks", metavar="FILE|URL", help="jwt: the key set (default: a development key pair)"

@@ -9,10 +9,13 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from memkit_dev.local.stack import LocalStack
+from memkit_dev.local.auth import JwtSettings, mint
+from memkit_dev.local.stack import LocalStack, LocalStackConfig
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.integration
@@ -34,10 +37,37 @@ def test_the_readme_has_a_tour_of_real_calls() -> None:
     assert "/v1/long-term-memory/search" in script
 
 
+@pytest.fixture(scope="module")
+def keys(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the stack's development key pair is (as `make serve` keeps it in .memkit/)."""
+    return tmp_path_factory.mktemp("keys")
+
+
+@pytest.fixture(scope="module")
+def stack(keys: Path) -> Iterator[LocalStack]:
+    """The local stack as `make serve` runs it: bearer tokens checked (auth jwt)."""
+    config = LocalStackConfig(
+        port=0,
+        concurrency=1,
+        template=ROOT / "template.yaml",
+        auth="jwt",
+        jwt=JwtSettings(data_dir=keys),
+        cleanup_interval_seconds=0,
+    )
+    with LocalStack(config) as running:
+        yield running
+
+
 @pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
-def test_every_call_of_the_readme_tour_succeeds(stack: LocalStack) -> None:
-    # Given the tour, with B at the local stack and curl failing on an HTTP error
+def test_every_call_of_the_readme_tour_succeeds(stack: LocalStack, keys: Path) -> None:
+    # Given the tour, with B at the local stack, H's token minted as `memkit token` mints it
+    # (with the stack's key), and curl failing on an HTTP error
     script = re.sub(r"^B=.*$", f"B={stack.url}", tour(), count=1, flags=re.MULTILINE)
+    assert re.search(r"^H=.*memkit token --sub ada --admin", script, re.MULTILINE)
+    token = mint(keys, "ada", "default", ["memory:read", "memory:write", "memory:admin"])
+    script = re.sub(
+        r"^H=.*$", f'H="authorization: Bearer {token}"', script, count=1, flags=re.MULTILINE
+    )
     prelude = (
         'set -euo pipefail\ncurl() { command curl --fail-with-body --max-time 30 "$@"; echo; }\n'
     )
@@ -49,5 +79,6 @@ def test_every_call_of_the_readme_tour_succeeds(stack: LocalStack) -> None:
 
     # Then every call answered 2xx, and the calls did what the comments say
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert script.count('curl -s -H "$H"') == len(re.findall(r"^curl ", script, re.MULTILINE))
     assert '"likes":["tea","chess"]' in done.stdout.replace(" ", "")
     assert '"created":["tea","oslo"]' in done.stdout.replace(" ", "")

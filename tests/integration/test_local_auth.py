@@ -24,20 +24,22 @@ from tests.conftest import ROOT
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
-    data = tmp_path_factory.mktemp("auth")
-    config = LocalStackConfig(
+def _config(**auth: Any) -> LocalStackConfig:
+    """A small local stack on moto (one API environment, no cleanup timer) with `auth`."""
+    return LocalStackConfig(
         port=0,
         concurrency=1,
         template=ROOT / "template.yaml",
         engine="moto",
-        auth="jwt",
-        jwt=JwtSettings(data_dir=data),
-        data_dir=None,
         cleanup_interval_seconds=0,
+        **auth,
     )
-    with LocalStack(config) as running:
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
+    data = tmp_path_factory.mktemp("auth")
+    with LocalStack(_config(auth="jwt", jwt=JwtSettings(data_dir=data))) as running:
         yield running
 
 
@@ -137,6 +139,7 @@ def test_memkit_token_mints_what_serve_accepts(tmp_path: Path) -> None:
 
 
 @pytest.mark.anyio
+@pytest.mark.filterwarnings("ignore:get_working_memory is deprecated:DeprecationWarning")
 async def test_agent_memory_client_calls_with_a_bearer_token(stack: LocalStack) -> None:
     from agent_memory_client import MemoryAPIClient, MemoryClientConfig
     from agent_memory_client.models import MemoryMessage, WorkingMemory
@@ -169,14 +172,7 @@ def test_api_keys_are_checked_by_the_templates_authorizer_function() -> None:
     from memkit.config import ApiKeySettings
     from memkit.handlers.wiring import api_keys_for
 
-    config = LocalStackConfig(
-        port=0,
-        concurrency=1,
-        template=ROOT / "template.yaml",
-        engine="moto",
-        auth="apikey",
-        cleanup_interval_seconds=0,
-    )
+    config = _config(auth="apikey")
     with LocalStack(config) as stack:
         assert stack.dev_key is not None
         dev = stack.dev_key

@@ -150,10 +150,3 @@ def test_a_rewritten_doc_is_found_by_its_new_fields_only(index: LocalVectorIndex
     assert _ids(
         index.search("t", [1, 0, 0], k=1, conditions=[Condition("user_id", "any", ["bob"])])
     ) == ["tea"]
-
-
-def test_a_caller_can_narrow_the_search_to_ids_it_allows(index: LocalVectorIndex) -> None:
-    # ids of another tenant or unknown ones never widen the search
-    allowed = {"coffee", "oslo", "other-tenant", "nowhere"}
-    assert _ids(index.search("t", [1, 0, 0], k=10, allowed=allowed)) == ["coffee", "oslo"]
-    assert index.search("t", [1, 0, 0], k=10, allowed=set()) == []

@@ -200,7 +200,9 @@ class HttpApiGateway:
             return _json(404, "Not Found")(environ, start_response)
         started = time.monotonic()
         event = self.event(request, *matched)
-        if self._authorizer is not None and ROUTE_SCOPES.get(matched[0].key, PUBLIC) is not PUBLIC:
+        # A route the scope table does not list is not public: it is authorized (fail closed).
+        public = ROUTE_SCOPES.get(matched[0].key, "unlisted") is PUBLIC
+        if self._authorizer is not None and not public:
             try:
                 event["requestContext"]["authorizer"] = self._authorizer.context(
                     request.headers.get("Authorization")

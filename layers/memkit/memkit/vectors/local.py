@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import bisect
 import threading
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -161,17 +161,11 @@ class LocalVectorIndex:
         return {}
 
     def search(
-        self,
-        tenant: str,
-        vector: Sequence[float],
-        k: int,
-        conditions: Sequence[Condition] = (),
-        allowed: Collection[str] | None = None,
+        self, tenant: str, vector: Sequence[float], k: int, conditions: Sequence[Condition] = ()
     ) -> list[Hit]:
         """Exact: every live doc of the tenant is scored (one matrix product), then docs are
         taken in score order until k meet the conditions, so a filter still applies before
-        the cut, as OpenSearch's efficient filtering does. `allowed`, when given, narrows
-        the candidates to those ids (a caller that evaluated its own filters)."""
+        the cut, as OpenSearch's efficient filtering does."""
         if k <= 0:
             return []
         query = self._unit(vector)
@@ -185,11 +179,6 @@ class LocalVectorIndex:
             if narrowed is not None:  # an eq/any on a keyword field: only its rows
                 keep = np.zeros(count, dtype=bool)
                 keep[list(narrowed)] = True
-                mask &= keep
-            if allowed is not None:
-                keep = np.zeros(count, dtype=bool)
-                rows = [self._where.get((tenant, doc_id)) for doc_id in allowed]
-                keep[[row for row in rows if row is not None]] = True
                 mask &= keep
             live = int(mask.sum())
             if live == 0:

@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from memkit.vectors.filters import conditions_from
-from memkit.vectors.keyword import KeywordIndex, reciprocal_rank_fusion, terms
+from memkit.vectors.keyword import (
+    KeywordIndex,
+    plain_terms,
+    reciprocal_rank_fusion,
+    terms,
+    weighted_search,
+)
 from memkit.vectors.protocol import Hit, Removal
 
 
@@ -28,8 +34,68 @@ def _ids(hits: list[Hit]) -> list[str]:
     return [hit.id for hit in hits]
 
 
-def test_terms_are_lowercased_without_accents_or_punctuation() -> None:
-    assert terms("Café NOIR, naïve!") == ["cafe", "noir", "naive"]
+def test_plain_terms_are_lowercased_without_accents_or_punctuation() -> None:
+    assert plain_terms("Café NOIR, naïve!") == ["cafe", "noir", "naive"]
+
+
+def test_terms_are_the_english_analyzers() -> None:
+    # possessive dropped, Lucene's English stop words dropped, Porter stems; pronouns stay
+    assert terms("Caroline's paintings: she painted the sunrise, and it PAINTS itself") == [
+        "carolin",
+        "paint",
+        "she",
+        "paint",
+        "sunris",
+        "paint",
+        "itself",
+    ]
+    assert terms("Melanie\u2019s kids") == ["melani", "kid"]
+
+
+def test_a_question_finds_another_form_of_its_words() -> None:
+    index = KeywordIndex()
+    index.upsert("t", "painted", "Melanie: I painted that lake sunrise last year!", 1, {})
+    index.upsert("t", "lake", "Caroline: The lake was cold", 1, {})
+    plain = KeywordIndex(plain_terms)
+    plain.upsert("t", "painted", "Melanie: I painted that lake sunrise last year!", 1, {})
+
+    assert _ids(index.search("t", "When did Melanie paint a sunrise?", 5))[0] == "painted"
+    assert index.search("t", "paintings", 5)[0].id == "painted"
+    assert plain.search("t", "paintings", 5) == []
+
+
+def test_weighted_search_sums_each_fields_bm25() -> None:
+    own, context = KeywordIndex(), KeywordIndex()
+    docs = {
+        # the answer holds none of the question's words; the turn before it does
+        "answer": ("I'm an assistant manager now", "Congrats on the promotion!"),
+        "asked": ("Congrats on the promotion!", "I got good news at work"),
+        "other": ("Lunch was great", "How was the weekend?"),
+    }
+    for doc_id, (text, before) in docs.items():
+        own.upsert("t", doc_id, text, 1, {"user_id": "ada"})
+        context.upsert("t", doc_id, before, 1, {})
+
+    hits = weighted_search([(own, 1.0), (context, 0.4)], "t", "what promotion", 10)
+
+    assert _ids(hits) == ["asked", "answer"]
+    only_own = own.matches("t", "promotion")["asked"]
+    assert hits[0].score == pytest.approx(only_own)
+    assert hits[1].score == pytest.approx(0.4 * context.matches("t", "promotion")["answer"])
+    assert hits[1].fields == {"user_id": "ada"}  # the first index's fields
+    bob = conditions_from({"user_id": {"eq": "bob"}})
+    assert weighted_search([(own, 1.0), (context, 0.4)], "t", "promotion", 10, bob) == []
+    assert _ids(weighted_search([(own, 1.0)], "t", "promotion", 10, allowed={"answer"})) == []
+
+
+def test_a_doc_without_terms_does_not_count_in_the_fields_statistics() -> None:
+    # as Lucene counts a field's docs: an empty context changes no other doc's score
+    index = KeywordIndex()
+    index.upsert("t", "a", "green tea", 1, {})
+    index.upsert("t", "b", "black coffee", 1, {})
+    before = index.matches("t", "tea")["a"]
+    index.upsert("t", "empty", "", 1, {})
+    assert index.matches("t", "tea")["a"] == pytest.approx(before)
 
 
 def test_bm25_ranks_by_term_weight_and_ignores_other_tenants(index: KeywordIndex) -> None:
@@ -86,22 +152,22 @@ def test_a_caller_can_narrow_the_candidates_to_ids_it_allows(index: KeywordIndex
 
 
 def test_a_word_every_doc_holds_ranks_them_all_with_ties_by_id() -> None:
-    # Given many docs of one tenant, every one holding "the" once (and two holding "tea")
+    # Given many docs of one tenant, every one holding "note" once (and two holding "tea")
     index = KeywordIndex()
     for n in range(300):
-        text = "the tea" if n in (7, 250) else f"the note {n}"
+        text = "note tea" if n in (7, 250) else f"note number {n}"
         index.upsert("t", f"doc-{n:03d}", text, 1, {"user_id": "ada" if n % 2 else "bob"})
 
     # When a few are asked for by a common word and a rare one
-    hits = index.search("t", "the tea", k=4)
+    hits = index.search("t", "note tea", k=4)
 
     # Then the rare word ranks first; the rest tie and come in id order; count sees all
     assert _ids(hits) == ["doc-007", "doc-250", "doc-000", "doc-001"]
-    assert index.count("t", "the tea") == 300
+    assert index.count("t", "note tea") == 300
     assert index.count("t", "tea", allowed={"doc-007", "doc-008"}) == 1
-    assert index.count("t", "absent") == index.count("nobody", "the") == 0
+    assert index.count("t", "absent") == index.count("nobody", "note") == 0
 
     # And a filter that rejects half the best still fills k from further down (doc-007,
-    # shorter, scores "the" higher than the three-word notes)
-    odd = index.search("t", "the", k=3, conditions=conditions_from({"user_id": {"eq": "ada"}}))
+    # shorter, scores "note" higher than the three-word notes)
+    odd = index.search("t", "note", k=3, conditions=conditions_from({"user_id": {"eq": "ada"}}))
     assert _ids(odd) == ["doc-007", "doc-001", "doc-003"]

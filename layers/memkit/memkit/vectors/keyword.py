@@ -1,7 +1,14 @@
 """Keyword search for the local stack: BM25 over the same docs and filters as the vectors.
 
-Terms are the text lowercased, accents stripped, split into runs of letters and digits (the
-BERT normalisation the embedder uses). Scores are Okapi BM25 (k1 1.2, b 0.75) with the
+Terms are what OpenSearch's built-in `english` analyzer makes of a text, as near as the
+standard library and snowballstemmer allow (`terms`): the text lowercased, accents stripped,
+split into runs of letters and digits (the BERT normalisation the embedder uses), a
+possessive "'s" dropped, Lucene's English stop words dropped, each word Porter-stemmed
+("painted", "painting", "paints" -> "paint"). A question asks "when did she paint" of a
+message that says "I painted"; plain words miss that, and on the LoCoMo development split
+(bench/locomo.py) BM25 alone finds an answer in its first 10 for 0.651 of the questions
+with these terms against 0.603 with plain words. `plain_terms` (words as written) stays for
+baselines. Scores are Okapi BM25 (k1 1.2, b 0.75) with the
 document frequencies and average length of the tenant's live docs, as OpenSearch takes them
 from the shard rather than from the docs a filter leaves. An inverted index (term -> docs)
 means a query reads only the docs holding one of its terms, and only those the caller
@@ -12,12 +19,14 @@ operation per query term (numpy), so a common word held by every doc costs no Py
 from __future__ import annotations
 
 import math
+import re
 import threading
 from collections import Counter
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+import snowballstemmer
 
 from memkit.embeddings.wordpiece import words
 from memkit.vectors.filters import Condition, meets_all
@@ -26,8 +35,41 @@ from memkit.vectors.protocol import Hit, Removal
 K1 = 1.2
 B = 0.75
 
+# Lucene's EnglishAnalyzer.ENGLISH_STOP_WORDS_SET: what the `english` analyzer's stop filter
+# removes (a short list: pronouns and most function words stay).
+_ENGLISH_STOP = """
+    a an and are as at be but by for if in into is it no not of on or such that the their
+    then there these they this to was will with
+"""
+ENGLISH_STOP_WORDS = frozenset(_ENGLISH_STOP.split())
+# english_possessive_stemmer: a trailing 's (straight or curly apostrophe) of a word.
+_POSSESSIVE = re.compile(r"(?<=\w)['\u2019][sS]\b")
+_STEMS: dict[str, str] = {}
+_STEMS_KEPT = 200_000
+_stemmers = threading.local()
+
+
+def _stem(word: str) -> str:
+    stem = _STEMS.get(word)
+    if stem is None:
+        stemmer = getattr(_stemmers, "porter", None)
+        if stemmer is None:  # a stemmer object is not thread-safe: one per thread
+            stemmer = _stemmers.porter = snowballstemmer.stemmer("porter")
+        stem = stemmer.stemWord(word)
+        if len(_STEMS) >= _STEMS_KEPT:
+            _STEMS.clear()
+        _STEMS[word] = stem
+    return stem
+
 
 def terms(text: str) -> list[str]:
+    """A text's terms as the `english` analyzer makes them (see the module docstring)."""
+    found = words(_POSSESSIVE.sub("", text))
+    return [_stem(word) for word in found if word not in ENGLISH_STOP_WORDS]
+
+
+def plain_terms(text: str) -> list[str]:
+    """A text's words as written (lowercased, accents stripped): plain BM25's terms."""
     return words(text)
 
 
@@ -65,7 +107,8 @@ class _Tenant:
 class KeywordIndex:
     """BM25 over text, with the versioning rules of the vector index (thread-safe)."""
 
-    def __init__(self) -> None:
+    def __init__(self, analyzer: Callable[[str], list[str]] = terms) -> None:
+        self._analyze = analyzer
         self._lock = threading.Lock()
         self._entries: dict[tuple[str, str], _Entry] = {}
         self._versions: dict[tuple[str, str], int] = {}
@@ -77,8 +120,9 @@ class KeywordIndex:
         for term, count in entry.counts.items():
             stats.postings.setdefault(term, {})[row] = count
         stats.lengths[row] = entry.length
-        stats.docs += 1
-        stats.total_length += entry.length
+        if entry.length:  # as Lucene counts a field's docs: those with a term in it
+            stats.docs += 1
+            stats.total_length += entry.length
 
     def _drop(self, tenant: str, doc_id: str, entry: _Entry) -> None:
         stats = self._tenants[tenant]
@@ -89,8 +133,9 @@ class KeywordIndex:
                 holders.pop(row, None)
                 if not holders:
                     del stats.postings[term]
-        stats.docs -= 1
-        stats.total_length -= entry.length
+        if entry.length:
+            stats.docs -= 1
+            stats.total_length -= entry.length
         entry.live = False
 
     def upsert(
@@ -103,7 +148,7 @@ class KeywordIndex:
             previous = self._entries.get(key)
             if previous is not None and previous.live:
                 self._drop(tenant, doc_id, previous)
-            found = terms(text)
+            found = self._analyze(text)
             entry = _Entry(dict(fields), Counter(found), len(found), version)
             self._entries[key] = entry
             self._versions[key] = version
@@ -130,7 +175,7 @@ class KeywordIndex:
     ) -> list[Hit]:
         """The k best matches among the tenant's live docs that meet the conditions (and,
         when given, are among `allowed`: ids a caller's own index already narrowed to)."""
-        wanted = sorted(set(terms(query)))  # sorted: the same sum in every process
+        wanted = sorted(set(self._analyze(query)))  # sorted: the same sum in every process
         if k <= 0 or not wanted:
             return []
         with self._lock:
@@ -155,10 +200,33 @@ class KeywordIndex:
                     break
         return hits
 
+    def matches(
+        self, tenant: str, query: str, allowed: Collection[str] | None = None
+    ) -> dict[str, float]:
+        """Every live doc of the tenant (among `allowed`, when given) holding a term of
+        `query`, with its BM25 score: one field's part of a query over several."""
+        wanted = sorted(set(self._analyze(query)))
+        with self._lock:
+            stats = self._tenants.get(tenant)
+            if stats is None or stats.docs == 0 or not wanted:
+                return {}
+            scores, matched = self._scores(stats, wanted)
+            rows = np.flatnonzero(matched).tolist()
+            found = {stats.ids[row]: float(scores[row]) for row in rows}
+        if allowed is None:
+            return found
+        return {doc_id: found[doc_id] for doc_id in allowed if doc_id in found}
+
+    def fields_of(self, tenant: str, doc_id: str) -> dict[str, object] | None:
+        """A live doc's fields (None: not held, or removed)."""
+        with self._lock:
+            entry = self._entries.get((tenant, doc_id))
+            return dict(entry.fields) if entry is not None and entry.live else None
+
     def count(self, tenant: str, query: str, allowed: Collection[str] | None = None) -> int:
         """How many of the tenant's live docs (among `allowed`, when given) hold a term of
         `query`: a search's total."""
-        wanted = sorted(set(terms(query)))
+        wanted = sorted(set(self._analyze(query)))
         with self._lock:
             stats = self._tenants.get(tenant)
             if stats is None or not wanted:
@@ -210,6 +278,35 @@ class KeywordIndex:
         if len(first) < len(candidates):
             rest = np.setdiff1d(candidates, first, assume_unique=True)
             yield from sorted(rest.tolist(), key=lambda row: (-scores[row], stats.ids[row]))
+
+
+def weighted_search(
+    fields: Sequence[tuple[KeywordIndex, float]],
+    tenant: str,
+    query: str,
+    k: int,
+    conditions: Sequence[Condition] = (),
+    allowed: Collection[str] | None = None,
+) -> list[Hit]:
+    """The k best docs by the weighted sum of their BM25 in each (index, weight) of
+    `fields` (one index a field, as OpenSearch's bool `should` of boosted `match` clauses
+    sums them), among the docs of the first index that meet the conditions; ties by id."""
+    if k <= 0 or not fields:
+        return []
+    holder = fields[0][0]
+    total: dict[str, float] = {}
+    for index, weight in fields:
+        for doc_id, score in index.matches(tenant, query, allowed).items():
+            total[doc_id] = total.get(doc_id, 0.0) + weight * score
+    hits: list[Hit] = []
+    for doc_id, score in sorted(total.items(), key=lambda item: (-item[1], item[0])):
+        found = holder.fields_of(tenant, doc_id)
+        if found is None or (conditions and not meets_all(found, conditions)):
+            continue
+        hits.append(Hit(doc_id, score, found))
+        if len(hits) == k:
+            break
+    return hits
 
 
 def reciprocal_rank_fusion(

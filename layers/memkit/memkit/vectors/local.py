@@ -24,8 +24,8 @@ import numpy as np
 
 from memkit.errors import Misconfigured
 from memkit.vectors.filters import Condition, meets_all
-from memkit.vectors.keyword import KeywordIndex
-from memkit.vectors.protocol import Failures, Hit, Removal, Sampled, VectorDoc
+from memkit.vectors.keyword import KeywordIndex, weighted_search
+from memkit.vectors.protocol import CONTEXT_WEIGHT, Failures, Hit, Removal, Sampled, VectorDoc
 
 POSTED_FIELDS = ("namespace", "user_id", "session_id", "memory_type", "topics", "entities")
 
@@ -51,6 +51,7 @@ class LocalVectorIndex:
     def __init__(self, dimensions: int) -> None:
         self._dimensions = dimensions
         self._keyword = KeywordIndex()
+        self._context = KeywordIndex()
         self._lock = threading.Lock()
         self._matrix = np.zeros((64, dimensions), dtype=np.float32)
         self._slots: list[_Slot] = []
@@ -144,10 +145,12 @@ class LocalVectorIndex:
                 self._live[index] = True
                 self._versions[key] = doc.version
                 self._keyword.upsert(doc.tenant, doc.id, doc.text, doc.version, doc.fields)
+                self._context.upsert(doc.tenant, doc.id, doc.context, doc.version, {})
         return failures
 
     def remove(self, removals: Sequence[Removal]) -> Failures:
         self._keyword.remove(removals)
+        self._context.remove(removals)
         with self._lock:
             for removal in removals:
                 key = (removal.tenant, removal.id)
@@ -212,7 +215,8 @@ class LocalVectorIndex:
         with self._lock:
             rows = self._posted_rows(conditions)
             allowed = None if rows is None else {self._slots[row].id for row in rows}
-        return self._keyword.search(tenant, text, k, conditions, allowed)
+        fields = [(self._keyword, 1.0), (self._context, CONTEXT_WEIGHT)]
+        return weighted_search(fields, tenant, text, k, conditions, allowed)
 
     def browse(
         self, tenant: str, k: int, offset: int, conditions: Sequence[Condition] = ()

@@ -42,10 +42,16 @@ KEYWORD_FIELDS = (
     "entities",
     "record_id",
     "kind",
+    "speaker",
 )
 DATE_FIELDS = ("created_at", "updated_at", "last_accessed", "event_date")
 BOOLEAN_FIELDS = ("pinned",)
 FILTERABLE = frozenset(KEYWORD_FIELDS + DATE_FIELDS + BOOLEAN_FIELDS)
+
+# A keyword search scores a doc by BM25 on its own text plus this share of its BM25 on its
+# `context` (for a message, the turn it follows): "Congrats on the promotion!" is what makes
+# the reply "I'm an assistant manager now" the answer to "what was John promoted to?".
+CONTEXT_WEIGHT = 0.4
 
 RECORD_KIND = "record"
 MESSAGE_KIND = "message"
@@ -103,7 +109,9 @@ Failures = dict[str, str]
 
 @dataclass(frozen=True)
 class VectorDoc:
-    """One indexed item: its vector, its text (for keyword search) and its filter fields."""
+    """One indexed item: its vector, its text (for keyword search), what it means in its
+    conversation (`context`: for a message, the text of the turn before it, searched by
+    keywords at CONTEXT_WEIGHT, never shown) and its filter fields."""
 
     id: str
     tenant: str
@@ -111,6 +119,7 @@ class VectorDoc:
     version: int
     text: str = ""
     fields: dict[str, Any] = field(default_factory=dict)
+    context: str = ""
 
 
 @dataclass(frozen=True)

@@ -15,13 +15,15 @@ whether its evidence message is among the first N hits, averaged over the questi
     rrf        plain reciprocal rank fusion (equal weights, constant 60) of the first 10 of
                each: the issue's baseline (on a public long-conversation benchmark, BM25
                found 0.56 at 10 and this fusion 0.61-0.62)
-    hybrid     memkit's default: hybrid_search with the embedding of
-               drop_function_words(question), as the service searches
+    hybrid     memkit's default: hybrid_search with the embedding of meaning_of(question)
+               (memkit.vectors.conversation: no function words, no names), as the
+               service searches
 
-and, to show where the gain comes from (recall@10 only): semantic search with the
-function-word-free embedding; plain RRF of the first 10 of that search and of keyword; plain
-RRF of the very lists hybrid fuses (100 each); hybrid_search with the embedding of the
-question as asked (the fusion alone).
+and, to show where the gain comes from (recall@10 only): semantic search with the embedding
+of meaning_of(question); plain RRF of the first 10 of that search and of keyword; plain RRF
+of the very lists hybrid fuses (100 each); hybrid_search with the embedding of the question
+as asked (the fusion alone). Each doc carries what the indexer gives a message: its speaker
+(none here: the generated turns have no speaker label) and the turn before it as context.
 
 `python -m bench.retrieval` prints the HELD-OUT figures, `--dev` the DEV ones. Nothing is timed
 (latency has its own benchmarks); a run takes 20-35 seconds on 2 shared cores.
@@ -38,6 +40,7 @@ from bench.figures import report
 from memkit.embeddings.local import LocalEmbedder
 from memkit.models.domain import DEFAULT_NAMESPACE
 from memkit.models.session import MemoryType
+from memkit.vectors.conversation import context_of, meaning_of, speaker_of
 from memkit.vectors.filters import Condition
 from memkit.vectors.hybrid import CANDIDATES, hybrid_search
 from memkit.vectors.keyword import reciprocal_rank_fusion
@@ -59,7 +62,7 @@ class Query:
     text: str
     evidence_id: str
     vector: list[float]  # the embedding of the question as asked
-    content_vector: list[float]  # the embedding of drop_function_words(question)
+    content_vector: list[float]  # the embedding of meaning_of(question)
     conditions: Sequence[Condition]
 
 
@@ -110,8 +113,8 @@ METHODS: dict[str, tuple[Method, bool]] = {
     "keyword": (_keyword, True),
     "rrf": (_rrf, True),
     "hybrid": (_hybrid, True),
-    "semantic_function_words_dropped": (_semantic_content, False),
-    "rrf_function_words_dropped": (_rrf_content, False),
+    "semantic_meaning": (_semantic_content, False),
+    "rrf_meaning": (_rrf_content, False),
     "rrf_of_hybrid_candidates": (_rrf_hybrid_inputs, False),
     "hybrid_vector_as_asked": (_hybrid_as_asked, False),
 }
@@ -122,6 +125,7 @@ def index_of(dialogues: Sequence[Conversation], embedder: LocalEmbedder) -> Loca
     index = LocalVectorIndex(embedder.dimensions)
     for dialogue in dialogues:
         vectors = embedder.embed([message.text for message in dialogue.messages], "document")
+        before = [None, *dialogue.messages[:-1]]
         docs = [
             VectorDoc(
                 id=message.id,
@@ -138,9 +142,17 @@ def index_of(dialogues: Sequence[Conversation], embedder: LocalEmbedder) -> Loca
                     "record_id": message.id,
                     "created_at": message.created_at,
                     "updated_at": message.created_at,
+                    "speaker": speaker_of(message.text),
                 },
+                context=context_of(
+                    previous.text
+                    if previous is not None and previous.session_id == message.session_id
+                    else None
+                ),
             )
-            for position, message in enumerate(dialogue.messages)
+            for position, (message, previous) in enumerate(
+                zip(dialogue.messages, before, strict=True)
+            )
         ]
         failures = index.upsert(docs)
         if failures:
@@ -157,9 +169,9 @@ def queries_of(dialogues: Sequence[Conversation], embedder: LocalEmbedder) -> li
     for dialogue in dialogues:
         texts = [question.text for question in dialogue.questions]
         # As asked (a static model's document vector is the plain mean), and as the service
-        # embeds a query (purpose "query": without function words).
+        # embeds a question (what meaning_of keeps of it).
         vectors = embedder.embed(texts, "document")
-        content_vectors = embedder.embed(texts, "query")
+        content_vectors = embedder.embed([meaning_of(text) for text in texts], "query")
         conditions = [Condition("user_id", "eq", user_of(dialogue))]
         queries.extend(
             Query(question.text, question.evidence_id, vector, content, conditions)

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from memkit.embeddings.local import drop_function_words
+from memkit.vectors.conversation import drop_function_words
 from memkit.vectors.filters import Condition, conditions_from
-from memkit.vectors.hybrid import CANDIDATES, hybrid_search
+from memkit.vectors.hybrid import CANDIDATES, SPEAKER_BOOST, hybrid_search
 from memkit.vectors.local import LocalVectorIndex
 from memkit.vectors.protocol import Hit, VectorDoc
 
@@ -164,7 +164,7 @@ def test_each_side_is_asked_for_the_candidate_depth_under_the_same_filters(
 
     hybrid_search(recording, "t", QUERY_TEXT, QUERY_VECTOR, k=k, conditions=ADA)
 
-    assert recording.asked == [("search", depth, ADA), ("keyword", depth, ADA)]
+    assert recording.asked == [("keyword", depth, ADA), ("search", depth, ADA)]
 
 
 @pytest.mark.parametrize(("alpha", "side"), [(1.0, "search"), (0.0, "keyword")])
@@ -183,3 +183,58 @@ def test_function_words_are_dropped_from_what_is_embedded() -> None:
 
 def test_a_text_of_function_words_only_is_embedded_as_it_is() -> None:
     assert drop_function_words("What did I do?") == "What did I do?"
+
+
+def _turn(doc_id: str, vector: list[float], text: str, speaker: str | None) -> VectorDoc:
+    fields = {"user_id": "ada", "session_id": "s-ada", "speaker": speaker}
+    return VectorDoc(id=doc_id, tenant="t", vector=vector, version=1, text=text, fields=fields)
+
+
+@pytest.fixture
+def dialogue() -> LocalVectorIndex:
+    index = LocalVectorIndex(dimensions=2)
+    index.upsert(
+        [
+            _turn("caroline-1", [1, 0], "Caroline: I researched adoption agencies", "caroline"),
+            _turn("melanie-1", [1, 0], "Melanie: I researched adoption agencies", "melanie"),
+            _turn("melanie-2", [0, 1], "Melanie: Caroline, how was the weekend?", "melanie"),
+            _turn("note", [0, 1], "a note without a speaker", None),
+        ]
+    )
+    return index
+
+
+def test_the_vector_is_made_without_the_speakers_the_question_names(
+    dialogue: LocalVectorIndex,
+) -> None:
+    # Given a query vector made from the speakers the keyword side found named
+    asked: list[frozenset[str]] = []
+
+    def vector_of(speakers: frozenset[str]) -> list[float]:
+        asked.append(speakers)
+        return [1.0, 0.0]
+
+    # When the question names Caroline (a speaker) and Lisbon (no one's name)
+    hybrid_search(dialogue, "t", "What did Caroline research in Lisbon?", vector_of, k=3)
+    # Then the vector is asked for once, without Caroline; and with no speaker named, bare
+    hybrid_search(dialogue, "t", "adoption agencies", vector_of, k=3)
+    assert asked == [frozenset({"caroline"}), frozenset()]
+
+
+def test_a_message_said_by_the_person_asked_about_ranks_first_among_equals(
+    dialogue: LocalVectorIndex,
+) -> None:
+    # Given two messages alike in words and vector, said by Caroline and by Melanie
+    hits = hybrid_search(dialogue, "t", "What did Caroline research?", [1.0, 0.0], k=4)
+    by_id = {hit.id: hit.score for hit in hits}
+
+    # Then Caroline's comes first, by the boost (its keyword share differs a little: the
+    # other message holds the name too), scores still in [0, 1] and best first
+    assert _ids(hits)[0] == "caroline-1"
+    assert by_id["caroline-1"] - by_id["melanie-1"] >= SPEAKER_BOOST - 0.05
+    assert all(0.0 <= hit.score <= 1.0 for hit in hits)
+    assert [hit.score for hit in hits] == sorted((hit.score for hit in hits), reverse=True)
+    # And a question naming no speaker ranks them as equals (ties by id)
+    plain = hybrid_search(dialogue, "t", "research adoption", [1.0, 0.0], k=2)
+    assert _ids(plain) == ["caroline-1", "melanie-1"]
+    assert plain[0].score == pytest.approx(plain[1].score)

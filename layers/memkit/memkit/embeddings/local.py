@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memkit.embeddings.protocol import Purpose
-from memkit.embeddings.wordpiece import WordPiece, words
+from memkit.embeddings.wordpiece import WordPiece
 
 if TYPE_CHECKING:
     import numpy as np
@@ -30,28 +30,6 @@ DIMENSIONS = 256
 # The model's max_length: tokens past this do not count (as in model2vec).
 MAX_TOKENS = 512
 _DTYPES = {"F16": "<f2", "F32": "<f4"}
-
-# English function words (pronouns, auxiliaries, determiners, prepositions, conjunctions,
-# wh-words): a common stop list (NLTK's English one) as keyword terms, so the pieces of
-# "what's" and "I'm" ("s", "m") are in it.
-_FUNCTION_WORDS = """
-    i me my myself we our ours ourselves you your yours yourself yourselves he him his himself
-    she her hers herself it its itself they them their theirs themselves what which who whom
-    this that these those am is are was were be been being have has had having do does did
-    doing a an the and but if or because as until while of at by for with about against
-    between into through during before after above below to from up down in out on off over
-    under again further then once here there when where why how all any both each few more
-    most other some such no nor not only own same so than too very s t can will just don
-    should now d ll m o re ve y
-"""
-FUNCTION_WORDS = frozenset(_FUNCTION_WORDS.split())
-
-
-def drop_function_words(text: str) -> str:
-    """What of a search text is worth embedding: its words without English function words,
-    lowercased ("What's my dog's name?" -> "dog name"); the text itself if nothing is left."""
-    kept = [word for word in words(text) if word not in FUNCTION_WORDS]
-    return " ".join(kept) if kept else text
 
 
 def read_safetensors(path: Path, name: str) -> np.ndarray:
@@ -103,12 +81,9 @@ class LocalEmbedder:
             return self._loaded
 
     def embed(self, texts: Sequence[str], purpose: Purpose = "document") -> list[list[float]]:
-        """Unit vectors for `texts`. A query is embedded without its function words: a
-        static model averages token vectors, and "what", "did", "I", "my" pull every
-        question towards every other question and every chatty message (semantic recall@10
-        on bench/retrieval.py: 0.59 with them, 0.69 without)."""
-        if purpose == "query":
-            texts = [drop_function_words(text) for text in texts]
+        """Unit vectors for `texts`, the same for either purpose (a search embeds what
+        memkit.vectors.conversation.meaning_of keeps of its text, for every embedder)."""
+        del purpose
         return [row.tolist() for row in self.embed_array(texts)]
 
     def embed_array(self, texts: Sequence[str]) -> np.ndarray:

@@ -13,6 +13,11 @@ Idempotent and order-safe: a doc's version is the item's write time in microseco
 (`written_us`), a removal's is later than the write it removes, and the index keeps the
 newest version, so replaying a batch or delivering versions out of order changes nothing.
 A MODIFY that changes nothing the index holds (an expiry refresh) embeds nothing.
+
+A message's doc also says who said it (`speaker`) and carries the turn before it in its
+session as `context` (memkit.vectors.conversation): one Query of the table a session a batch
+reads them. A message's context is the turn before it when it was indexed: a later edit or
+removal of that turn does not reach it until the message is indexed again (a reindex).
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeGuard
 
 from memkit.embeddings.protocol import RETRYABLE, Embedder, EmbeddingFailed
-from memkit.models.domain import PendingMemoryRef, StoredRecord
+from memkit.models.domain import MessageRef, PendingMemoryRef, StoredRecord
 from memkit.models.memory import MemoryRecordIn
 from memkit.models.session import MemoryType
 from memkit.observability import logger, metrics
@@ -38,6 +43,7 @@ from memkit.store.changes import (
     Value,
     stream_change,
 )
+from memkit.vectors.conversation import context_of, speaker_of
 from memkit.vectors.protocol import (
     MESSAGE_KIND,
     RECORD_KIND,
@@ -60,6 +66,8 @@ class IndexerStore(Protocol):
     ) -> None: ...
 
     def awaits_promotion(self, ref: PendingMemoryRef, record_json: str) -> bool: ...
+
+    def turns_before(self, messages: Sequence[MessageValue]) -> dict[MessageRef, str]: ...
 
     def mark_promoted(self, ref: PendingMemoryRef, record_json: str, persisted_at: str) -> bool: ...
 
@@ -117,6 +125,7 @@ def _text_and_fields(value: Indexed) -> tuple[str, dict[str, Any]]:
         "last_accessed": at,
         "event_date": None,
         "pinned": False,
+        "speaker": speaker_of(value.content, value.name),
     }
     return value.content, fields
 
@@ -136,6 +145,12 @@ class _Change:
     removal_version: int = 0
     ttl: bool = False
     doc_id: str = ""
+
+
+@dataclass
+class _Contexts:
+    found: dict[str, str] = field(default_factory=dict)  # doc id -> context
+    failed: set[str] = field(default_factory=set)  # doc ids whose context was not read
 
 
 @dataclass
@@ -324,6 +339,8 @@ class Indexer:
             except (AssertionError, KeyError, TypeError, ValueError) as exc:
                 outcome.fail(change.sequences, f"unreadable item: {type(exc).__name__}")
 
+        contexts = self._contexts([change for change, _, _, _ in writes], outcome)
+        writes = [w for w in writes if w[0].doc_id not in contexts.failed]
         vectors, embed_failures = self._embed([text for _, text, _, _ in writes])
         docs: list[VectorDoc] = []
         doc_changes: dict[str, tuple[_Change, int]] = {}
@@ -339,7 +356,10 @@ class Indexer:
                         fields["record_id"]
                     ] = (version, reason)
                 continue
-            docs.append(VectorDoc(ident, change.tenant, vectors[position], version, text, fields))
+            context = contexts.found.get(ident, "")
+            docs.append(
+                VectorDoc(ident, change.tenant, vectors[position], version, text, fields, context)
+            )
             doc_changes[ident] = (change, version)
 
         for ident, reason in self._index.upsert(docs).items() if docs else ():
@@ -369,6 +389,27 @@ class Indexer:
                 for change, _ in doc_changes.values():
                     if isinstance(change.subject, RecordValue) and change.tenant == tenant:
                         outcome.fail(change.sequences, "index state not written")
+
+    def _contexts(self, changes: Sequence[_Change], outcome: BatchOutcome) -> _Contexts:
+        """The turn before each message of the batch (doc id -> its context); a session
+        whose log could not be read fails its messages' records (the batch is retried)."""
+        contexts = _Contexts()
+        messages = [c for c in changes if isinstance(c.new, MessageValue)]
+        if not messages:
+            return contexts
+        values = [c.new for c in messages if isinstance(c.new, MessageValue)]
+        try:
+            before = self._store.turns_before(values)
+        except Exception as exc:
+            reason = f"context read failed: {type(exc).__name__}"
+            for change in messages:
+                outcome.fail(change.sequences, reason)
+                contexts.failed.add(change.doc_id)
+            return contexts
+        for change in messages:
+            assert isinstance(change.new, MessageValue)
+            contexts.found[change.doc_id] = context_of(before.get(change.new.ref))
+        return contexts
 
     def _embed(self, texts: list[str]) -> tuple[list[list[float]], dict[int, str]]:
         if not texts:

@@ -58,6 +58,7 @@ from memkit.models.session import MemoryType, as_utc, iso
 from memkit.observability import logger, metrics
 from memkit.store.protocol import RecordStore
 from memkit.times import now_iso
+from memkit.vectors.conversation import drop_function_words, meaning_of
 from memkit.vectors.filters import Condition, meets_all
 from memkit.vectors.hybrid import hybrid_search
 from memkit.vectors.protocol import RECORD_KIND, Hit, VectorIndex, source_of
@@ -325,7 +326,8 @@ class LongTermService:
         self._queries_lock = threading.Lock()
 
     def query_vector(self, text: str) -> list[float]:
-        """The query's embedding, computed once for concurrent and repeated searches."""
+        """The embedding of a search's text (what `_ranked` keeps of it), computed once for
+        concurrent and repeated searches."""
         with self._queries_lock:
             pending = self._queries.get(text)
             owner = pending is None
@@ -536,19 +538,23 @@ class LongTermService:
                 (h, s) for h, s in zip(hits, scores, strict=True) if _within(1.0 - s, threshold)
             ]
             return [h for h, _ in kept], [s for _, s in kept], "keyword"
-        vector = self.query_vector(text)
         if request.search_mode is SearchMode.SEMANTIC:
+            vector = self.query_vector(drop_function_words(text))
             hits = [
                 h
                 for h in index.search(tenant, vector, depth, conditions)
                 if _within(h.distance, threshold)
             ]
             return hits, [max(0.0, min(1.0, h.score)) for h in hits], "semantic"
+
+        def vector_of(speakers: frozenset[str]) -> list[float]:
+            return self.query_vector(meaning_of(text, speakers))
+
         hits = hybrid_search(
             index,
             tenant,
             _keyword_text(text),
-            vector,
+            vector_of,
             depth,
             conditions,
             request.hybrid_alpha,

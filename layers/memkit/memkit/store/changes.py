@@ -74,6 +74,12 @@ class MessageValue:
     message_at: str | None
     indexed: bool
     version: int
+    # Its place in the session's log (LSI1SK), the life of the session it belongs to, and
+    # its author's name when the client gave one (what the indexer reads the turn before
+    # it and its speaker by).
+    order: str | None = None
+    gen: str | None = None
+    name: str | None = None
 
 
 @dataclass(frozen=True)
@@ -222,6 +228,9 @@ def _value(image: dict[str, Any] | None) -> Value | None:
             message_at=_text(image, "message_at"),
             indexed=image.get("idx") == "1",
             version=_version(image),
+            order=_text(image, "LSI1SK"),
+            gen=_text(image, "gen"),
+            name=_text(image, "name"),
         )
     if kind == "memory":
         return PendingMemoryValue(

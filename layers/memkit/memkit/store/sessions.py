@@ -12,7 +12,7 @@ import hashlib
 import json
 import random
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from itertools import chain, islice
 from typing import Any
@@ -33,6 +33,7 @@ from memkit.ids import new_ulid
 from memkit.models.domain import (
     DEFAULT_PROFILE,
     JsonObject,
+    MessageRef,
     Owner,
     PadRef,
     Profile,
@@ -43,6 +44,7 @@ from memkit.observability import metrics
 from memkit.scratchpad import resolution
 from memkit.store import keys
 from memkit.store.base import TableBase
+from memkit.store.changes import MessageValue as MessageTurn
 from memkit.store.cursor import decode_cursor, encode_cursor
 from memkit.store.failures import translated
 from memkit.store.protocol import PadState, SessionChange, SessionRead, SessionWriteState
@@ -67,6 +69,9 @@ RESEND_PAUSES_SECONDS = (0.25, 1.0)
 # a PUT of it plus new messages (agent-memory-client's append: to the new life they are all
 # new) stays within the 1,000 new messages a PUT may add (service/sessions).
 MAX_REBUILT_MESSAGES = 500
+# How many items of an earlier life of a session (not yet deleted) the look for a turn before
+# a message reads past before it gives up on that message's context.
+LEFTOVERS_SKIPPED = 100
 
 
 def _dumps(value: Any) -> str | None:
@@ -477,6 +482,47 @@ class SessionTable(TableBase):
             page_size=page_size,
         )
         return (item for item in results if self._belongs(item, meta))
+
+    def turns_before(self, messages: Sequence[MessageTurn]) -> dict[MessageRef, str]:
+        """For each message, the content of the message just before it in its session's log
+        (the same life of the session), where there is one: what the indexer keeps as its
+        context. One backwards Query of LSI1 a session, from the newest of its messages
+        asked to the one before the oldest (a stream batch's messages are mostly
+        consecutive, so it reads about one item more than it was given)."""
+        by_session: dict[tuple[str, str, str], dict[str, MessageTurn]] = {}
+        for message in messages:
+            if message.order:
+                ref = message.ref
+                session = by_session.setdefault((ref.tenant, ref.namespace, ref.session_id), {})
+                session[message.order] = message
+        found: dict[MessageRef, str] = {}
+        for (tenant, namespace, session_id), wanted in by_session.items():
+            oldest = min(wanted)
+            pending: list[MessageTurn] = []  # asked, waiting for the next older item
+            log = self._items.base.by_order.query(
+                keys.session_pk(tenant, namespace, session_id),
+                range_key_condition=self._items.base.order.between(keys.ORDER_PREFIX, max(wanted)),
+                scan_index_forward=False,
+                consistent_read=True,
+                page_size=len(wanted) + 1,
+            )
+            past_oldest = 0
+            with translated("read messages"):
+                for item in log:
+                    waiting = []
+                    for message in pending:
+                        if (item.gen or "0") == (message.gen or "0"):
+                            found[message.ref] = item.content
+                        else:  # a leftover of the session's earlier life: not its turn
+                            waiting.append(message)
+                    pending = waiting
+                    if item.order in wanted:
+                        pending.append(wanted[item.order])
+                    if item.order < oldest:
+                        past_oldest += 1
+                        if not pending or past_oldest > LEFTOVERS_SKIPPED:
+                            break
+        return found
 
     def _owned_meta_item(self, owner: Owner, session_id: str) -> Any | None:
         """The live session item, after refusing another user's session (403)."""

@@ -856,6 +856,31 @@ def test_text_mappings_outside_the_subset_are_refused(
     assert [r.path for r in lenient_server.rejected] == [f"/{INDEX}/_mapping"]
 
 
+def test_put_mapping_merges_multi_fields_and_never_changes_an_analyzer(
+    lenient_server: LoopbackOpenSearch,
+) -> None:
+    from opensearchpy.exceptions import RequestError
+
+    # Given memkit's index, and a text field of someone else's with the default analyzer
+    index = _adapter(lenient_server)
+    index.ensure_index()
+    client = _raw_client(lenient_server)
+    client.indices.put_mapping(index=INDEX, body={"properties": {"notes": {"type": "text"}}})
+
+    # When a mapping leaves text's multi-field out, and another gives notes an analyzer
+    client.indices.put_mapping(index=INDEX, body={"properties": {"text": {"type": "text"}}})
+    english_notes = {"properties": {"notes": {"type": "text", "analyzer": "english"}}}
+    with pytest.raises(RequestError):
+        client.indices.put_mapping(index=INDEX, body=english_notes)
+
+    # Then the multi-field stays (stems still match), and the analyzer change is refused
+    assert index.upsert([_doc("p", [1, 0, 0], text="I painted")]) == {}
+    assert _ids(index.keyword("t", "paint", k=10)) == ["p"]
+    reasons = [rejection.reason for rejection in lenient_server.rejected]
+    assert len(reasons) == 1
+    assert "Cannot update parameter [analyzer] from [default] to [english]" in reasons[0]
+
+
 def test_an_index_with_another_analyzer_is_not_created(lenient_server: LoopbackOpenSearch) -> None:
     from opensearchpy.exceptions import RequestError
 

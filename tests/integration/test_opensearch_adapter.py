@@ -14,9 +14,16 @@ import pytest
 from memkit.config import IndexSettings
 from memkit.errors import StoreUnavailable, Throttled
 from memkit.vectors.filters import Condition, conditions_from
+from memkit.vectors.keyword import KeywordIndex
 from memkit.vectors.local import LocalVectorIndex
-from memkit.vectors.opensearch import OpenSearchIndex, cosine_from_score, opensearch_index
-from memkit.vectors.protocol import Hit, Removal, VectorDoc
+from memkit.vectors.opensearch import (
+    Flavour,
+    OpenSearchIndex,
+    cosine_from_score,
+    index_body,
+    opensearch_index,
+)
+from memkit.vectors.protocol import CONTEXT_WEIGHT, Hit, Removal, VectorDoc
 from memkit_dev.local.opensearch import LoopbackOpenSearch
 
 pytestmark = pytest.mark.integration
@@ -75,6 +82,28 @@ DOCS = [
 ]
 
 
+def _message(doc_id: str, text: str, context: str, speaker: str, vector: list[float]) -> VectorDoc:
+    """A message's doc: its text, the turn it follows (context) and its speaker."""
+    fields = {"speaker": speaker, "kind": "message"}
+    return VectorDoc(doc_id, "t", vector, 1, text=text, fields=fields, context=context)
+
+
+# A conversation: "reply" says nothing of a promotion; only the turn before it does.
+CONVERSATION = [
+    _message("congrats", "Congrats on the promotion, John!", "", "ada", [1, 0, 0]),
+    _message(
+        "reply",
+        "Thanks! I'm an assistant manager now.",
+        "Congrats on the promotion, John!",
+        "john",
+        [0.9, 0.1, 0],
+    ),
+    _message("work", "Promotion season at work is stressful", "How is work?", "bob", [0, 1, 0]),
+    _message("paint", "I painted a sunset last weekend", "What did you do?", "ada", [0, 0, 1]),
+    _message("lake", "We went to the lake", "I painted a sunset last weekend", "john", [0.1, 0, 1]),
+]
+
+
 def _ids(hits: list[Hit]) -> list[str]:
     return [hit.id for hit in hits]
 
@@ -116,17 +145,36 @@ def index(server: LoopbackOpenSearch) -> OpenSearchIndex:
     return _adapter(server)
 
 
+def _holding(index: OpenSearchIndex, docs: list[VectorDoc]) -> OpenSearchIndex:
+    assert index.upsert(docs) == {}
+    return index
+
+
+def _local(docs: list[VectorDoc]) -> LocalVectorIndex:
+    """The local exact index holding `docs`: what a search must find."""
+    local = LocalVectorIndex(DIMENSIONS)
+    local.upsert(docs)
+    return local
+
+
 @pytest.fixture
 def stocked(index: OpenSearchIndex) -> OpenSearchIndex:
-    assert index.upsert(DOCS) == {}
-    return index
+    return _holding(index, DOCS)
 
 
 @pytest.fixture
 def reference() -> LocalVectorIndex:
-    local = LocalVectorIndex(DIMENSIONS)
-    local.upsert(DOCS)
-    return local
+    return _local(DOCS)
+
+
+@pytest.fixture
+def chat(index: OpenSearchIndex) -> OpenSearchIndex:
+    return _holding(index, CONVERSATION)
+
+
+@pytest.fixture
+def chat_reference() -> LocalVectorIndex:
+    return _local(CONVERSATION)
 
 
 def _raw_client(server: LoopbackOpenSearch) -> Any:
@@ -170,6 +218,46 @@ def test_ensure_index_tolerates_a_concurrent_creator(
     late.ensure_index()
 
     # Then that is a success, and the index was created once
+    assert server.created == [INDEX]
+
+
+def _made_before_issue_15(flavour: Flavour) -> dict[str, Any]:
+    """The index a release before issue 15 made: `text` without its english multi-field,
+    no `context`, no `speaker`."""
+    body = index_body(DIMENSIONS, flavour)
+    properties = body["mappings"]["properties"]
+    properties["text"] = {"type": "text"}
+    del properties["context"], properties["speaker"]
+    return body
+
+
+def test_ensure_index_adds_the_english_fields_to_an_index_made_before_them(
+    server: LoopbackOpenSearch,
+) -> None:
+    # Given an index an earlier release made, holding a doc it wrote
+    client = _raw_client(server)
+    client.indices.create(index=INDEX, body=_made_before_issue_15(server.flavour))
+    old = {"doc_id": "old", "tenant": "t", "version": 1, "deleted": False}
+    old |= {"text": "I painted a fence", "vector": [1.0, 0.0, 0.0]}
+    meta = {"_id": "old", "version": 1, "version_type": "external"}
+    action = {"index": meta if server.flavour == "domain" else {}}
+    assert not client.bulk(body=[action, old], index=INDEX)["errors"]
+
+    # When this release ensures the index (PUT _mapping) and writes a message
+    index = _adapter(server)
+    index.ensure_index()
+    assert index.upsert([_message("new", "I painted a door", "", "ada", [1, 0, 0])]) == {}
+    by_keyword = _ids(index.keyword("t", "paint", k=10))
+    by_speaker = _ids(
+        index.keyword("t", "paint", k=10, conditions=[Condition("speaker", "eq", "ada")])
+    )
+    by_vector = sorted(_ids(index.search("t", [1, 0, 0], k=10)))
+
+    # Then the mapping is taken in place; the new doc is found by its stem and its speaker,
+    # the old one by its vector alone until it is written again (what memkit reindex does)
+    assert (by_keyword, by_speaker, by_vector) == (["new"], ["new"], ["new", "old"])
+    assert index.upsert([_doc("old", [1, 0, 0], version=2, text="I painted a fence")]) == {}
+    assert sorted(_ids(index.keyword("t", "paint", k=10))) == ["new", "old"]
     assert server.created == [INDEX]
 
 
@@ -295,6 +383,83 @@ def test_keyword_applies_the_filters(stocked: OpenSearchIndex) -> None:
     assert _ids(stocked.keyword("t", "tea", k=10, conditions=conditions)) == ["tea", "coffee"]
 
 
+def test_keyword_finds_a_word_by_its_stem(
+    chat: OpenSearchIndex, chat_reference: LocalVectorIndex
+) -> None:
+    # Given "I painted a sunset", and a message that follows it
+    # When the tenant asks about painting
+    hits = chat.keyword("t", "when did she paint?", k=10)
+
+    # Then the english analysis finds "painted" (and the next turn, by its context), in the
+    # local index's order
+    assert _ids(hits) == ["paint", "lake"]
+    assert _ids(hits) == _ids(chat_reference.keyword("t", "when did she paint?", k=10))
+
+
+def test_a_doc_matched_by_its_context_alone_scores_its_weighted_context_bm25(
+    chat: OpenSearchIndex, chat_reference: LocalVectorIndex
+) -> None:
+    # Given a reply that never says "promotion", after a turn that does
+    contexts = KeywordIndex()
+    for doc in CONVERSATION:
+        contexts.upsert("t", doc.id, doc.context, doc.version, {})
+
+    # When the tenant searches for the promotion
+    hits = chat.keyword("t", "the promotion", k=10)
+    expected = chat_reference.keyword("t", "the promotion", k=10)
+
+    # Then the reply is found, scored CONTEXT_WEIGHT times its context's BM25, and every
+    # hit ranks and scores as in the local index
+    reply = next(hit for hit in hits if hit.id == "reply")
+    context_bm25 = contexts.matches("t", "the promotion")["reply"]
+    assert reply.score == pytest.approx(CONTEXT_WEIGHT * context_bm25)
+    assert _ids(hits) == _ids(expected) == ["congrats", "work", "reply"]
+    assert [hit.score for hit in hits] == pytest.approx([hit.score for hit in expected])
+
+
+def test_a_keyword_search_is_one_request(chat: OpenSearchIndex, server: LoopbackOpenSearch) -> None:
+    before = len(server.requests)
+
+    chat.keyword("t", "promotion", k=3)
+
+    # a serverless search adds its lookup of the hits' copies, as every search there does
+    assert len(server.requests) - before == (1 if server.flavour == "domain" else 2)
+
+
+def test_no_hit_carries_the_context_or_the_text(chat: OpenSearchIndex) -> None:
+    # Given messages with a context
+    # When they are found by vector, by keyword, listed and sampled
+    found = [
+        *chat.search("t", [1, 0, 0], k=10),
+        *chat.keyword("t", "promotion", k=10),
+        *chat.browse("t", k=10, offset=0),
+    ]
+    sampled, _ = chat.sample(10)
+
+    # Then every hit carries the fields alone
+    for fields in [hit.fields for hit in found] + [doc.fields for doc in sampled]:
+        assert "context" not in fields
+        assert "text" not in fields
+        assert "vector" not in fields
+    assert found[0].fields == {"speaker": "ada", "kind": "message", "tenant": "t"}
+
+
+def test_speaker_is_filterable_and_returned(
+    chat: OpenSearchIndex, chat_reference: LocalVectorIndex
+) -> None:
+    conditions = conditions_from({"speaker": {"eq": "john"}})
+
+    by_keyword = chat.keyword("t", "promotion lake", k=10, conditions=conditions)
+    by_vector = chat.search("t", [1, 0, 0], k=10, conditions=conditions)
+
+    assert _ids(by_keyword) == ["lake", "reply"]
+    assert _ids(by_keyword) == _ids(
+        chat_reference.keyword("t", "promotion lake", k=10, conditions=conditions)
+    )
+    assert _ids(by_vector) == ["reply", "lake"]
+    assert {hit.fields["speaker"] for hit in by_keyword + by_vector} == {"john"}
+
+
 def test_browse_lists_newest_first_from_an_offset(
     stocked: OpenSearchIndex, reference: LocalVectorIndex
 ) -> None:
@@ -411,10 +576,16 @@ def test_a_bulk_item_error_fails_that_doc_alone(index: OpenSearchIndex) -> None:
     assert sorted(_ids(index.search("t", [1, 0, 0], k=10))) == ["fine", "good"]
 
 
-def test_a_doc_using_a_reserved_field_fails_without_a_request(index: OpenSearchIndex) -> None:
-    failures = index.upsert([_doc("odd", [1, 0, 0], deleted=True)])
+@pytest.mark.parametrize("name", ["deleted", "context"])
+def test_a_doc_using_a_reserved_field_fails_without_a_request(
+    index: OpenSearchIndex, server: LoopbackOpenSearch, name: str
+) -> None:
+    odd = VectorDoc("odd", "t", [1, 0, 0], 1, text="odd", fields={name: "mine"})
+
+    failures = index.upsert([odd])
 
     assert failures == {"odd": "reserved_field"}
+    assert server.requests == []
 
 
 def test_wrong_credentials_become_the_domain_error(
@@ -618,6 +789,10 @@ def test_the_loopback_ranks_raw_inner_products_as_faiss_innerproduct_does() -> N
     ]
 
 
+def _match(text: str, field: str = "text.english") -> dict[str, Any]:
+    return {"match": {field: {"query": text}}}
+
+
 def test_loopback_filters_follow_rewrites_and_deletes_and_totals_count_every_match() -> None:
     with LoopbackOpenSearch(DIMENSIONS) as server:
         _adapter(server).ensure_index()
@@ -631,18 +806,13 @@ def test_loopback_filters_follow_rewrites_and_deletes_and_totals_count_every_mat
 
         # When ada's docs are searched by keyword (a page of one) and by vector
         ada = [{"term": {"user_id": "ada"}}]
+        tea: dict[str, Any] = {"should": [_match("tea")], "minimum_should_match": 1}
         by_text = client.search(
-            index=INDEX,
-            body={
-                "size": 1,
-                "query": {"bool": {"must": [{"match": {"text": "tea"}}], "filter": ada}},
-            },
+            index=INDEX, body={"size": 1, "query": {"bool": {**tea, "filter": ada}}}
         )["hits"]
         knn = {"vector": [1, 0, 0], "k": 10, "filter": {"bool": {"filter": ada}}}
         by_vector = client.search(index=INDEX, body={"size": 10, "query": {"knn": {"vector": knn}}})
-        everyone = client.search(
-            index=INDEX, body={"size": 1, "query": {"bool": {"must": [{"match": {"text": "tea"}}]}}}
-        )["hits"]
+        everyone = client.search(index=INDEX, body={"size": 1, "query": {"bool": tea}})["hits"]
 
     # Then the rewritten doc left ada's filter and the deleted one left every answer; a
     # keyword search's total counts every match, not the page
@@ -650,6 +820,131 @@ def test_loopback_filters_follow_rewrites_and_deletes_and_totals_count_every_mat
     assert by_text["total"]["value"] == 1
     assert [h["_id"] for h in by_vector["hits"]["hits"]] == ["d0"]
     assert (len(everyone["hits"]), everyone["total"]["value"]) == (1, 2)
+
+
+REFUSED_MAPPINGS: list[dict[str, Any]] = [
+    {"context": {"type": "text", "analyzer": "french"}},
+    {"context": {"type": "text", "analyzer": "my_custom_analyzer"}},
+    {"context": {"type": "text"}},  # memkit's context is english
+    {"context": {"type": "text", "analyzer": "english", "search_analyzer": "standard"}},
+    {"text": {"type": "text", "analyzer": "english"}},  # text keeps the default analyzer
+    {"text": {"type": "text", "fields": {"english": {"type": "text", "analyzer": "simple"}}}},
+    {"text": {"type": "text", "fields": {"raw": {"type": "keyword"}}}},
+    {"notes": {"type": "text", "analyzer": "standard"}},
+]
+
+
+@pytest.mark.parametrize(
+    "properties", REFUSED_MAPPINGS, ids=[json.dumps(m) for m in REFUSED_MAPPINGS]
+)
+def test_text_mappings_outside_the_subset_are_refused(
+    lenient_server: LoopbackOpenSearch, properties: dict[str, Any]
+) -> None:
+    from opensearchpy.exceptions import RequestError
+
+    # Given memkit's index
+    _adapter(lenient_server).ensure_index()
+
+    # When a mapping memkit never sends names another analyzer or parameter
+    with pytest.raises(RequestError) as raised:
+        _raw_client(lenient_server).indices.put_mapping(
+            index=INDEX, body={"properties": properties}
+        )
+
+    # Then it is refused with an OpenSearch error body, and recorded
+    assert raised.value.status_code == 400
+    assert [r.path for r in lenient_server.rejected] == [f"/{INDEX}/_mapping"]
+
+
+def test_put_mapping_merges_multi_fields_and_never_changes_an_analyzer(
+    lenient_server: LoopbackOpenSearch,
+) -> None:
+    from opensearchpy.exceptions import RequestError
+
+    # Given memkit's index, and a text field of someone else's with the default analyzer
+    index = _adapter(lenient_server)
+    index.ensure_index()
+    client = _raw_client(lenient_server)
+    client.indices.put_mapping(index=INDEX, body={"properties": {"notes": {"type": "text"}}})
+
+    # When a mapping leaves text's multi-field out, and another gives notes an analyzer
+    client.indices.put_mapping(index=INDEX, body={"properties": {"text": {"type": "text"}}})
+    english_notes = {"properties": {"notes": {"type": "text", "analyzer": "english"}}}
+    with pytest.raises(RequestError):
+        client.indices.put_mapping(index=INDEX, body=english_notes)
+
+    # Then the multi-field stays (stems still match), and the analyzer change is refused
+    assert index.upsert([_doc("p", [1, 0, 0], text="I painted")]) == {}
+    assert _ids(index.keyword("t", "paint", k=10)) == ["p"]
+    reasons = [rejection.reason for rejection in lenient_server.rejected]
+    assert len(reasons) == 1
+    assert "Cannot update parameter [analyzer] from [default] to [english]" in reasons[0]
+
+
+def test_an_index_with_another_analyzer_is_not_created(lenient_server: LoopbackOpenSearch) -> None:
+    from opensearchpy.exceptions import RequestError
+
+    body = index_body(DIMENSIONS, lenient_server.flavour)
+    body["mappings"]["properties"]["context"]["analyzer"] = "whitespace"
+
+    with pytest.raises(RequestError):
+        _raw_client(lenient_server).indices.create(index=INDEX, body=body)
+
+    assert lenient_server.indices() == {}
+
+
+TENANT_FILTER = [{"term": {"tenant": "t"}}]
+REFUSED_QUERIES: list[dict[str, Any]] = [
+    # without minimum_should_match, a bool with a filter matches every doc the filter allows
+    {"bool": {"should": [_match("tea")], "filter": TENANT_FILTER}},
+    {"bool": {"should": [_match("tea")], "minimum_should_match": 2, "filter": TENANT_FILTER}},
+    {"bool": {"should": [_match("tea")], "minimum_should_match": "1"}},
+    {"bool": {"minimum_should_match": 1, "filter": TENANT_FILTER}},
+    {"bool": {"should": [_match("tea", "text")], "minimum_should_match": 1}},  # the plain text
+    {"bool": {"should": [_match("tea", "user_id")], "minimum_should_match": 1}},
+    {"bool": {"must": [_match("tea")], "filter": TENANT_FILTER}},
+    {"bool": {"should": [{"term": {"user_id": "ada"}}], "minimum_should_match": 1}},
+    {"bool": {"should": [], "minimum_should_match": 1}},
+    {
+        "bool": {
+            "should": [{"match": {"context": {"query": "tea", "boost": -1}}}],
+            "minimum_should_match": 1,
+        }
+    },
+    {
+        "bool": {
+            "should": [{"match": {"context": {"query": "tea", "operator": "and"}}}],
+            "minimum_should_match": 1,
+        }
+    },
+]
+
+
+@pytest.mark.parametrize("query", REFUSED_QUERIES, ids=[json.dumps(q) for q in REFUSED_QUERIES])
+def test_keyword_queries_outside_the_subset_are_refused(
+    lenient_server: LoopbackOpenSearch, query: dict[str, Any]
+) -> None:
+    from opensearchpy.exceptions import RequestError
+
+    _adapter(lenient_server).ensure_index()
+
+    with pytest.raises(RequestError):
+        _raw_client(lenient_server).search(index=INDEX, body={"query": query})
+
+    assert [r.path for r in lenient_server.rejected] == [f"/{INDEX}/_search"]
+
+
+def test_a_match_on_an_unmapped_field_finds_nothing_as_in_opensearch(
+    chat: OpenSearchIndex, server: LoopbackOpenSearch
+) -> None:
+    # Given messages about a promotion
+    # When a search matches "promotion" on a field the index does not map, and on text.english
+    should = [_match("promotion", "nowhere"), _match("promotion")]
+    query = {"bool": {"should": should, "minimum_should_match": 1, "filter": TENANT_FILTER}}
+    hits = _raw_client(server).search(index=INDEX, body={"query": query})["hits"]["hits"]
+
+    # Then the unmapped field adds nothing (no error), and the text finds its docs
+    assert [hit["_source"]["doc_id"] for hit in hits] == ["congrats", "work"]
 
 
 # --- serverless copies ---------------------------------------------------------------------

@@ -7,14 +7,27 @@ end to end on one machine. It answers like OpenSearch for what it implements:
 - HEAD/PUT /{index}, PUT /{index}/_mapping, PUT /{index}/_settings (domain): the body must be
   memkit's mapping (k-NN on, a faiss HNSW innerproduct vector, every
   field of memkit.vectors.protocol with its type; gc_deletes on a domain, none on serverless).
+  A text field takes the default analyzer or `analyzer: english`, and at most one multi-field,
+  `english` (a text field with `analyzer: english`); memkit's `text` keeps the default with
+  its `text.english`, and `context` is english. Another analyzer or parameter is refused. A
+  create may leave out what memkit added in place later (`context`, `speaker`, the
+  `text.english` multi-field: an index a release before issue 15 made); PUT _mapping adds
+  fields and multi-fields as OpenSearch merges them (an analyzer never changes, a
+  multi-field it leaves out stays), and docs indexed before a field was mapped have no value
+  in it until they are written again.
 - POST /_bulk and /{index}/_bulk: index and delete actions. A domain takes custom ids with
   external versions (409 for a version that is not newer, tombstones kept for the index's
   gc_deletes, 404 not_found for a delete of an absent doc); a serverless collection takes no
   custom id and no version in an index action and generates ids. Item errors (a vector of the
   wrong dimension, a value a field's type refuses) come back per item, the others are written.
-- POST /{index}/_search: a knn query with its filter inside, a match on `text` with a bool
-  filter, a bool filter with sort and from/size (a range on a keyword compares strings, as
-  the orphan sweep's `doc_id > cursor` needs), a terms lookup.
+- POST /{index}/_search: a knn query with its filter inside; a bool of `should` match
+  clauses (each with an optional boost) on english-analysed fields, `minimum_should_match: 1`
+  and a filter, scored as OpenSearch sums them (each clause's BM25 times its boost, over
+  the docs the filter allows, best first); a bool filter with sort and from/size (a range
+  on a keyword compares strings, as the orphan sweep's `doc_id > cursor` needs); a terms
+  lookup. A match on an unmapped field matches nothing, as in OpenSearch; a match on another
+  mapped field (the plain `text` among them), in a must, or a should without
+  minimum_should_match 1 is refused.
 - Generations (memkit reindex): PUT /{index} of any k-NN dimension (each index keeps its
   own), GET /_alias/{name}, POST /_aliases with add, remove and remove_index actions applied
   atomically (one index per alias, as memkit keeps them), DELETE /{index}. Every index path
@@ -24,7 +37,8 @@ Filters are evaluated with OpenSearch's rules, on the values each doc indexed, r
 postings (value -> ids) as an inverted index reads them, so a search costs what its filter
 leaves, not the index's size; vectors are ranked exactly (the rows a filter allows, one matrix
 product) and scored as faiss's innerproduct space scores them; BM25 comes from memkit's
-keyword index (its tokenizer, not OpenSearch's standard analyzer).
+KeywordIndex, one per english-analysed field (its `terms` mirror the english analyzer), so a
+keyword search here ranks as LocalVectorIndex.keyword does.
 
 Anything else (another path, method or query parameter, post_filter, a script, an unknown
 clause or operator, _refresh, _delete_by_query, a custom _id on serverless) is answered 400
@@ -37,8 +51,10 @@ Every search sees every write at once (no refresh interval).
 from __future__ import annotations
 
 import hashlib
+import heapq
 import hmac
 import json
+import math
 import re
 import secrets
 import threading
@@ -52,7 +68,7 @@ import numpy as np
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 from werkzeug.wrappers import Request, Response
 
-from memkit.vectors.keyword import KeywordIndex
+from memkit.vectors.keyword import KeywordIndex, weighted_matches
 from memkit.vectors.protocol import BOOLEAN_FIELDS, DATE_FIELDS, KEYWORD_FIELDS, Removal
 
 Flavour = Literal["domain", "serverless"]
@@ -66,6 +82,7 @@ FAKE_SECRET_KEY = "testing"  # noqa: S105
 # The fields memkit's mapping must give, with their types (besides the vector).
 EXPECTED_FIELDS: dict[str, str] = {
     "text": "text",
+    "context": "text",
     "doc_id": "keyword",
     "version": "long",
     "deleted": "boolean",
@@ -74,6 +91,14 @@ EXPECTED_FIELDS: dict[str, str] = {
     **dict.fromkeys(BOOLEAN_FIELDS, "boolean"),
 }
 SCALAR_TYPES = frozenset({"text", "keyword", "double", "long", "boolean"})
+# Fields memkit added to existing indexes by PUT _mapping (issue 15): a create may lack them.
+ADDED_IN_PLACE = frozenset({"context", "speaker"})
+# The one analyzer a text field may name here (memkit.vectors.keyword.terms mirrors it).
+ENGLISH = "english"
+DEFAULT_ANALYZER = "default"
+ENGLISH_TEXT = {"type": "text", "analyzer": ENGLISH}
+# The analyzer of each of memkit's text fields and multi-fields, by path.
+EXPECTED_ANALYZERS = {"text": DEFAULT_ANALYZER, "text.english": ENGLISH, "context": ENGLISH}
 VECTOR_METHOD = {"name": "hnsw", "engine": "faiss", "space_type": "innerproduct"}
 _TIME_VALUE = re.compile(r"(\d+)(ms|s|m|h|d)")
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -178,7 +203,10 @@ class _Index:
     dimensions: int
     fields: dict[str, str]
     gc_deletes: float
-    text: KeywordIndex = field(init=False)
+    # text field (or multi-field: text.english) -> its analyzer
+    analyzers: dict[str, str]
+    # english-analysed field -> BM25 over the values docs indexed in it
+    searchable: dict[str, KeywordIndex] = field(default_factory=dict)
     # Raw vectors by row (a doc keeps its row); ranking reads only the rows a filter allows.
     matrix: np.ndarray = field(init=False)
     rows: dict[str, int] = field(default_factory=dict)
@@ -190,8 +218,20 @@ class _Index:
     vectorless: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
-        self.text = KeywordIndex()
         self.matrix = np.zeros((64, self.dimensions), dtype=np.float32)
+        self._search_analysed()
+
+    def extend(self, fields: dict[str, str], analyzers: dict[str, str]) -> None:
+        """Map more fields (PUT _mapping); a newly searchable one holds no doc until a doc
+        is written after it, as OpenSearch leaves docs indexed before a mapping change."""
+        self.fields.update(fields)
+        self.analyzers.update(analyzers)
+        self._search_analysed()
+
+    def _search_analysed(self) -> None:
+        for path, analyzer in self.analyzers.items():
+            if analyzer == ENGLISH:
+                self.searchable.setdefault(path, KeywordIndex())
 
     def _store_vector(self, os_id: str, vector: list[float]) -> None:
         row = self.rows.setdefault(os_id, len(self.rows))
@@ -265,8 +305,9 @@ class _Index:
         self.sequence += 1
         if vector is not None:
             self._store_vector(os_id, vector)
-        text = source.get("text") if isinstance(source.get("text"), str) else ""
-        self.text.upsert("", os_id, text or "", self.sequence, {})
+        for path, keywords in self.searchable.items():
+            value = source.get(path.split(".", 1)[0])  # text.english analyses `text`
+            keywords.upsert("", os_id, value if isinstance(value, str) else "", self.sequence, {})
         previous = self.docs.get(os_id)
         if previous is not None:
             self._unpost(previous)
@@ -282,7 +323,8 @@ class _Index:
         if previous is not None:
             self._unpost(previous)
         self.sequence += 1
-        self.text.remove([Removal(id=os_id, tenant="", version=self.sequence)])
+        for keywords in self.searchable.values():
+            keywords.remove([Removal(id=os_id, tenant="", version=self.sequence)])
         self.tombstones[os_id] = (version, time.monotonic())
         return previous is not None
 
@@ -445,6 +487,29 @@ class _Query:
             return all(tests[op](raw, bound) for op, bound in bounds.items())
 
         return self._holding(name, within)
+
+
+def _best_first(item: tuple[str, float]) -> tuple[float, str]:
+    """A scored doc's place: best score first, ties by id."""
+    return -item[1], item[0]
+
+
+def _text_analyzers(name: str, mapping: dict[str, Any]) -> dict[str, str]:
+    """The analyzer of a text field and of its multi-field (`<name>.english`), by path."""
+    if not set(mapping) <= {"type", "analyzer", "fields"}:
+        raise _unsupported(f"unsupported mapping for [{name}]: {mapping}")
+    analyzer = mapping.get("analyzer", DEFAULT_ANALYZER)
+    if "analyzer" in mapping and analyzer != ENGLISH:
+        raise _unsupported(
+            f"this server analyses text with the built-in [{ENGLISH}] analyzer alone, "
+            f"not [{analyzer}] ([{name}])"
+        )
+    found = {name: str(analyzer)}
+    if "fields" in mapping:
+        if mapping["fields"] != {ENGLISH: ENGLISH_TEXT}:
+            raise _unsupported(f"[{name}] takes one multi-field here: english, {ENGLISH_TEXT}")
+        found[f"{name}.{ENGLISH}"] = ENGLISH
+    return found
 
 
 def _source_filter(spec: Any) -> Callable[[dict[str, Any]], dict[str, Any] | None]:
@@ -739,7 +804,11 @@ class LoopbackOpenSearch:
             raise _unsupported(f"unsupported settings {sorted(unknown)} ({self.flavour})")
         return flat
 
-    def _properties(self, spec: Any, *, vector_allowed: bool) -> dict[str, str]:
+    def _properties(
+        self, spec: Any, *, vector_allowed: bool
+    ) -> tuple[dict[str, str], dict[str, str]]:
+        """A mapping's fields with their types (multi-fields by path: text.english), and
+        the analyzer of each text field."""
         if not isinstance(spec, dict) or not set(spec) <= {"dynamic", "properties"}:
             raise _parsing("[mappings] takes dynamic and properties")
         if spec.get("dynamic", False) not in (False, "false"):
@@ -748,9 +817,16 @@ class LoopbackOpenSearch:
         if not isinstance(properties, dict):
             raise _parsing("[mappings] needs properties")
         fields: dict[str, str] = {}
+        analyzers: dict[str, str] = {}
         for name, mapping in properties.items():
             kind = mapping.get("type") if isinstance(mapping, dict) else None
-            if kind == "knn_vector" and vector_allowed:
+            if not isinstance(name, str) or "." in name:
+                raise _unsupported(f"this server maps top-level fields by plain names: [{name}]")
+            if kind == "text":
+                analysed = _text_analyzers(name, mapping)
+                analyzers.update(analysed)
+                fields.update(dict.fromkeys(analysed, "text"))
+            elif kind == "knn_vector" and vector_allowed:
                 dimension = mapping.get("dimension")
                 expected = {"type": kind, "dimension": dimension, "method": VECTOR_METHOD}
                 valid = isinstance(dimension, int) and not isinstance(dimension, bool)
@@ -767,14 +843,21 @@ class LoopbackOpenSearch:
         }
         if wrong:
             raise _unsupported(f"fields with the wrong type: {sorted(wrong)}")
-        return fields
+        misanalysed = [
+            path
+            for path, analyzer in EXPECTED_ANALYZERS.items()
+            if analyzers.get(path, analyzer) != analyzer
+        ]
+        if misanalysed:
+            raise _unsupported(f"text fields with the wrong analyzer: {misanalysed}")
+        return fields, analyzers
 
     def _create(self, name: str, body: dict[str, Any]) -> Response:
         if not set(body) <= {"settings", "mappings"}:
             raise _parsing("an index body takes settings and mappings")
         settings = self._settings(body.get("settings"), creating=True)
-        fields = self._properties(body.get("mappings"), vector_allowed=True)
-        missing = set(EXPECTED_FIELDS) - set(fields)
+        fields, analyzers = self._properties(body.get("mappings"), vector_allowed=True)
+        missing = set(EXPECTED_FIELDS) - ADDED_IN_PLACE - set(fields)
         if missing or fields.get("vector") != "knn_vector":
             raise _unsupported(f"the mapping lacks {sorted(missing | {'vector'} - set(fields))}")
         if name in self._indices or name in self._aliases:
@@ -786,7 +869,7 @@ class LoopbackOpenSearch:
             )
         gc_deletes = _seconds(settings.get("index.gc_deletes", "60s"))
         dimension = int(body["mappings"]["properties"]["vector"]["dimension"])
-        self._indices[name] = _Index(name, dimension, fields, gc_deletes)
+        self._indices[name] = _Index(name, dimension, fields, gc_deletes, analyzers)
         self.created.append(name)
         return _json({"acknowledged": True, "shards_acknowledged": True, "index": name})
 
@@ -865,14 +948,21 @@ class LoopbackOpenSearch:
         return _json({"acknowledged": True})
 
     def _put_mapping(self, index: _Index, body: dict[str, Any]) -> Response:
-        fields = self._properties(body, vector_allowed=False)
+        fields, analyzers = self._properties(body, vector_allowed=False)
         for name, kind in fields.items():
             if index.fields.get(name, kind) != kind:
                 raise _unsupported(
                     f"mapper [{name}] cannot be changed from type [{index.fields[name]}] "
                     f"to [{kind}]"
                 )
-        index.fields.update(fields)
+        for path, analyzer in analyzers.items():
+            held = index.analyzers.get(path, analyzer)
+            if held != analyzer:
+                raise _unsupported(
+                    f"Mapper for [{path}] conflicts with existing mapper:\n\tCannot update "
+                    f"parameter [analyzer] from [{held}] to [{analyzer}]"
+                )
+        index.extend(fields, analyzers)
         return _json({"acknowledged": True})
 
     def _put_settings(self, index: _Index, body: dict[str, Any]) -> Response:
@@ -999,22 +1089,22 @@ class LoopbackOpenSearch:
             ranked = self._knn(index, compiler, spec)[:size]
             total = len(ranked)
         else:
-            match_text, matches = self._scored_bool(index, compiler, query)
-            if match_text is not None and "sort" not in body:
-                # Only the page is scored into hits; the total counts every match.
-                found = index.text.search("", match_text, start + size, allowed=matches)
-                total = index.text.count("", match_text, allowed=matches)
-                ranked = [(index.docs[hit.id], hit.score) for hit in found][start:]
-            else:
-                if match_text is not None:
-                    found = index.text.search("", match_text, len(matches) or 1, allowed=matches)
-                    pairs = [(index.docs[hit.id], hit.score) for hit in found]
-                else:
-                    pairs = [(doc, 0.0) for doc in index.docs.values() if doc.os_id in matches]
+            clauses, matches = self._scored_bool(index, compiler, query)
+            if clauses is not None:
+                # The filter's docs first, then each clause's BM25 among them only.
+                scores = weighted_matches(clauses, "", matches) if matches else {}
+                total = len(scores)  # every match, not the page
                 if "sort" in body:
-                    pairs, sort_values = self._sorted(index, pairs, body["sort"])
+                    best = sorted(scores.items(), key=_best_first)
+                else:
+                    best = heapq.nsmallest(start + size, scores.items(), key=_best_first)
+                pairs = [(index.docs[os_id], score) for os_id, score in best]
+            else:
+                pairs = [(doc, 0.0) for doc in index.docs.values() if doc.os_id in matches]
                 total = len(pairs)
-                ranked = pairs[start : start + size]
+            if "sort" in body:
+                pairs, sort_values = self._sorted(index, pairs, body["sort"])
+            ranked = pairs[start : start + size]
         hits = []
         for doc, score in ranked:
             hit: dict[str, Any] = {"_index": index.name, "_id": doc.os_id, "_score": score}
@@ -1078,37 +1168,60 @@ class LoopbackOpenSearch:
 
     def _scored_bool(
         self, index: _Index, compiler: _Query, query: Any
-    ) -> tuple[str | None, Matches]:
-        """A top-level bool: its filter, and the text of a `match` on `text` in its must."""
+    ) -> tuple[list[tuple[KeywordIndex, float, str]] | None, Matches]:
+        """A top-level bool: its scoring clauses (the matches of its should, each an
+        (index, boost, text); None without a should) and the docs the rest allows."""
         kind, spec = _single(query, "query")
         if kind != "bool":
             raise _parsing(f"this server takes knn or bool at the top of a search, not [{kind}]")
         if not isinstance(spec, dict):
             raise _parsing("[bool] must be an object")
         must = spec.get("must", [])
-        must = must if isinstance(must, list) else [must]
-        text: str | None = None
-        rest: list[Any] = []
-        for clause in must:
-            clause_kind, clause_spec = _single(clause, "must")
-            if clause_kind != "match":
-                rest.append(clause)
-                continue
-            name, argument = _single(clause_spec, "match")
-            argument = (
-                argument.get("query")
-                if isinstance(argument, dict) and set(argument) == {"query"}
-                else argument
-            )
-            if index.fields.get(name) != "text" or not isinstance(argument, str):
-                raise _unsupported("this server matches a string on the text field only")
-            if text is not None:
-                raise _unsupported("this server takes one match per search")
-            text = argument
-        remaining = {key: value for key, value in spec.items() if key != "must"}
-        if rest:
-            remaining["must"] = rest
-        return text, compiler.clause({"bool": remaining})
+        for clause in must if isinstance(must, list) else [must]:
+            if isinstance(clause, dict) and "match" in clause:
+                raise _unsupported("this server scores match clauses in a should, not a must")
+        rest = {key: value for key, value in spec.items() if key != "should"}
+        minimum = rest.pop("minimum_should_match", None)
+        if "should" not in spec:
+            if minimum is not None:
+                raise _unsupported("[minimum_should_match] without should clauses")
+            return None, compiler.clause({"bool": rest})
+        if type(minimum) is not int or minimum != 1:
+            # Without it, a bool with a filter would match every doc the filter allows.
+            raise _unsupported("this server takes a should with minimum_should_match 1")
+        should = spec["should"]
+        listed = should if isinstance(should, list) else [should]
+        if not listed:
+            raise _parsing("[should] needs a clause")
+        clauses = [self._match(index, clause) for clause in listed]
+        return [c for c in clauses if c is not None], compiler.clause({"bool": rest})
+
+    @staticmethod
+    def _match(index: _Index, clause: Any) -> tuple[KeywordIndex, float, str] | None:
+        """A should clause: a match on an english-analysed field, as (index, boost, text);
+        None on an unmapped field, where OpenSearch's match finds nothing."""
+        kind, spec = _single(clause, "should")
+        if kind != "match":
+            raise _unsupported(f"this server takes match clauses in a should, not [{kind}]")
+        name, argument = _single(spec, "match")
+        text, boost = argument, 1.0
+        if isinstance(argument, dict):
+            if "query" not in argument or not set(argument) <= {"query", "boost"}:
+                raise _parsing("[match] takes query and boost here")
+            text, boost = argument["query"], argument.get("boost", 1.0)
+        if not isinstance(text, str):
+            raise _unsupported("this server matches a string")
+        number = isinstance(boost, int | float) and not isinstance(boost, bool)
+        if not number or not math.isfinite(boost):
+            raise _parsing("[boost] must be a number")
+        if boost < 0:
+            raise _unsupported("negative [boost] are not allowed.")
+        if name not in index.fields:
+            return None
+        keywords = index.searchable.get(name)
+        if keywords is None:
+            raise _unsupported(f"this server matches english-analysed text fields, not [{name}]")
+        return keywords, float(boost), text
 
     def _sorted(
         self, index: _Index, pairs: list[tuple[_Doc, float]], spec: Any

@@ -184,10 +184,7 @@ class KeywordIndex:
                 return []
             scores, matched = self._scores(stats, wanted)
             if allowed is not None:
-                keep = np.zeros(len(scores), dtype=bool)
-                rows = [stats.rows[doc_id] for doc_id in allowed if doc_id in stats.rows]
-                keep[rows] = True
-                matched &= keep
+                matched &= self._mask(stats, allowed)
             hits: list[Hit] = []
             candidates = np.flatnonzero(matched)
             for row in self._best_first(stats, scores, candidates, k if not conditions else 4 * k):
@@ -211,11 +208,10 @@ class KeywordIndex:
             if stats is None or stats.docs == 0 or not wanted:
                 return {}
             scores, matched = self._scores(stats, wanted)
+            if allowed is not None:  # narrowed first: only allowed matches become entries
+                matched &= self._mask(stats, allowed)
             rows = np.flatnonzero(matched).tolist()
-            found = {stats.ids[row]: float(scores[row]) for row in rows}
-        if allowed is None:
-            return found
-        return {doc_id: found[doc_id] for doc_id in allowed if doc_id in found}
+            return {stats.ids[row]: float(scores[row]) for row in rows}
 
     def fields_of(self, tenant: str, doc_id: str) -> dict[str, object] | None:
         """A live doc's fields (None: not held, or removed)."""
@@ -237,6 +233,13 @@ class KeywordIndex:
             if allowed is None:
                 return len(held)
             return sum(1 for doc_id in allowed if stats.rows.get(doc_id, -1) in held)
+
+    @staticmethod
+    def _mask(stats: _Tenant, allowed: Collection[str]) -> np.ndarray:
+        """Which rows are docs among `allowed`."""
+        keep = np.zeros(len(stats.ids), dtype=bool)
+        keep[[stats.rows[doc_id] for doc_id in allowed if doc_id in stats.rows]] = True
+        return keep
 
     @staticmethod
     def _scores(stats: _Tenant, wanted: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -280,6 +283,20 @@ class KeywordIndex:
             yield from sorted(rest.tolist(), key=lambda row: (-scores[row], stats.ids[row]))
 
 
+def weighted_matches(
+    clauses: Sequence[tuple[KeywordIndex, float, str]],
+    tenant: str,
+    allowed: Collection[str] | None = None,
+) -> dict[str, float]:
+    """Every doc matching a clause (index, weight, query), with the weighted sum of its
+    BM25 over the clauses in their order (OpenSearch's sum of a bool's `should` clauses)."""
+    total: dict[str, float] = {}
+    for index, weight, query in clauses:
+        for doc_id, score in index.matches(tenant, query, allowed).items():
+            total[doc_id] = total.get(doc_id, 0.0) + weight * score
+    return total
+
+
 def weighted_search(
     fields: Sequence[tuple[KeywordIndex, float]],
     tenant: str,
@@ -294,10 +311,7 @@ def weighted_search(
     if k <= 0 or not fields:
         return []
     holder = fields[0][0]
-    total: dict[str, float] = {}
-    for index, weight in fields:
-        for doc_id, score in index.matches(tenant, query, allowed).items():
-            total[doc_id] = total.get(doc_id, 0.0) + weight * score
+    total = weighted_matches([(index, weight, query) for index, weight in fields], tenant, allowed)
     hits: list[Hit] = []
     for doc_id, score in sorted(total.items(), key=lambda item: (-item[1], item[0])):
         found = holder.fields_of(tenant, doc_id)

@@ -7,8 +7,13 @@ HNSW `innerproduct` space, so the inner product is the cosine; OpenSearch's scor
 (1 + ip when ip > 0, else 1 / (1 - ip), see the k-NN "Spaces" docs) is turned back into the
 cosine, and Hit.distance is 1 - cosine, as in the local index.
 
-Each doc's source is its fields plus `tenant`, `doc_id`, `version`, `deleted`, `text` (BM25)
-and `vector`; hits return the fields without the vector and the text.
+Each doc's source is its fields plus `tenant`, `doc_id`, `version`, `deleted`, `text`,
+`context` (the turn a message follows) and `vector`; hits return the fields without the
+vector, the text and the context. A keyword search is one bool query whose two `should`
+clauses add up among the docs its filter allows: BM25 on `text.english` (the text as the
+built-in `english` analyzer makes it: stop words out, Porter stems) plus CONTEXT_WEIGHT times
+BM25 on `context` (analysed the same way), the sum LocalVectorIndex computes
+(memkit.vectors.keyword.weighted_search).
 
 Versions (why the two flavours write differently):
 
@@ -61,6 +66,7 @@ from memkit.observability import logger
 from memkit.vectors.filters import Condition, meets
 from memkit.vectors.protocol import (
     BOOLEAN_FIELDS,
+    CONTEXT_WEIGHT,
     DATE_FIELDS,
     FILTERABLE,
     KEYWORD_FIELDS,
@@ -87,8 +93,8 @@ MAX_WINDOW = 10_000
 COPIES_PER_ID = 8
 # What a doc's source adds to its fields; a doc whose fields use these names is refused.
 INTERNAL_FIELDS = ("doc_id", "version", "deleted")
-RESERVED_FIELDS = frozenset({*INTERNAL_FIELDS, "tenant", "vector", "text"})
-HIDDEN = ["vector", "text"]
+RESERVED_FIELDS = frozenset({*INTERNAL_FIELDS, "tenant", "vector", "text", "context"})
+HIDDEN = ["vector", "text", "context"]
 NEWEST_FIRST = [{"created_at": {"order": "desc"}}, {"doc_id": {"order": "asc"}}]
 MATCH_NONE: dict[str, Any] = {"match_none": {}}
 _IDENTIFIER = re.compile(r"[a-z][a-z0-9_]{0,80}")
@@ -96,12 +102,27 @@ _IDENTIFIER = re.compile(r"[a-z][a-z0-9_]{0,80}")
 GENERATION_SUFFIX = "-gen"
 
 
+def _english_text() -> dict[str, Any]:
+    """A text field analysed by the built-in `english` analyzer (what
+    memkit.vectors.keyword.terms mirrors)."""
+    return {"type": "text", "analyzer": "english"}
+
+
 def scalar_properties() -> dict[str, dict[str, Any]]:
     """Every field's mapping except the vector's (what PUT _mapping may add to an index)."""
     properties: dict[str, dict[str, Any]] = {
-        # The standard analyzer is the default; naming it would conflict with an index
-        # whose text field left it out (mapping parameters cannot be updated).
-        "text": {"type": "text"},
+        # `text` keeps the default analyzer: naming one would conflict with an existing
+        # index's text field (an analyzer cannot be updated). Keyword search reads its
+        # `english` multi-field, which PUT _mapping may add to an existing field ("new
+        # multi-fields can be added to existing fields": the Elasticsearch 7.x "Put mapping"
+        # API OpenSearch forked; OpenSearch 2.x's "Language analyzers" page maps this very
+        # text + fields.<language> shape). Docs indexed before it have no value in it until
+        # rewritten (memkit reindex). `english` is built in (no plugin), and Serverless
+        # takes PUT _mapping (aoss:UpdateIndex, "Supported operations and plugins in Amazon
+        # OpenSearch Serverless").
+        "text": {"type": "text", "fields": {"english": _english_text()}},
+        # A new field, so it may name its analyzer when PUT _mapping adds it.
+        "context": _english_text(),
         "doc_id": {"type": "keyword"},
         "version": {"type": "long"},
         "deleted": {"type": "boolean"},
@@ -437,6 +458,7 @@ class OpenSearchIndex:
             "version": doc.version,
             "deleted": False,
             "text": doc.text,
+            "context": doc.context,
             "vector": _unit(doc.vector),
         }
 
@@ -665,13 +687,19 @@ class OpenSearchIndex:
     def keyword(
         self, tenant: str, text: str, k: int, conditions: Sequence[Condition] = ()
     ) -> list[Hit]:
-        """The k best BM25 matches of `text` (OpenSearch's scores) among the tenant's docs."""
+        """The k best matches of `text` among the tenant's docs: BM25 on their english-
+        analysed text plus CONTEXT_WEIGHT times BM25 on their context (OpenSearch's scores),
+        in one search request."""
         if k <= 0 or not text.strip():
             return []
         fetch = self._fetch(k)
         query = {
             "bool": {
-                "must": [{"match": {"text": {"query": text}}}],
+                "should": [
+                    {"match": {"text.english": {"query": text}}},
+                    {"match": {"context": {"query": text, "boost": CONTEXT_WEIGHT}}},
+                ],
+                "minimum_should_match": 1,
                 "filter": [self._filter(tenant, conditions)],
             }
         }

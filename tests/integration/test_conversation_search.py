@@ -3,10 +3,19 @@
 
 from __future__ import annotations
 
+import io
+import json
 from typing import Any
 
+import boto3
 import pytest
+from botocore.response import StreamingBody
+from botocore.stub import Stubber
 
+from memkit.embeddings.bedrock import TITAN_V2, TitanEmbedder
+from memkit.models.memory import SearchRequest
+from memkit.service.long_term import LongTermService
+from memkit.store import keys
 from tests.conftest import ApiResponse
 from tests.integration.memory_world import MemoryWorld
 
@@ -68,6 +77,68 @@ def test_a_reply_is_found_by_the_words_of_the_turn_it_answers(world: MemoryWorld
     ]
 
 
+def _put(world: MemoryWorld, session: str, *turns: tuple[str, str]) -> None:
+    messages = [{"id": i, "role": "user", "content": c} for i, c in turns]
+    body = {"user_id": "ada", "messages": messages}
+    _ok(world.api("PUT", f"/v1/working-memory/{session}", query=NS, body=body))
+
+
+def _settled(world: MemoryWorld) -> None:
+    """Deliver the stream until it is quiet (a removal brings the next turn back)."""
+    for _ in range(5):
+        if not world.settle():
+            return
+    raise AssertionError("the stream did not settle")
+
+
+def test_a_removed_turns_words_are_not_found_through_its_reply(world: MemoryWorld) -> None:
+    # Given a turn and the reply to it, indexed
+    turns = (
+        ("m1", "Maria: How did the check-up go?"),
+        ("m2", "John: I'm seeing a cardiologist about my heart murmur."),
+        ("m3", "Maria: Oh no, I hope it goes well."),
+    )
+    _put(world, "private", *turns)
+    _settled(world)
+    assert _search(world, "cardiologist", "private", search_mode="keyword") == ["m2", "m3"]
+
+    # When the turn is deleted from the session (a PUT that leaves it out)
+    _put(world, "private", turns[0], turns[2])
+    _settled(world)
+
+    # Then its words find nothing, not even through the reply it had; the reply is found
+    # by its own words and now through the turn before it in the log
+    assert _search(world, "cardiologist", "private", search_mode="keyword") == []
+    assert _search(world, "hope", "private", search_mode="keyword") == ["m3"]
+    assert _search(world, "check-up", "private", search_mode="keyword") == ["m1", "m3"]
+
+
+def test_a_turn_whose_text_changes_gives_its_reply_the_new_context(
+    world: MemoryWorld, dynamodb_table: str
+) -> None:
+    # Given a turn and its reply, indexed
+    _put(world, "edit", ("e1", "Ada: my new flat is in Lisbon"), ("e2", "Bob: lovely!"))
+    _settled(world)
+    assert _search(world, "lisbon", "edit", search_mode="keyword") == ["e1", "e2"]
+
+    # When the turn's text is changed in the table (no API route edits a message: an
+    # operator's redaction)
+    boto3.client("dynamodb", region_name="us-east-1").update_item(
+        TableName=dynamodb_table,
+        Key={
+            "PK": {"S": keys.session_pk("default", "chat", "edit")},
+            "SK": {"S": keys.message_sk("e1")},
+        },
+        UpdateExpression="SET content = :c, written_us = written_us + :one",
+        ExpressionAttributeValues={":c": {"S": "Ada: my new flat is in Porto"}, ":one": {"N": "1"}},
+    )
+    _settled(world)
+
+    # Then the reply's context follows
+    assert _search(world, "lisbon", "edit", search_mode="keyword") == []
+    assert _search(world, "porto", "edit", search_mode="keyword") == ["e1", "e2"]
+
+
 def test_a_sessions_first_message_has_no_turn_before_it(world: MemoryWorld) -> None:
     _append(world, "one", ("a1", "Ada: the lighthouse keeper retired"))
     _append(world, "two", ("b1", "Bob: we should paint the fence"))
@@ -92,3 +163,52 @@ def test_the_default_search_prefers_what_the_person_asked_about_said(world: Memo
     # Then what that person said comes first
     assert _search(world, "What class did Caroline sign up for?", "talk")[0] == "t2"
     assert _search(world, "What class did Melanie sign up for?", "talk")[0] == "t1"
+
+
+def test_bedrock_embedders_are_given_the_same_question_text(world: MemoryWorld) -> None:
+    # Given a conversation indexed (local vectors of 256 dimensions, as Titan's smallest)
+    _append(
+        world,
+        "talk",
+        ("t1", "Melanie: I signed up for a pottery class yesterday."),
+        ("t2", "Caroline: I signed up for a pottery class yesterday."),
+    )
+    world.settle()
+    bedrock = boto3.client("bedrock-runtime", region_name="us-east-1")
+    titan = TitanEmbedder(bedrock, dimensions=256, workers=1)
+    search = LongTermService(world.store, lambda: world.vector_index, lambda: titan)
+    vector = [1.0 / 16] * 256
+    raw = json.dumps({"embedding": vector, "inputTextTokenCount": 2}).encode()
+
+    # When the default search asks Titan for the question's vector
+    with Stubber(bedrock) as stub:
+        stub.add_response(
+            "invoke_model",
+            {"body": StreamingBody(io.BytesIO(raw), len(raw)), "contentType": "application/json"},
+            {
+                "modelId": TITAN_V2,
+                # Then Titan is sent what the local model embeds: no function words, and
+                # not the speaker the question names (Caroline speaks in this session)
+                "body": json.dumps(
+                    {
+                        "inputText": "class sign",
+                        "dimensions": 256,
+                        "normalize": True,
+                        "embeddingTypes": ["float"],
+                    }
+                ),
+                "contentType": "application/json",
+                "accept": "application/json",
+            },
+        )
+        found = search.search(
+            "default",
+            SearchRequest(
+                text="What class did Caroline sign up for?",
+                session_id={"eq": "talk"},
+                namespace={"eq": "chat"},
+            ),
+        )
+        stub.assert_no_pending_responses()
+    # And the fusion is the same: what Caroline said comes first
+    assert found.memories[0].id == "t2"

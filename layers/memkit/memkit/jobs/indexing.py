@@ -16,15 +16,16 @@ A MODIFY that changes nothing the index holds (an expiry refresh) embeds nothing
 
 A message's doc also says who said it (`speaker`) and carries the turn before it in its
 session as `context` (memkit.vectors.conversation): one Query of the table a session a batch
-reads them. A message's context is the turn before it when it was indexed: a later edit or
-removal of that turn does not reach it until the message is indexed again (a reindex).
+reads them. When a message is removed (not by expiry) or its text changes, the message after
+it is marked in the table (touch_turns_after), and the stream brings it back to be indexed
+with its new turn before it: a removed turn's words never stay findable through its reply.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeGuard
 
@@ -69,6 +70,10 @@ class IndexerStore(Protocol):
 
     def turns_before(self, messages: Sequence[MessageValue]) -> dict[MessageRef, str]: ...
 
+    def touch_turns_after(
+        self, changed: Sequence[MessageValue], skip: Collection[MessageRef] = ()
+    ) -> int: ...
+
     def mark_promoted(self, ref: PendingMemoryRef, record_json: str, persisted_at: str) -> bool: ...
 
 
@@ -86,6 +91,11 @@ def _wanted(value: Value) -> TypeGuard[RecordValue | MessageValue | PendingMemor
 def _without_access(doc: tuple[str, dict[str, Any]]) -> tuple[str, dict[str, Any]]:
     text, fields = doc
     return text, {k: v for k, v in fields.items() if k != "last_accessed"}
+
+
+def _touched(value: Indexed) -> int | None:
+    """When a message's turn before it last changed (None for records)."""
+    return value.touched if isinstance(value, MessageValue) else None
 
 
 def _text_and_fields(value: Indexed) -> tuple[str, dict[str, Any]]:
@@ -145,6 +155,7 @@ class _Change:
     removal_version: int = 0
     ttl: bool = False
     doc_id: str = ""
+    removed: Value | None = None  # the item as its last REMOVE's old image shows it
 
 
 @dataclass
@@ -258,6 +269,7 @@ class Indexer:
             item.new = None
             item.removal_version = max(previous + 1, change.at_us)
             item.ttl = change.ttl
+            item.removed = old
         else:
             item.new = change.new
         item.sequences.append(change.sequence)
@@ -328,6 +340,7 @@ class Indexer:
                     change.modified_only
                     and isinstance(before, RecordValue | MessageValue)
                     and _without_access(_text_and_fields(before)) == _without_access((text, fields))
+                    and _touched(before) == _touched(new)
                 )
                 if unchanged:
                     outcome.skipped += len(change.sequences)
@@ -339,6 +352,7 @@ class Indexer:
             except (AssertionError, KeyError, TypeError, ValueError) as exc:
                 outcome.fail(change.sequences, f"unreadable item: {type(exc).__name__}")
 
+        self._touch_turns_after(changes, outcome)
         contexts = self._contexts([change for change, _, _, _ in writes], outcome)
         writes = [w for w in writes if w[0].doc_id not in contexts.failed]
         vectors, embed_failures = self._embed([text for _, text, _, _ in writes])
@@ -389,6 +403,30 @@ class Indexer:
                 for change, _ in doc_changes.values():
                     if isinstance(change.subject, RecordValue) and change.tenant == tenant:
                         outcome.fail(change.sequences, "index state not written")
+
+    def _touch_turns_after(self, changes: Sequence[_Change], outcome: BatchOutcome) -> None:
+        """A message removed (not by expiry) or whose content changed: the message after it
+        must read its context again (the store marks it, and the stream brings it back).
+        On failure the change's records fail, and the batch is retried."""
+        triggers: list[tuple[_Change, MessageValue]] = []
+        for change in changes:
+            if isinstance(change.removed, MessageValue) and change.new is None and not change.ttl:
+                triggers.append((change, change.removed))
+            elif (
+                isinstance(change.new, MessageValue)
+                and isinstance(change.before, MessageValue)
+                and change.before.content != change.new.content
+            ):
+                triggers.append((change, change.new))
+        if not triggers:
+            return
+        in_batch = {c.subject.ref for c in changes if isinstance(c.subject, MessageValue)}
+        try:
+            self._store.touch_turns_after([value for _, value in triggers], in_batch)
+        except Exception as exc:
+            reason = f"next turn not marked: {type(exc).__name__}"
+            for change, _ in triggers:
+                outcome.fail(change.sequences, reason)
 
     def _contexts(self, changes: Sequence[_Change], outcome: BatchOutcome) -> _Contexts:
         """The turn before each message of the batch (doc id -> its context); a session

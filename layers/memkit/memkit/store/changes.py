@@ -80,6 +80,8 @@ class MessageValue:
     order: str | None = None
     gen: str | None = None
     name: str | None = None
+    # Set when the turn before it changed (its context must be read again).
+    touched: int | None = None
 
 
 @dataclass(frozen=True)
@@ -231,6 +233,7 @@ def _value(image: dict[str, Any] | None) -> Value | None:
             order=_text(image, "LSI1SK"),
             gen=_text(image, "gen"),
             name=_text(image, "name"),
+            touched=int(image["ctx_us"]) if image.get("ctx_us") is not None else None,
         )
     if kind == "memory":
         return PendingMemoryValue(

@@ -193,6 +193,9 @@ def bind_items(
         session_id = UnicodeAttribute(null=True)
         user_id = UnicodeAttribute(null=True)
         written_us = NumberAttribute(null=True)
+        # When the turn before it last changed (removed or edited): the indexer reads its
+        # context again (store/sessions.py touch_turns_after).
+        ctx_us = NumberAttribute(null=True)
 
     class MemoryItem(TableItem, discriminator="memory"):
         memory_id = UnicodeAttribute()

@@ -12,7 +12,7 @@ import hashlib
 import json
 import random
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from itertools import chain, islice
 from typing import Any
@@ -523,6 +523,70 @@ class SessionTable(TableBase):
                         if not pending or past_oldest > LEFTOVERS_SKIPPED:
                             break
         return found
+
+    def touch_turns_after(
+        self, changed: Sequence[MessageTurn], skip: Collection[MessageRef] = ()
+    ) -> int:
+        """For each message removed or edited, mark the indexed message after it in its
+        session's log (the same life) as having a new turn before it: a new `ctx_us` and a
+        newer `written_us`, so the stream brings it back to the indexer, which reads its
+        context again (a removed turn's words must not stay findable through its reply).
+        Messages in `skip` (indexed or removed in the same batch anyway) are left alone, and
+        a message written meanwhile is not touched (its own change reaches the indexer).
+        How many were touched."""
+        touched = 0
+        client = self._items.connection.client
+        table = self._items.base.Meta.table_name
+        for message in changed:
+            if not message.order:
+                continue
+            ref = message.ref
+            pk = keys.session_pk(ref.tenant, ref.namespace, ref.session_id)
+            with translated("read messages"):
+                after = self._items.base.by_order.query(
+                    pk,
+                    range_key_condition=self._items.base.order > message.order,
+                    consistent_read=True,
+                    page_size=4,
+                )
+                following = next(
+                    (
+                        item
+                        for item in islice(after, LEFTOVERS_SKIPPED)
+                        if (item.gen or "0") == (message.gen or "0")
+                    ),
+                    None,
+                )
+            if (
+                following is None
+                or not following.order.startswith(keys.ORDER_PREFIX)
+                or getattr(following, "idx", None) != "1"
+                or MessageRef(ref.tenant, ref.namespace, ref.session_id, following.message_id)
+                in skip
+            ):
+                continue
+            old = int(following.written_us or 0)
+            now = max(int(self._clock() * 1_000_000), old + 1)
+            values = {":now": {"N": str(now)}}
+            if following.written_us is None:
+                unwritten = "attribute_not_exists(written_us)"
+            else:
+                unwritten = "written_us = :old"
+                values[":old"] = {"N": str(old)}
+            update = {
+                "TableName": table,
+                "Key": {"PK": {"S": following.pk}, "SK": {"S": following.sk}},
+                "UpdateExpression": "SET ctx_us = :now, written_us = :now",
+                "ConditionExpression": f"attribute_exists(PK) AND {unwritten}",
+                "ExpressionAttributeValues": values,
+            }
+            try:
+                with translated("touch message"):
+                    client.update_item(**update)
+                touched += 1
+            except VersionConflict:
+                pass  # deleted or written meanwhile: its own change reaches the indexer
+        return touched
 
     def _owned_meta_item(self, owner: Owner, session_id: str) -> Any | None:
         """The live session item, after refusing another user's session (403)."""

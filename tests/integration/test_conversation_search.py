@@ -91,19 +91,36 @@ def _settled(world: MemoryWorld) -> None:
     raise AssertionError("the stream did not settle")
 
 
+def _update_message(
+    table: str, session: str, message_id: str, update: str, values: dict[str, Any]
+) -> None:
+    """Change a message's item in the table directly (what no API route does)."""
+    boto3.client("dynamodb", region_name="us-east-1").update_item(
+        TableName=table,
+        Key={
+            "PK": {"S": keys.session_pk("default", "chat", session)},
+            "SK": {"S": keys.message_sk(message_id)},
+        },
+        UpdateExpression=update,
+        ExpressionAttributeValues=values,
+    )
+
+
+CHECKUP = (
+    ("m1", "Maria: How did the check-up go?"),
+    ("m2", "John: I'm seeing a cardiologist about my heart murmur."),
+    ("m3", "Maria: Oh no, I hope it goes well."),
+)
+
+
 def test_a_removed_turns_words_are_not_found_through_its_reply(world: MemoryWorld) -> None:
     # Given a turn and the reply to it, indexed
-    turns = (
-        ("m1", "Maria: How did the check-up go?"),
-        ("m2", "John: I'm seeing a cardiologist about my heart murmur."),
-        ("m3", "Maria: Oh no, I hope it goes well."),
-    )
-    _put(world, "private", *turns)
+    _put(world, "private", *CHECKUP)
     _settled(world)
     assert _search(world, "cardiologist", "private", search_mode="keyword") == ["m2", "m3"]
 
     # When the turn is deleted from the session (a PUT that leaves it out)
-    _put(world, "private", turns[0], turns[2])
+    _put(world, "private", CHECKUP[0], CHECKUP[2])
     _settled(world)
 
     # Then its words find nothing, not even through the reply it had; the reply is found
@@ -111,6 +128,45 @@ def test_a_removed_turns_words_are_not_found_through_its_reply(world: MemoryWorl
     assert _search(world, "cardiologist", "private", search_mode="keyword") == []
     assert _search(world, "hope", "private", search_mode="keyword") == ["m3"]
     assert _search(world, "check-up", "private", search_mode="keyword") == ["m1", "m3"]
+
+
+def test_a_removed_turns_reply_is_touched_even_when_the_same_batch_changes_it_in_passing(
+    world: MemoryWorld, dynamodb_table: str
+) -> None:
+    # Given a turn and its reply, indexed
+    _put(world, "private", *CHECKUP)
+    _settled(world)
+
+    # When the turn is deleted and, before the stream is read, the reply is changed in a way
+    # the index does not hold (the curator marks it extracted): one batch with both
+    _put(world, "private", CHECKUP[0], CHECKUP[2])
+    _update_message(dynamodb_table, "private", "m3", "SET extracted = :t", {":t": {"S": "t"}})
+    _settled(world)
+
+    # Then the deleted turn's words are not found through the reply either
+    assert _search(world, "cardiologist", "private", search_mode="keyword") == []
+
+
+def test_a_turn_the_index_does_not_hold_is_no_ones_context(world: MemoryWorld) -> None:
+    # Given a message written while the session did not index messages, then one that is
+    body = {
+        "user_id": "ada",
+        "index_messages": False,
+        "messages": [{"id": "s1", "role": "user", "content": "my bank pin is zebra4471"}],
+    }
+    _ok(world.api("PUT", "/v1/working-memory/pins", query=NS, body=body))
+    body["index_messages"] = True
+    body["messages"] = [
+        *body["messages"],
+        {"id": "s2", "role": "user", "content": "anyway, see you tomorrow"},
+    ]
+    _ok(world.api("PUT", "/v1/working-memory/pins", query=NS, body=body))
+    _settled(world)
+
+    # Then its words are not found through the message after it (its removal would never
+    # reach the indexer, which sees only indexed messages)
+    assert _search(world, "zebra4471", "pins", search_mode="keyword") == []
+    assert _search(world, "tomorrow", "pins", search_mode="keyword") == ["s2"]
 
 
 def test_a_turn_whose_text_changes_gives_its_reply_the_new_context(
@@ -123,14 +179,12 @@ def test_a_turn_whose_text_changes_gives_its_reply_the_new_context(
 
     # When the turn's text is changed in the table (no API route edits a message: an
     # operator's redaction)
-    boto3.client("dynamodb", region_name="us-east-1").update_item(
-        TableName=dynamodb_table,
-        Key={
-            "PK": {"S": keys.session_pk("default", "chat", "edit")},
-            "SK": {"S": keys.message_sk("e1")},
-        },
-        UpdateExpression="SET content = :c, written_us = written_us + :one",
-        ExpressionAttributeValues={":c": {"S": "Ada: my new flat is in Porto"}, ":one": {"N": "1"}},
+    _update_message(
+        dynamodb_table,
+        "edit",
+        "e1",
+        "SET content = :c, written_us = written_us + :one",
+        {":c": {"S": "Ada: my new flat is in Porto"}, ":one": {"N": "1"}},
     )
     _settled(world)
 

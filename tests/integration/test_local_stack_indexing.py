@@ -74,3 +74,24 @@ def test_health_shows_the_engine_and_each_stream_pump(stack: LocalStack) -> None
     pumps = health["local"]["stream_pumps"]
     assert set(pumps) == {"indexer", "curator"}
     assert all(p["state"] in ("ok", "catching up") for p in pumps.values()), pumps
+
+
+def test_a_long_question_is_answered_not_refused_by_opensearchs_clause_limit(
+    stack: LocalStack,
+) -> None:
+    # Given a question of 1,500 distinct words (a pasted document): the keyword query is a
+    # match on a doc's text and one on its context, and OpenSearch refuses a query of more
+    # than 1,024 term clauses (the loopback OpenSearch too)
+    # (a message indexed first, so the index and its mapping exist)
+    appended = {"messages": [{"id": "w7", "role": "user", "content": "a message about w7"}]}
+    url = f"{stack.url}/v1/working-memory/long-question/messages"
+    assert httpx.post(url, params={"namespace": NS}, json=appended, timeout=30).status_code == 201
+    _until(lambda: _indexed_messages(stack.url, "long-question") == {"w7"}, "w7 indexed")
+    text = " ".join(f"w{n}" for n in range(1500))  # under the 10,000 characters a text takes
+    body = {"text": text, "namespace": {"eq": NS}, "session_id": {"eq": "long-question"}}
+
+    response = httpx.post(f"{stack.url}/v1/long-term-memory/search", json=body, timeout=60)
+
+    # Then it is answered from its first words (w7 among them)
+    assert response.status_code == 200, response.text
+    assert [memory["id"] for memory in response.json()["memories"]] == ["w7"]

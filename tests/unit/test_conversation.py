@@ -28,6 +28,8 @@ from memkit.vectors.conversation import (
         ("Caroline:no space", None, None),
         ("https://example.com is down", None, None),
         ("A Very Long Speaker Label: four words", None, None),
+        ("A" + "b" * 40 + ": a word of 41 characters is no name", None, None),
+        ("A" + "b" * 39 + ": forty", None, "a" + "b" * 39),
         ("plain text", "   ", None),
     ],
 )
@@ -55,6 +57,8 @@ def test_a_questions_meaning_leaves_out_function_words_and_the_speakers_it_names
     assert meaning_of("Who is Caroline?", {"caroline"}) == "caroline"
     assert meaning_of("What did I do?") == "What did I do?"
     assert meaning_of("What's my dog's name?") == drop_function_words("What's my dog's name?")
+    # negations stay: a contextual embedder reads them
+    assert meaning_of("Which restaurants does Ada not like?", {"ada"}) == "restaurants not like"
 
 
 def test_a_question_names_a_speaker_when_it_holds_every_word_of_the_name() -> None:

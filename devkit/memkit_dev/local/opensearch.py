@@ -68,7 +68,7 @@ import numpy as np
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 from werkzeug.wrappers import Request, Response
 
-from memkit.vectors.keyword import KeywordIndex, weighted_matches
+from memkit.vectors.keyword import KeywordIndex, terms, weighted_matches
 from memkit.vectors.protocol import BOOLEAN_FIELDS, DATE_FIELDS, KEYWORD_FIELDS, Removal
 
 Flavour = Literal["domain", "serverless"]
@@ -76,6 +76,8 @@ Flavour = Literal["domain", "serverless"]
 Matches = set[str]
 
 MAX_WINDOW = 10_000
+# indices.query.bool.max_clause_count: the term clauses a whole query may hold.
+MAX_CLAUSE_COUNT = 1024
 # The fake credentials the tests and the local stack sign with (as moto's).
 FAKE_ACCESS_KEY = "testing"
 FAKE_SECRET_KEY = "testing"  # noqa: S105
@@ -117,6 +119,21 @@ class Rejection:
     path: str
     type: str
     reason: str
+
+
+def _leaf_clauses(query: Any) -> int:
+    """How many leaf queries (term, terms, range, exists, prefix...) a query tree holds."""
+    if isinstance(query, list):
+        return sum(_leaf_clauses(item) for item in query)
+    if not isinstance(query, dict):
+        return 0
+    leaves = sum(1 for key in query if key in _LEAF_QUERIES)
+    return leaves + sum(
+        _leaf_clauses(value) for key, value in query.items() if key not in _LEAF_QUERIES
+    )
+
+
+_LEAF_QUERIES = frozenset({"term", "terms", "range", "exists", "prefix", "match_none", "ids"})
 
 
 class _Problem(Exception):
@@ -1194,6 +1211,16 @@ class LoopbackOpenSearch:
         if not listed:
             raise _parsing("[should] needs a clause")
         clauses = [self._match(index, clause) for clause in listed]
+        # Lucene counts the term clauses of the whole query against maxClauseCount (1,024
+        # by default; OpenSearch's indices.query.bool.max_clause_count).
+        term_clauses = sum(len(terms(c[2])) for c in clauses if c is not None)
+        term_clauses += _leaf_clauses(rest)
+        if term_clauses > MAX_CLAUSE_COUNT:
+            raise _Problem(
+                400,
+                "too_many_clauses",
+                f"too_many_clauses: maxClauseCount is set to {MAX_CLAUSE_COUNT}",
+            )
         return [c for c in clauses if c is not None], compiler.clause({"bool": rest})
 
     @staticmethod

@@ -352,7 +352,13 @@ class Indexer:
             except (AssertionError, KeyError, TypeError, ValueError) as exc:
                 outcome.fail(change.sequences, f"unreadable item: {type(exc).__name__}")
 
-        self._touch_turns_after(changes, outcome)
+        # the messages this batch writes or removes: their contexts need no touch
+        handled = {
+            change.subject.ref
+            for change in [w[0] for w in writes] + [r[0] for r in removals]
+            if isinstance(change.subject, MessageValue)
+        }
+        self._touch_turns_after(changes, outcome, handled)
         contexts = self._contexts([change for change, _, _, _ in writes], outcome)
         writes = [w for w in writes if w[0].doc_id not in contexts.failed]
         vectors, embed_failures = self._embed([text for _, text, _, _ in writes])
@@ -404,7 +410,9 @@ class Indexer:
                     if isinstance(change.subject, RecordValue) and change.tenant == tenant:
                         outcome.fail(change.sequences, "index state not written")
 
-    def _touch_turns_after(self, changes: Sequence[_Change], outcome: BatchOutcome) -> None:
+    def _touch_turns_after(
+        self, changes: Sequence[_Change], outcome: BatchOutcome, handled: Collection[object]
+    ) -> None:
         """A message removed (not by expiry) or whose content changed: the message after it
         must read its context again (the store marks it, and the stream brings it back).
         On failure the change's records fail, and the batch is retried."""
@@ -420,9 +428,9 @@ class Indexer:
                 triggers.append((change, change.new))
         if not triggers:
             return
-        in_batch = {c.subject.ref for c in changes if isinstance(c.subject, MessageValue)}
+        skip = [ref for ref in handled if isinstance(ref, MessageRef)]
         try:
-            self._store.touch_turns_after([value for _, value in triggers], in_batch)
+            self._store.touch_turns_after([value for _, value in triggers], skip)
         except Exception as exc:
             reason = f"next turn not marked: {type(exc).__name__}"
             for change, _ in triggers:

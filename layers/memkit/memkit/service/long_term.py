@@ -23,6 +23,7 @@ from datetime import datetime
 from typing import Any
 
 from memkit.embeddings.protocol import Embedder, EmbeddingFailed
+from memkit.embeddings.wordpiece import words
 from memkit.errors import (
     BadRequest,
     FieldProblem,
@@ -69,7 +70,9 @@ RECENCY_CANDIDATES = 100
 MAX_RECENCY_WINDOW = 1_000
 # Lambda answers at most 6 MB; a page stops adding hits past this.
 MAX_RESPONSE_BYTES = 5_000_000
-MAX_QUERY_TERMS = 512
+# Terms of a keyword query. It is two match clauses (a doc's text and its context), and
+# OpenSearch counts every term of the whole query against its 1,024-clause limit.
+MAX_QUERY_TERMS = 250
 # A filter's list of values (OpenSearch's terms and bool clauses have limits).
 MAX_FILTER_VALUES = 100
 # AMS's recency defaults (RecencyConfig).
@@ -282,10 +285,16 @@ def _within(distance: float, threshold: float | None) -> bool:
 
 
 def _keyword_text(text: str) -> str:
-    """The query for BM25, at most MAX_QUERY_TERMS words (OpenSearch refuses a match query
-    of more than 1,024 clauses)."""
-    words = text.split()
-    return text if len(words) <= MAX_QUERY_TERMS else " ".join(words[:MAX_QUERY_TERMS])
+    """The query for BM25: its first words up to MAX_QUERY_TERMS terms (counted as the
+    tokenizer splits them, at least as finely as OpenSearch's)."""
+    kept: list[str] = []
+    count = 0
+    for word in text.split():
+        count += len(words(word))
+        if count > MAX_QUERY_TERMS:
+            return " ".join(kept)
+        kept.append(word)
+    return text
 
 
 def _response_bytes(view: MemoryHit) -> int:

@@ -72,6 +72,9 @@ MAX_REBUILT_MESSAGES = 500
 # How many items of an earlier life of a session (not yet deleted) the look for a turn before
 # a message reads past before it gives up on that message's context.
 LEFTOVERS_SKIPPED = 100
+# Items a Query page reads when looking for the turns before a run of messages (the run's
+# length plus one, at most this).
+RUN_PAGE = 100
 
 
 def _dumps(value: Any) -> str | None:
@@ -485,10 +488,13 @@ class SessionTable(TableBase):
 
     def turns_before(self, messages: Sequence[MessageTurn]) -> dict[MessageRef, str]:
         """For each message, the content of the message just before it in its session's log
-        (the same life of the session), where there is one: what the indexer keeps as its
-        context. One backwards Query of LSI1 a session, from the newest of its messages
-        asked to the one before the oldest (a stream batch's messages are mostly
-        consecutive, so it reads about one item more than it was given)."""
+        (the same life of the session) when that one is indexed too: what the indexer keeps
+        as its context. A turn the index does not hold (written while the session did not
+        index messages) is no one's context: its removal would never reach the indexer.
+
+        Backwards Queries of LSI1, one a run of consecutive messages asked: a stream batch's
+        appends are one run, read with one item more than it holds; messages far apart in
+        the log (a rebuild's Scan page) cost a short Query each, never the gap between."""
         by_session: dict[tuple[str, str, str], dict[str, MessageTurn]] = {}
         for message in messages:
             if message.order:
@@ -497,32 +503,55 @@ class SessionTable(TableBase):
                 session[message.order] = message
         found: dict[MessageRef, str] = {}
         for (tenant, namespace, session_id), wanted in by_session.items():
-            oldest = min(wanted)
-            pending: list[MessageTurn] = []  # asked, waiting for the next older item
-            log = self._items.base.by_order.query(
-                keys.session_pk(tenant, namespace, session_id),
-                range_key_condition=self._items.base.order.between(keys.ORDER_PREFIX, max(wanted)),
-                scan_index_forward=False,
-                consistent_read=True,
-                page_size=len(wanted) + 1,
-            )
-            past_oldest = 0
-            with translated("read messages"):
-                for item in log:
-                    waiting = []
-                    for message in pending:
-                        if (item.gen or "0") == (message.gen or "0"):
-                            found[message.ref] = item.content
-                        else:  # a leftover of the session's earlier life: not its turn
-                            waiting.append(message)
-                    pending = waiting
-                    if item.order in wanted:
-                        pending.append(wanted[item.order])
-                    if item.order < oldest:
-                        past_oldest += 1
-                        if not pending or past_oldest > LEFTOVERS_SKIPPED:
-                            break
+            pk = keys.session_pk(tenant, namespace, session_id)
+            unread = sorted(wanted, reverse=True)
+            while unread:
+                for order in self._run_before(pk, unread[0], wanted, found, len(unread)):
+                    unread.remove(order)
         return found
+
+    def _run_before(
+        self,
+        pk: str,
+        newest: str,
+        wanted: dict[str, MessageTurn],
+        found: dict[MessageRef, str],
+        unread: int,
+    ) -> list[str]:
+        """One backwards Query from `newest` (a wanted order): the turn before each wanted
+        message of the run it starts, into `found`. The wanted orders it read."""
+        read: list[str] = []
+        pending: list[MessageTurn] = []  # asked, waiting for the next older item of its life
+        leftovers = 0
+        log = self._items.base.by_order.query(
+            pk,
+            range_key_condition=self._items.base.order.between(keys.ORDER_PREFIX, newest),
+            scan_index_forward=False,
+            consistent_read=True,
+            page_size=min(unread, RUN_PAGE) + 1,
+        )
+        with translated("read messages"):
+            for item in log:
+                waiting = []
+                for message in pending:
+                    if (item.gen or "0") != (message.gen or "0"):
+                        waiting.append(message)  # a leftover of an earlier life: not its turn
+                        continue
+                    indexed = getattr(item, "idx", None) == "1"
+                    found[message.ref] = item.content if indexed else ""
+                pending = waiting
+                if item.order in wanted:
+                    pending.append(wanted[item.order])
+                    read.append(item.order)
+                elif not pending:
+                    break  # the run ended: the next wanted message starts its own Query
+                else:
+                    leftovers += 1
+                    if leftovers > LEFTOVERS_SKIPPED:
+                        break
+        if not read:  # the newest asked is gone from the log: nothing before it to read
+            read.append(newest)
+        return read
 
     def touch_turns_after(
         self, changed: Sequence[MessageTurn], skip: Collection[MessageRef] = ()
@@ -531,62 +560,81 @@ class SessionTable(TableBase):
         session's log (the same life) as having a new turn before it: a new `ctx_us` and a
         newer `written_us`, so the stream brings it back to the indexer, which reads its
         context again (a removed turn's words must not stay findable through its reply).
-        Messages in `skip` (indexed or removed in the same batch anyway) are left alone, and
+        Messages in `skip` (written or removed in the same batch anyway) are left alone, and
         a message written meanwhile is not touched (its own change reaches the indexer).
-        How many were touched."""
-        touched = 0
-        client = self._items.connection.client
-        table = self._items.base.Meta.table_name
+
+        One forward Query of LSI1 a run of changed messages with nothing left between them
+        (a deleted page of a log has one message after it, not one each). How many were
+        touched."""
+        by_session: dict[tuple[str, str, str], list[MessageTurn]] = {}
         for message in changed:
-            if not message.order:
-                continue
-            ref = message.ref
-            pk = keys.session_pk(ref.tenant, ref.namespace, ref.session_id)
-            with translated("read messages"):
-                after = self._items.base.by_order.query(
-                    pk,
-                    range_key_condition=self._items.base.order > message.order,
-                    consistent_read=True,
-                    page_size=4,
+            if message.order:
+                ref = message.ref
+                by_session.setdefault((ref.tenant, ref.namespace, ref.session_id), []).append(
+                    message
                 )
-                following = next(
-                    (
-                        item
-                        for item in islice(after, LEFTOVERS_SKIPPED)
-                        if (item.gen or "0") == (message.gen or "0")
-                    ),
-                    None,
-                )
-            if (
-                following is None
-                or not following.order.startswith(keys.ORDER_PREFIX)
-                or getattr(following, "idx", None) != "1"
-                or MessageRef(ref.tenant, ref.namespace, ref.session_id, following.message_id)
-                in skip
-            ):
-                continue
-            old = int(following.written_us or 0)
-            now = max(int(self._clock() * 1_000_000), old + 1)
-            values = {":now": {"N": str(now)}}
-            if following.written_us is None:
-                unwritten = "attribute_not_exists(written_us)"
-            else:
-                unwritten = "written_us = :old"
-                values[":old"] = {"N": str(old)}
-            update = {
-                "TableName": table,
-                "Key": {"PK": {"S": following.pk}, "SK": {"S": following.sk}},
-                "UpdateExpression": "SET ctx_us = :now, written_us = :now",
-                "ConditionExpression": f"attribute_exists(PK) AND {unwritten}",
-                "ExpressionAttributeValues": values,
-            }
-            try:
-                with translated("touch message"):
-                    client.update_item(**update)
-                touched += 1
-            except VersionConflict:
-                pass  # deleted or written meanwhile: its own change reaches the indexer
+        touched = 0
+        for (tenant, namespace, session_id), messages in by_session.items():
+            pk = keys.session_pk(tenant, namespace, session_id)
+            unresolved = sorted(messages, key=lambda m: str(m.order))
+            while unresolved:
+                first = unresolved[0]
+                following = self._turn_after(pk, first)
+                # every changed message before that one has it as the turn after it
+                bound = following.order if following is not None else None
+                unresolved = [
+                    m
+                    for m in unresolved[1:]
+                    if (bound is not None and str(m.order) >= bound)
+                    or (m.gen or "0") != (first.gen or "0")
+                ]
+                if following is None:
+                    continue
+                ref = MessageRef(tenant, namespace, session_id, following.message_id)
+                if getattr(following, "idx", None) == "1" and ref not in skip:
+                    touched += self._touch(following)
         return touched
+
+    def _turn_after(self, pk: str, message: MessageTurn) -> Any | None:
+        """The first message after `message` in the log, of its life (None: the last)."""
+        after = self._items.base.by_order.query(
+            pk,
+            range_key_condition=self._items.base.order > message.order,
+            consistent_read=True,
+            page_size=4,
+        )
+        with translated("read messages"):
+            for item in islice(after, LEFTOVERS_SKIPPED):
+                if not item.order.startswith(keys.ORDER_PREFIX):
+                    return None  # past the log (the session's META)
+                if (item.gen or "0") == (message.gen or "0"):
+                    return item
+        return None
+
+    def _touch(self, item: Any) -> int:
+        """Set `ctx_us` and a newer `written_us` on a message unless it was written
+        meanwhile (then its own change reaches the indexer). 1 if touched."""
+        old = int(item.written_us or 0)
+        now = max(int(self._clock() * 1_000_000), old + 1)
+        values = {":now": {"N": str(now)}}
+        if item.written_us is None:
+            unwritten = "attribute_not_exists(written_us)"
+        else:
+            unwritten = "written_us = :old"
+            values[":old"] = {"N": str(old)}
+        update = {
+            "TableName": self._items.base.Meta.table_name,
+            "Key": {"PK": {"S": item.pk}, "SK": {"S": item.sk}},
+            "UpdateExpression": "SET ctx_us = :now, written_us = :now",
+            "ConditionExpression": f"attribute_exists(PK) AND {unwritten}",
+            "ExpressionAttributeValues": values,
+        }
+        try:
+            with translated("touch message"):
+                self._items.connection.client.update_item(**update)
+        except VersionConflict:
+            return 0  # deleted or written meanwhile
+        return 1
 
     def _owned_meta_item(self, owner: Owner, session_id: str) -> Any | None:
         """The live session item, after refusing another user's session (403)."""

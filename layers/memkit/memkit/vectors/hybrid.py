@@ -108,8 +108,10 @@ def hybrid_search(
     `speaker` of one of its candidates names a person of the conversation, which
     memkit.vectors.conversation.meaning_of leaves out of the vector; the service passes
     that). `alpha` is the weight of the vector side
-    (AMS's `hybrid_alpha`): 1 ranks as semantic search, 0 as keyword search, None means
-    DEFAULT_ALPHA. Each hit's fields are the index's; its score is in [0, 1].
+    (AMS's `hybrid_alpha`): 1 ranks as semantic search, 0 as keyword search (each with the
+    speaker boost), None means DEFAULT_ALPHA. Each hit's fields are the index's; its score
+    is in [0, 1] (a boosted hit can reach 1 below another that does: ranks are by the
+    unclipped sum).
     """
     if k <= 0:
         return []

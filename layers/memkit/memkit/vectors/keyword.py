@@ -18,6 +18,7 @@ operation per query term (numpy), so a common word held by every doc costs no Py
 
 from __future__ import annotations
 
+import heapq
 import math
 import re
 import threading
@@ -312,13 +313,22 @@ def weighted_search(
         return []
     holder = fields[0][0]
     total = weighted_matches([(index, weight, query) for index, weight in fields], tenant, allowed)
+
+    def best_first(item: tuple[str, float]) -> tuple[float, str]:
+        return -item[1], item[0]
+
+    # The likely best from a partial sort; the rest only when the conditions reject them.
+    likely = heapq.nsmallest(4 * k if conditions else k, total.items(), key=best_first)
     hits: list[Hit] = []
-    for doc_id, score in sorted(total.items(), key=lambda item: (-item[1], item[0])):
-        found = holder.fields_of(tenant, doc_id)
-        if found is None or (conditions and not meets_all(found, conditions)):
-            continue
-        hits.append(Hit(doc_id, score, found))
-        if len(hits) == k:
+    for ranked in (likely, sorted(total.items(), key=best_first)[len(likely) :]):
+        for doc_id, score in ranked:
+            found = holder.fields_of(tenant, doc_id)
+            if found is None or (conditions and not meets_all(found, conditions)):
+                continue
+            hits.append(Hit(doc_id, score, found))
+            if len(hits) == k:
+                return hits
+        if len(likely) == len(total):
             break
     return hits
 

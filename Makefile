@@ -21,7 +21,12 @@ export AWS_ACCOUNT_ID_ENDPOINT_MODE := disabled
 export PYDANTIC_DISABLE_PLUGINS := __all__
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: serve test lint typecheck template scan fuzz-quick fuzz unit integration bench docs build deploy clean
+.PHONY: help serve test lint typecheck template scan fuzz-quick fuzz unit integration bench docs build deploy clean
+.DEFAULT_GOAL := help
+
+## help: list these targets (what `make` alone does)
+help:
+	@awk -F': ' '/^## [a-z-]+: / { sub(/^## /, ""); printf "  make %-12s %s\n", $$1, substr($$0, length($$1) + 3) }' $(MAKEFILE_LIST)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -44,7 +49,7 @@ $(ST):
 	$(ST_VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(ST_VENV)/bin/python -m pip install --quiet "schemathesis==$(ST_VERSION)"
 
-## serve: run the local stack (API + DynamoDB Local, or moto without Java) on http://127.0.0.1:$(PORT)
+## serve: run the local stack (API + DynamoDB Local, or moto without Java) on http://127.0.0.1:8000 (PORT=n)
 serve: $(STAMP)
 	$(BIN)/memkit serve --port $(PORT)
 
@@ -53,13 +58,16 @@ test: lint typecheck template scan fuzz-quick
 	$(BIN)/python -m pytest --cov --cov-report=term:skip-covered; rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 1; fi; exit $$rc
 
+## lint: ruff check and ruff format --check
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
+## typecheck: mypy, strict, on the library, the dev kit and the functions
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+## template: cfn-lint and sam validate --lint on template.yaml, offline
 template: $(STAMP) $(SAM)
 	$(BIN)/cfn-lint template.yaml
 	$(SAM) validate --lint --template-file template.yaml
@@ -78,9 +86,11 @@ fuzz-quick: $(STAMP) $(ST)
 fuzz: $(STAMP) $(ST)
 	$(BIN)/python -m memkit_dev.fuzz --schemathesis $(ST) --examples 100 --stateful --seed $(SEED)
 
+## unit: the unit tests alone
 unit: $(STAMP)
 	$(BIN)/python -m pytest tests/unit
 
+## integration: the integration tests alone (moto, DynamoDB Local, the local stack)
 integration: $(STAMP)
 	$(BIN)/python -m pytest tests/integration
 
@@ -96,8 +106,10 @@ docs: $(STAMP)
 build: $(SAM)
 	$(SAM) build
 
+## deploy: sam build, then sam deploy with samconfig.toml's defaults (stack memkit-dev)
 deploy: build
 	$(SAM) deploy
 
+## clean: remove .venv, .tools and every cache (the next command reinstalls)
 clean:
 	rm -rf $(VENV) .tools .aws-sam .pytest_cache .mypy_cache .ruff_cache .coverage

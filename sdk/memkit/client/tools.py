@@ -163,5 +163,7 @@ def tool_result_messages(outcomes: Sequence[ToolOutcome]) -> list[dict[str, Any]
 
 
 def responses_tools(chat_tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Chat Completions tool definitions in the Responses API's flat form."""
-    return [{"type": "function", **tool["function"]} for tool in chat_tools]
+    """Chat Completions tool definitions in the Responses API's flat form. `strict` is off:
+    the Responses API's default (on) requires every property, and the scratchpad's update
+    tool takes a partial object (a merge patch)."""
+    return [{"type": "function", **tool["function"], "strict": False} for tool in chat_tools]

@@ -140,11 +140,11 @@ class ClientOptions(TypedDict, total=False):
     """What both clients take besides the URL and their own HTTP client."""
 
     # A bearer token, or a function returning one (called for every request).
-    token: str | Callable[[], str]
+    token: str | Callable[[], str] | None
     # Any httpx.Auth instead: SigV4(), ClientCredentials(...), BearerToken(...).
-    auth: httpx.Auth
+    auth: httpx.Auth | None
     # Used by every call that takes a namespace and was not given one.
-    namespace: str
+    namespace: str | None
     retries: Retries
     timeout: float | httpx.Timeout
     # Headers for every request, also through an http_client of your own (User-Agent is

@@ -309,7 +309,8 @@ class MemkitAPI:
         )
         path = self._session_path(session_id)
         headers = precondition(if_match)
-        return (yield from ask(Call("PUT", path, parse(SessionView), params, body, headers)))
+        call = Call("PUT", path, parse(SessionView), params, body, headers, if_match is None)
+        return (yield from ask(call))
 
     @endpoint
     def patch_session(

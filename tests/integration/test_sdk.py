@@ -205,6 +205,9 @@ def test_records_are_created_in_batches_listed_searched_edited_and_deleted(
         memkit.wait_until_indexed(ack.created)
         listed = list(memkit.iter_memories(topics={"any": ["trips"]}, limit=50))
         found = memkit.search_memories("city number 7", user_id={"eq": "ada"}, limit=3)
+        searched_before = len(transport.sent)
+        every_hit = list(memkit.iter_search("visited city", user_id={"eq": "ada"}, limit=40))
+        search_pages = len(transport.sent) - searched_before
         edited = memkit.edit_memory(ack.created[0], {"text": "Ada lives in Lisbon"})
         sent_before_delete = len(transport.sent)
         memkit.delete_memories(ack.created)
@@ -216,8 +219,41 @@ def test_records_are_created_in_batches_listed_searched_edited_and_deleted(
     assert sorted(hit.id for hit in listed) == sorted(ack.created)
     assert all(hit.namespace == "records" for hit in listed)
     assert "note 7:" in found.memories[0].text
+    # Pages of a search are searches of their own: each hit comes once, ranks may move.
+    searched = [hit.id for hit in every_hit]
+    assert len(searched) == len(set(searched)) >= 95
+    assert set(searched) <= set(ack.created)
+    assert search_pages == 3
     assert edited.text == "Ada lives in Lisbon"
     assert deletes == 2
+
+
+def test_profiles_and_a_message_page_by_cursor_and_a_conditional_clear(
+    jwt_stack: LocalStack, dev_keys: Path, ada: MemkitClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMKIT_URL", jwt_stack.url)
+    monkeypatch.setenv("MEMKIT_TOKEN", mint(dev_keys, "boss", "default", ["memory:admin"]))
+    with MemkitClient.from_env(namespace="profiles") as admin:
+        for name in ("a-notes", "b-notes", "c-notes"):
+            admin.put_profile(name, {"template": f"# {name}"})
+        listed = [p.name for p in admin.iter_profiles(page_size=2)]
+        one = admin.get_profile("b-notes")
+        admin.delete_profile("b-notes", if_match=one.version)
+        with pytest.raises(NotFoundError):
+            admin.get_profile("b-notes")
+    ada.append_messages("paged", [{"role": "user", "content": f"m{n}"} for n in range(5)])
+    first = ada.list_messages("paged", limit=3, order="desc")
+    second = ada.list_messages("paged", limit=3, order="desc", cursor=first.next_cursor)
+    pad = ada.update_scratchpad("note", "paged")
+    cleared = ada.clear_scratchpad("paged", if_match=pad.version)
+    by_name = ada.call_tool("get_working_memory", {}, session_id="paged")
+
+    assert [p for p in listed if p.endswith("-notes")] == ["a-notes", "b-notes", "c-notes"]
+    assert one.template == "# b-notes"
+    assert [m.content for m in first.messages + second.messages] == ["m4", "m3", "m2", "m1", "m0"]
+    assert second.next_cursor is None
+    assert (cleared.content, cleared.version) == (None, pad.version + 1)
+    assert by_name.model_dump().keys() == {"result"}
 
 
 def test_a_hydrated_prompt_holds_the_scratchpad_and_the_users_memories(ada: MemkitClient) -> None:

@@ -1,5 +1,6 @@
-"""The SDK's retries (memkit.client.retries) through a client on httpx's MockTransport: what is
-sent again, how long the client waits first, and what it raises."""
+"""The SDK's retries (memkit.client.retries) and its own waits (edit_scratchpad,
+wait_until_indexed) through a client on httpx's MockTransport: what is sent again, how long
+the client waits first, and what it raises."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from memkit.client import (
     APIConnectionError,
     AsyncMemkitClient,
     ConflictError,
+    IndexingTimeout,
     MemkitClient,
     RateLimitError,
     Retries,
@@ -267,3 +269,53 @@ def test_a_token_function_is_asked_for_every_try() -> None:
     update(memkit)
 
     assert [r.headers["authorization"] for r in server.requests] == ["Bearer t1", "Bearer t2"]
+
+
+def test_edit_scratchpad_rereads_on_each_conflict_and_gives_up_after_its_attempts() -> None:
+    conflict = {"detail": "moved on", "code": "version_conflict", "errors": []}
+    server = Server(*[reply(200, PAD), reply(409, conflict)] * 3)
+    waits: list[float] = []
+    changes: list[str] = []
+
+    def change(content: Any) -> str:
+        changes.append(content)
+        return f"{content}!"
+
+    with pytest.raises(ConflictError):
+        client(server, waits).edit_scratchpad(change, "s", attempts=3)
+
+    assert [r.method for r in server.requests] == ["GET", "PUT"] * 3
+    assert [r.headers["if-match"] for r in server.requests if r.method == "PUT"] == ['"1"'] * 3
+    assert changes == ["tea"] * 3
+    assert waits == [0.5, 1.0]  # a backoff between attempts, none after the last
+
+
+def test_waiting_for_indexing_gives_up_after_its_timeout() -> None:
+    record = {
+        "id": "r1",
+        "text": "t",
+        "memory_type": "semantic",
+        "topics": [],
+        "entities": [],
+        "session_id": None,
+        "user_id": None,
+        "namespace": "default",
+        "event_date": None,
+        "pinned": False,
+        "created_at": "x",
+        "updated_at": "x",
+        "last_accessed": "x",
+        "persisted_at": None,
+        "memory_hash": "h",
+        "extracted_from": [],
+        "metadata": {},
+        "discrete_memory_extracted": "f",
+        "indexing": "pending",
+    }
+    server, waits = Server(*[reply(200, record)] * 4), []
+
+    with pytest.raises(IndexingTimeout, match=r"still pending after 0\.5 s: r1"):
+        client(server, waits).wait_until_indexed(["r1"], timeout=0.5, interval=0.25)
+
+    assert waits == [0.25, 0.25]
+    assert len(server.requests) == 3

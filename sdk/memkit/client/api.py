@@ -748,8 +748,9 @@ class MemkitAPI:
     def iter_search(
         self, search: str | SearchRequest | Mapping[str, Any] = "", /, **filters: Any
     ) -> Pages[MemoryHit]:
-        """Every hit of a search, best first, a page (`limit`, default 100) at a time. The
-        index answers the first 10,000."""
+        """Every hit of a search, best first, a page (`limit`, default 100) at a time, each
+        once. The index answers the first 10,000. Pages are separate searches, not a snapshot:
+        a hit whose rank moves between them may be missed (iter_memories lists by time)."""
         return (yield from self._search_pages(search, filters))
 
     @pager
@@ -763,11 +764,16 @@ class MemkitAPI:
     ) -> Pages[MemoryHit]:
         body = self._search_body(search, filters)
         body.setdefault("limit", 100)
+        # Each page is a search of its own: a hit whose rank moved between two pages (ties,
+        # records written meanwhile) can come again; it is shown once.
+        seen: set[str] = set()
         while True:
             call = Call("POST", "/v1/long-term-memory/search", parse(MemoryResults), body=body)
             page = yield from ask(call)
-            if page.memories:
-                yield Emit(page.memories)
+            fresh = [hit for hit in page.memories if hit.id not in seen]
+            seen.update(hit.id for hit in fresh)
+            if fresh:
+                yield Emit(fresh)
             if page.next_offset is None:
                 return
             body = {**body, "offset": page.next_offset}

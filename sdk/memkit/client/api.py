@@ -107,11 +107,11 @@ def jsonable(body: Any) -> Any:
     return to_jsonable_python(body)
 
 
-def with_id(item: BaseModel | Mapping[str, Any], model_id: str | None = None) -> dict[str, Any]:
+def with_id(item: BaseModel | Mapping[str, Any]) -> dict[str, Any]:
     """A message or record as JSON, with its id: the model's own, or a new ULID for a mapping
     without one. The id is fixed before the first try, so a resent write is the same write."""
     body = dict(jsonable(item))
-    body.setdefault("id", model_id or getattr(item, "id", None) or new_ulid())
+    body.setdefault("id", getattr(item, "id", None) or new_ulid())
     return body
 
 

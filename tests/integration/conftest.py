@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -49,6 +50,32 @@ def stack() -> Iterator[LocalStack]:
     from memkit_dev.local.stack import LocalStack, LocalStackConfig
 
     config = LocalStackConfig(port=0, concurrency=1, template=ROOT / "template.yaml")
+    with LocalStack(config) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def dev_keys(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where a jwt stack's development key pair is (as `make serve` keeps it in .memkit/):
+    `memkit_dev.local.auth.mint(dev_keys, ...)` signs tokens it trusts."""
+    return tmp_path_factory.mktemp("keys")
+
+
+@pytest.fixture(scope="module")
+def jwt_stack(request: pytest.FixtureRequest, dev_keys: Path) -> Iterator[LocalStack]:
+    """The local stack as `make serve` runs it, bearer tokens checked (auth jwt), one a test
+    module; a module's JWT_STACK_OPTIONS (LocalStackConfig fields) adjust it."""
+    from memkit_dev.local.auth import JwtSettings
+    from memkit_dev.local.stack import LocalStack, LocalStackConfig
+
+    options = {
+        "port": 0,
+        "concurrency": 1,
+        "template": ROOT / "template.yaml",
+        "cleanup_interval_seconds": 0,
+        **getattr(request.module, "JWT_STACK_OPTIONS", {}),
+    }
+    config = LocalStackConfig(auth="jwt", jwt=JwtSettings(data_dir=dev_keys), **options)
     with LocalStack(config) as running:
         yield running
 

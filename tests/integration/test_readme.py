@@ -9,13 +9,12 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from memkit_dev.local.auth import JwtSettings, mint
-from memkit_dev.local.stack import LocalStack, LocalStackConfig
+from memkit_dev.local.auth import mint
+from memkit_dev.local.stack import LocalStack
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.integration
@@ -37,34 +36,13 @@ def test_the_readme_has_a_tour_of_real_calls() -> None:
     assert "/v1/long-term-memory/search" in script
 
 
-@pytest.fixture(scope="module")
-def keys(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Where the stack's development key pair is (as `make serve` keeps it in .memkit/)."""
-    return tmp_path_factory.mktemp("keys")
-
-
-@pytest.fixture(scope="module")
-def stack(keys: Path) -> Iterator[LocalStack]:
-    """The local stack as `make serve` runs it: bearer tokens checked (auth jwt)."""
-    config = LocalStackConfig(
-        port=0,
-        concurrency=1,
-        template=ROOT / "template.yaml",
-        auth="jwt",
-        jwt=JwtSettings(data_dir=keys),
-        cleanup_interval_seconds=0,
-    )
-    with LocalStack(config) as running:
-        yield running
-
-
 @pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
-def test_every_call_of_the_readme_tour_succeeds(stack: LocalStack, keys: Path) -> None:
+def test_every_call_of_the_readme_tour_succeeds(jwt_stack: LocalStack, dev_keys: Path) -> None:
     # Given the tour, with B at the local stack, H's token minted as `memkit token` mints it
     # (with the stack's key), and curl failing on an HTTP error
-    script = re.sub(r"^B=.*$", f"B={stack.url}", tour(), count=1, flags=re.MULTILINE)
+    script = re.sub(r"^B=.*$", f"B={jwt_stack.url}", tour(), count=1, flags=re.MULTILINE)
     assert re.search(r"^H=.*memkit token --sub ada --admin", script, re.MULTILINE)
-    token = mint(keys, "ada", "default", ["memory:read", "memory:write", "memory:admin"])
+    token = mint(dev_keys, "ada", "default", ["memory:read", "memory:write", "memory:admin"])
     script = re.sub(
         r"^H=.*$", f'H="authorization: Bearer {token}"', script, count=1, flags=re.MULTILINE
     )

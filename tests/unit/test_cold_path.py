@@ -11,7 +11,9 @@ ROOT = Path(__file__).resolve().parents[2]
 LAZY = [
     # Building a Tracer loads the X-Ray SDK (Powertools' package __init__ only loads the class).
     "aws_xray_sdk",
+    "httpx",  # the SDK's (memkit.client); no function imports it
     "jsonschema",  # imported when a schema is first checked
+    "memkit.client",
     "moto",  # the local stack only
     "re2",  # imported when a schema pattern is first compiled
     "werkzeug",

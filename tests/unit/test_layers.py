@@ -3,6 +3,7 @@
 Layers, top to bottom: handlers > api > jobs > service > {store, vectors, embeddings, llm}
 > {models, scratchpad} > base modules. Every import counts (lazy and type-only ones too).
 The checkers take (module name, source text) and return (module, line, what) violations.
+The SDK (memkit.client, sdk/) sits on the models beside the dev kit, outside the layer.
 """
 
 from __future__ import annotations
@@ -16,7 +17,10 @@ from typing import TypeGuard
 ROOT = Path(__file__).resolve().parents[2]
 LIBRARY = ROOT / "layers" / "memkit" / "memkit"
 DEVKIT = ROOT / "devkit" / "memkit_dev"
+SDK = ROOT / "sdk" / "memkit" / "client"
 FUNCTIONS = ROOT / "functions"
+# What the SDK may use of the library: the API's models and the tool names, no server code.
+SDK_MAY_IMPORT = ("memkit.models", "memkit.scratchpad.tools", "memkit.ids")
 
 SIBLINGS = {"store", "vectors", "embeddings", "llm"}  # one layer, but kept apart
 LAYERS = ["handlers", "api", "jobs", "service", " ".join(SIBLINGS), "models scratchpad", "base"]
@@ -40,11 +44,12 @@ Violation = tuple[str, int, str]
 
 
 @cache
-def sources(root: Path) -> dict[str, str]:
-    """Module name -> source text, for every module of the package at root."""
+def sources(root: Path, base: Path | None = None) -> dict[str, str]:
+    """Module name -> source text, for every module of the package at root (named from base,
+    by default root's parent)."""
     found = {}
     for path in sorted(root.rglob("*.py")):
-        parts = path.relative_to(root.parent).with_suffix("").parts
+        parts = path.relative_to(base or root.parent).with_suffix("").parts
         found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path.read_text()
     return found
 
@@ -226,13 +231,66 @@ def test_the_dev_kit_sits_on_top_of_the_library() -> None:
         for line, name, _ in imports(ast.parse(source))
         if name.split(".")[0] == "memkit_dev"
     ]
+    known = library.keys() | sources(SDK, SDK.parents[1]).keys()
     violations += [
-        (module, line, f"imports {statement}, which is not a library module")
+        (module, line, f"imports {statement}, which is not a library or SDK module")
         for module, source in sources(DEVKIT).items()
         for line, _, statement in imports(ast.parse(source))
-        if statement.split(".")[0] == "memkit" and statement not in library
+        if statement.split(".")[0] == "memkit" and statement not in known
     ]
     assert not violations, report(violations)
+
+
+def check_sdk(module: str, source: str) -> list[Violation]:
+    """Rule 7: the SDK imports the API's models, the tool names and ids, never server code
+    (the service, the store, handlers) nor the dev kit."""
+    found = []
+    for line, name, _ in imports(ast.parse(source)):
+        top = name.split(".")[0]
+        if top == "memkit_dev" or name.startswith("."):
+            found.append((module, line, f"imports {name}"))
+        elif top == "memkit" and not name.startswith(("memkit.client", *SDK_MAY_IMPORT)):
+            found.append((module, line, f"imports {name}, which is server code"))
+    return found
+
+
+def test_the_sdk_uses_only_the_models_of_the_library() -> None:
+    """Rule 7: memkit.client imports memkit.models, the tool names and ids, and itself."""
+    modules = sources(SDK, SDK.parents[1])
+    assert "memkit.client.api" in modules
+    violations = run(check_sdk, modules)
+    assert not violations, report(violations)
+
+
+def test_the_sdk_is_not_in_the_lambda_layer() -> None:
+    """Rule 8: `sam build` packs the layer's ContentUri (layers/memkit/) whole; the SDK's source
+    is outside it, and nothing the layer or a function runs imports the SDK."""
+    from memkit_dev.local.template import load_template
+
+    layer = load_template(ROOT / "template.yaml")["Resources"]["MemkitLayer"]["Properties"]
+    packed = (ROOT / layer["ContentUri"]).resolve()
+    assert packed == LIBRARY.parent
+    shipped = [p.relative_to(packed).as_posix() for p in packed.rglob("*") if p.is_file()]
+    assert "memkit/__init__.py" in shipped
+    assert not [p for p in shipped if p.startswith("memkit/client")]
+    assert not SDK.resolve().is_relative_to(packed)
+    shims = {str(p.relative_to(ROOT)): p.read_text() for p in FUNCTIONS.glob("*/*.py")}
+    violations = [
+        (module, line, f"imports the SDK: {name}")
+        for module, source in {**sources(LIBRARY), **shims}.items()
+        for line, name, _ in imports(ast.parse(source))
+        if name == "memkit.client" or name.startswith("memkit.client.")
+    ]
+    assert not violations, report(violations)
+
+
+def test_the_sdk_checker_reports_server_code_and_the_dev_kit() -> None:
+    """Rule 7 is not vacuous: the service, the store and the dev kit are reported."""
+    assert check_sdk("memkit.client.x", "from memkit.service import tools\n")
+    assert check_sdk("memkit.client.x", "import memkit.store.sessions\n")
+    assert check_sdk("memkit.client.x", "from memkit_dev import cli\n")
+    assert not check_sdk("memkit.client.x", "from memkit.models.api import ToolsView\n")
+    assert not check_sdk("memkit.client.x", "from memkit.client.calls import Call\n")
 
 
 def test_function_shims_import_only_their_handler() -> None:

@@ -75,14 +75,16 @@ class McpAnswer:
 
     @property
     def result(self) -> dict[str, Any]:
-        assert isinstance(self.body, dict) and "result" in self.body, (self.status, self.body)
+        assert isinstance(self.body, dict), (self.status, self.body)
+        assert "result" in self.body, (self.status, self.body)
         result = self.body["result"]
         assert isinstance(result, dict)
         return result
 
     @property
     def error(self) -> dict[str, Any]:
-        assert isinstance(self.body, dict) and "error" in self.body, (self.status, self.body)
+        assert isinstance(self.body, dict), (self.status, self.body)
+        assert "error" in self.body, (self.status, self.body)
         error = self.body["error"]
         assert isinstance(error, dict)
         return error

@@ -5,7 +5,6 @@ answers (metadata, 401, 403 insufficient_scope)."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import boto3

@@ -1,7 +1,8 @@
 """The package layering: no upward imports, no cycles, raw keys and the key module stay in store/.
 
 Layers, top to bottom: handlers > {api, mcp_server} > jobs > service > {store, vectors,
-embeddings, llm} > {models, scratchpad} > base modules. Every import counts (lazy and type-only ones too).
+embeddings, llm} > {models, scratchpad} > base modules. Every import counts (lazy and
+type-only ones too).
 The checkers take (module name, source text) and return (module, line, what) violations.
 """
 

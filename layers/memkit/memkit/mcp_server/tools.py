@@ -179,6 +179,8 @@ def _tool(
                 call.refused_scope = exc.scope
                 logger.info("tool call refused", extra={"tool": name, "status": 403})
                 raise
+            except ToolError:  # already in words the model can act on
+                raise
             except Exception as exc:
                 raise _failed(name, exc) from exc
             logger.info("tool called", extra={"tool": name})
@@ -477,6 +479,9 @@ def edit_long_term_memory(
     create a new one instead. For a time-bound memory set event_date (get_current_datetime
     resolves "today")."""
     call = current()
+    if user_id is not None:  # naming a user takes memory:admin unless it is the caller's own
+        with _identity(ADMIN):
+            call.caller.acting_for(user_id)
     edit = MemoryEdit.model_validate(
         _given(
             text=text,

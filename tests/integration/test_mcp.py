@@ -14,7 +14,7 @@ from memkit.config import ApiSettings, McpSettings
 from memkit.handlers.mcp import make_lambda_handler
 from memkit.identity import ADMIN, READ, WRITE
 from tests.conftest import LambdaContextStub
-from tests.events import http_event, jwt_authorizer
+from tests.events import http_event, jwt_authorizer, load_event
 from tests.integration.memory_world import MemoryWorld, build_world
 from tests.mcp_requests import (
     HANDSHAKE,
@@ -159,6 +159,15 @@ def test_the_tools_are_the_reference_servers_with_its_parameters_and_the_scratch
     assert tools["delete_long_term_memories"]["annotations"]["destructiveHint"] is True
 
 
+def test_the_canonical_event_lists_the_tools(world: MemoryWorld) -> None:
+    # events/mcp_request.json: what `sam local invoke McpFunction -e` sends, as API Gateway
+    # sends a verified token's POST /mcp.
+    listed = answer(_handler(world)(load_event("mcp_request.json"), LambdaContextStub()))
+
+    assert listed.status == 200
+    assert {tool["name"] for tool in listed.result["tools"]} >= set(REFERENCE_TOOLS)
+
+
 def test_get_mcp_is_405_at_once_and_other_paths_are_not_found(world: MemoryWorld) -> None:
     handler = _handler(world)
 
@@ -224,6 +233,33 @@ def test_a_session_and_its_prompt_through_the_tools(mcp: Any, world: MemoryWorld
     assert texts[0].endswith("Ada plans a trip")
     assert texts[-1] == "when do I fly?"
     assert any("Oslo" in text for text in texts[1:-1])
+
+
+def test_a_prompt_without_a_session_searches_with_the_filters_given(
+    mcp: Any, world: MemoryWorld
+) -> None:
+    memories = [
+        {"text": "Ada drinks green tea every morning", "topics": ["drinks"]},
+        {"text": "Ada flies to Oslo for a conference", "topics": ["travel"]},
+    ]
+    mcp(tool_call("create_long_term_memories", {"memories": memories}))
+    world.settle()
+
+    everything = mcp(tool_call("memory_prompt", {"query": "what do you know about Ada?"}))
+    travel = mcp(
+        tool_call(
+            "memory_prompt",
+            {"query": "what do you know about Ada?", "topics": {"any": ["travel"]}},
+        )
+    )
+
+    def memories_in(prompt: McpAnswer) -> str:
+        return " ".join(m["content"]["text"] for m in prompt.structured["messages"][:-1])
+
+    assert "green tea" in memories_in(everything)
+    assert "Oslo" in memories_in(everything)
+    assert "Oslo" in memories_in(travel)
+    assert "green tea" not in memories_in(travel)
 
 
 def test_the_scratchpad_through_its_tools(mcp: Any) -> None:

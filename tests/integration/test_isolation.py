@@ -208,6 +208,16 @@ def _user_profile(world: MemoryWorld, admin: dict[str, Any]) -> None:
     assert put.status < 300, put.body
 
 
+def _assert_untouched(
+    before: dict[tuple[str, str], dict[str, Any]], after: dict[tuple[str, str], dict[str, Any]]
+) -> None:
+    """Every item stored before is as it was, and nothing new sits in its partitions."""
+    changed = [key for key, item in before.items() if after.get(key) != item]
+    planted = [key for key in after if key not in before and key[0] in {k[0] for k in before}]
+    assert changed == [], changed
+    assert planted == [], planted
+
+
 @pytest.fixture
 def world(dynamodb_table: str) -> MemoryWorld:
     settings = ApiSettings(
@@ -271,11 +281,7 @@ def test_nothing_crosses_a_user_or_tenant_boundary(
 
     # Then no response carried a victim's data, and every stored item is as it was
     assert leaks == []
-    after = _items(dynamodb_table)
-    changed = [key for key, item in before.items() if after.get(key) != item]
-    planted = [key for key in after if key not in before and key[0] in {k[0] for k in before}]
-    assert changed == [], changed
-    assert planted == [], planted
+    _assert_untouched(before, _items(dynamodb_table))
 
     # And each probe, sent by the data's owner (or its tenant's admin for admin routes),
     # works: the probes are requests that could have reached the data
@@ -459,11 +465,7 @@ def test_nothing_crosses_a_user_or_tenant_boundary_through_mcp(
 
     # Then no answer carried a victim's data, and every stored item is as it was
     assert leaks == []
-    after = _items(dynamodb_table)
-    changed = [key for key, item in before.items() if after.get(key) != item]
-    planted = [key for key in after if key not in before and key[0] in {k[0] for k in before}]
-    assert changed == [], changed
-    assert planted == [], planted
+    _assert_untouched(before, _items(dynamodb_table))
 
     # And each call, made by the data's owner (or its tenant's admin for admin tools), works
     admin = B_ADMIN if owner is B1 else A_ADMIN

@@ -458,6 +458,25 @@ def test_what_a_client_can_send_is_never_a_5xx(world: MemoryWorld, case: Any) ->
         assert "error" in body or body["result"].get("isError") is True, body
 
 
+def test_a_service_that_is_down_is_a_tool_error_to_retry_never_a_5xx(
+    mcp: Any, world: MemoryWorld, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from memkit.errors import StoreUnavailable
+
+    def unavailable(*args: Any, **kwargs: Any) -> Any:
+        raise StoreUnavailable("the table is unavailable")
+
+    monkeypatch.setattr(world.services.long_term, "get", unavailable)
+
+    failed = mcp(tool_call("get_long_term_memory", {"memory_id": "m1"}))
+
+    assert failed.status == 200
+    assert "not available; retry in" in failed.tool_error
+    assert [getattr(r, "code", None) for r in caplog.records if r.levelname == "ERROR"] == [
+        "unavailable"
+    ]
+
+
 def test_an_unreadable_base64_body_is_a_parse_error(world: MemoryWorld) -> None:
     event = mcp_event(request("tools/list"), ADA)
     event.update(body="!!not base64!!", isBase64Encoded=True)

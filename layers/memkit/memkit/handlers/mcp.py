@@ -30,7 +30,7 @@ from memkit.config import McpSettings, mcp_settings
 from memkit.errors import Forbidden, MemkitError, Unauthenticated
 from memkit.handlers.http import after_invocation
 from memkit.handlers.wiring import checked, production_services
-from memkit.identity import READ, Caller, caller_of
+from memkit.identity import READ, caller_of
 from memkit.mcp_server import asgi
 from memkit.mcp_server.resource import (
     INSUFFICIENT_SCOPE,
@@ -74,18 +74,14 @@ def _path(event: dict[str, Any]) -> str:
     return path.rstrip("/") or "/"
 
 
-def _caller(event: dict[str, Any], services: Services) -> Caller:
-    return caller_of(event, services.settings.identity)
-
-
 def _post(event: dict[str, Any], services: Services, resource: ProtectedResource) -> dict[str, Any]:
     """POST /mcp: who calls, what it may do, then the MCP server."""
     try:
-        caller = _caller(event, services)
+        caller = caller_of(event, services.settings.identity)
     except Unauthenticated:
         challenge = {"www-authenticate": resource.unauthenticated()}
         return _refused(401, UNAUTHENTICATED, "a valid bearer token is required", challenge)
-    scope = MCP_ROUTE_SCOPES[f"POST {MCP_PATH}"] or READ
+    scope = MCP_ROUTE_SCOPES[f"POST {MCP_PATH}"] or READ  # never public: at least reads
     try:
         caller.require(scope)
     except Forbidden as exc:
@@ -93,8 +89,8 @@ def _post(event: dict[str, Any], services: Services, resource: ProtectedResource
         return _refused(403, INSUFFICIENT_SCOPE, f"insufficient_scope: {exc.detail}", challenge)
     charge(services, caller)
     call = Call(caller, services)
+    transport = functools.partial(serve, call, asgi.host_of(event), asgi.base_url(event))
     try:
-        transport = functools.partial(serve, call, asgi.host_of(event), asgi.base_url(event))
         answer = asgi.run(transport, event)
     except asgi.UnreadableBody:
         return _refused(400, PARSE_ERROR, "Parse error: the body is not valid base64")
@@ -125,8 +121,9 @@ def _answer(
         else:
             logger.info("request refused", extra={"code": exc.code, "status": exc.status})
         retry = {"retry-after": str(exc.retry_after)} if exc.retry_after else None
-        message = exc.detail if exc.status < 500 else "the service is not available"
-        return _refused(exc.status, SERVER_ERROR, message, retry)
+        if exc.status >= 500:
+            return _refused(exc.status, SERVER_ERROR, "the service is not available", retry)
+        return _refused(exc.status, INVALID_REQUEST, exc.detail, retry)
 
 
 def make_lambda_handler(

@@ -15,6 +15,7 @@ import binascii
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -22,7 +23,7 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
+LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
 
 
 class UnreadableBody(ValueError):
@@ -68,7 +69,10 @@ def host_of(event: dict[str, Any]) -> str:
 def base_url(event: dict[str, Any]) -> str:
     """https://<host> on AWS; http for the local stack on loopback."""
     host = host_of(event)
-    name = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+    try:
+        name = urlsplit(f"//{host}").hostname or host
+    except ValueError:  # not a host (the gateway never sends one); no loopback either
+        name = host
     return f"{'http' if name in LOOPBACK else 'https'}://{host}"
 
 

@@ -8,12 +8,18 @@ Two ratios: whole-process wall time, and process start until the answer is ready
 leaves out interpreter teardown (freeing a large heap costs 0.1-0.25 s here), which Lambda
 never pays during a cold start.
 
+Where the `mcp` SDK is installed (the `mcp` extra), also the MCP function (functions/mcp):
+its cold start to the answer of a first tools/list, and what the API's cold start would pay
+with the MCP server in the same function (the same GET scratchpad, the server's module
+imported as well): the reason it is a function of its own.
+
     python -m bench.cold_start               the figures
     python -m bench.cold_start --importtime  the costliest imports of the API child
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -29,25 +35,35 @@ TABLE = "memkit-bench"
 TARGET_RATIO = 1.3
 PAD_PATH = "/v1/working-memory/demo/scratchpad"
 
-# The child: import the function as Lambda does (its directory on sys.path), answer one event.
-API_CHILD = f"""
+
+def _child(function: str, module: str, also: str = "") -> str:
+    """A child that imports a function as Lambda does (its directory on sys.path), then
+    `also`, and answers one event."""
+    return f"""
 import json, os, sys, time
-sys.path.insert(0, {str(ROOT / "functions" / "api")!r})
-import memory_api
+sys.path.insert(0, {str(ROOT / "functions" / function)!r})
+import {module}
+{also}
 
 class Context:
-    function_name = "memkit-bench-api"
+    function_name = "memkit-bench-{function}"
     function_version = "$LATEST"
     memory_limit_in_mb = 512
-    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:memkit-bench-api"
+    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:memkit-bench"
     aws_request_id = "bench"
 
     def get_remaining_time_in_millis(self):
         return 10_000
 
-response = memory_api.lambda_handler(json.loads(os.environ["BENCH_EVENT"]), Context())
+response = {module}.lambda_handler(json.loads(os.environ["BENCH_EVENT"]), Context())
 print(response["statusCode"], time.time())
 """
+
+
+API_CHILD = _child("api", "memory_api")
+# The API function as it would be with the MCP server in it, and the MCP function itself.
+API_WITH_MCP_CHILD = _child("api", "memory_api", "import memkit.mcp_server.tools")
+MCP_CHILD = _child("mcp", "mcp_server")
 BOTO3_CHILD = """
 import time, boto3
 boto3.client("dynamodb", region_name="us-east-1")
@@ -69,14 +85,17 @@ def _run(code: str, env: dict[str, str]) -> tuple[float, float]:
     return elapsed, float(answered_at) - started
 
 
-def _child_environments(endpoint: str) -> tuple[dict[str, str], dict[str, str]]:
+def _child_environments(endpoint: str) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+    """The GET scratchpad's, the health check's and the MCP tools/list's environments."""
     from tests.events import http_event
+    from tests.mcp_requests import mcp_event, request
 
     base = environment.apply()
     base.update({"MEMKIT_TABLE_NAME": TABLE, "MEMKIT_DYNAMODB_ENDPOINT": endpoint})
     pad = {**base, "BENCH_EVENT": json.dumps(http_event("GET", PAD_PATH))}
     health = {**base, "BENCH_EVENT": json.dumps(http_event("GET", "/v1/health"))}
-    return pad, health
+    tools = {**base, "BENCH_EVENT": json.dumps(mcp_event(request("tools/list")))}
+    return pad, health, tools
 
 
 def _seed(endpoint: str) -> None:
@@ -106,7 +125,7 @@ def importtime(top: int = 10, runs: int = 5) -> None:
     timings: dict[str, list[tuple[int, int]]] = {}
     try:
         _seed(moto.endpoint)
-        pad_env, _ = _child_environments(moto.endpoint)
+        pad_env, _, _ = _child_environments(moto.endpoint)
         for _ in range(runs):
             done = subprocess.run(
                 [sys.executable, "-X", "importtime", "-c", API_CHILD],
@@ -138,20 +157,29 @@ def main() -> None:
     from memkit_dev.local.dynamodb import MotoDynamoDB
 
     moto = MotoDynamoDB().start()
+    with_mcp = importlib.util.find_spec("mcp") is not None
     try:
         _seed(moto.endpoint)
-        pad_env, health_env = _child_environments(moto.endpoint)
+        pad_env, health_env, tools_env = _child_environments(moto.endpoint)
         boto3_env = environment.apply()
+        children = [
+            ("pad", API_CHILD, pad_env),
+            ("floor", BOTO3_CHILD, boto3_env),
+            ("health", API_CHILD, health_env),
+        ]
+        if with_mcp:
+            children += [("pad_with_mcp", API_WITH_MCP_CHILD, pad_env)]
+            children += [("mcp_tools", MCP_CHILD, tools_env)]
         # One untimed round: byte-code caches and the page cache warm for every child alike.
-        for code, env in ((API_CHILD, pad_env), (API_CHILD, health_env), (BOTO3_CHILD, boto3_env)):
+        for _, code, env in children:
             _run(code, env)
-        pad, health, floor = [], [], []
+        runs: dict[str, list[tuple[float, float]]] = {name: [] for name, _, _ in children}
         for _ in range(RUNS):
-            pad.append(_run(API_CHILD, pad_env))
-            floor.append(_run(BOTO3_CHILD, boto3_env))
-            health.append(_run(API_CHILD, health_env))
+            for name, code, env in children:
+                runs[name].append(_run(code, env))
     finally:
         moto.stop()
+    pad, health, floor = runs["pad"], runs["health"], runs["floor"]
 
     target = f"target <= {TARGET_RATIO}"
     for label, which in (("", 0), ("_to_answer", 1)):
@@ -161,6 +189,14 @@ def main() -> None:
         report(f"cold_start.get_scratchpad{label}_ms", pad_s * 1000, "ms median")
         report(f"cold_start.health{label}_ms", health_s * 1000, "ms median")
         report(f"cold_start.boto3_client{label}_ms", floor_s * 1000, "ms median")
+        if with_mcp:
+            merged_s = median([r[which] for r in runs["pad_with_mcp"]])
+            mcp_s = median([r[which] for r in runs["mcp_tools"]])
+            report(f"cold_start.get_scratchpad_with_mcp{label}_ms", merged_s * 1000, "ms median")
+            report(f"cold_start.mcp_server_import{label}_ms", (merged_s - pad_s) * 1000, "ms")
+            report(f"cold_start.mcp_tools_list{label}_ms", mcp_s * 1000, "ms median")
+    if not with_mcp:
+        print("cold_start: the mcp SDK is not installed (the mcp extra): no MCP figures")
 
 
 if __name__ == "__main__":

@@ -106,6 +106,7 @@ class MemoryWorld:
     reader: StreamReader
     mapping: dict[str, Any]
     store: Any = None  # the DynamoStore both handlers use (for races a test stages)
+    services: Any = None  # the API's services (the MCP handler runs over the same)
     last_batch: list[dict[str, Any]] = field(default_factory=list)
 
     def api(self, method: str, path: str, **kwargs: Any) -> ApiResponse:
@@ -172,4 +173,5 @@ def build_world(
         reader=StreamReader(table),
         mapping=stream_mapping(),
         store=dynamo,
+        services=services,
     )

@@ -27,6 +27,7 @@ from memkit.identity import ADMIN, READ, WRITE
 from tests.conftest import ApiResponse, call_api
 from tests.events import jwt_authorizer
 from tests.integration.memory_world import MemoryWorld, build_world
+from tests.mcp_requests import call_mcp, request, tool_call
 
 pytestmark = pytest.mark.integration
 
@@ -207,6 +208,16 @@ def _user_profile(world: MemoryWorld, admin: dict[str, Any]) -> None:
     assert put.status < 300, put.body
 
 
+def _assert_untouched(
+    before: dict[tuple[str, str], dict[str, Any]], after: dict[tuple[str, str], dict[str, Any]]
+) -> None:
+    """Every item stored before is as it was, and nothing new sits in its partitions."""
+    changed = [key for key, item in before.items() if after.get(key) != item]
+    planted = [key for key in after if key not in before and key[0] in {k[0] for k in before}]
+    assert changed == [], changed
+    assert planted == [], planted
+
+
 @pytest.fixture
 def world(dynamodb_table: str) -> MemoryWorld:
     settings = ApiSettings(
@@ -270,11 +281,7 @@ def test_nothing_crosses_a_user_or_tenant_boundary(
 
     # Then no response carried a victim's data, and every stored item is as it was
     assert leaks == []
-    after = _items(dynamodb_table)
-    changed = [key for key, item in before.items() if after.get(key) != item]
-    planted = [key for key in after if key not in before and key[0] in {k[0] for k in before}]
-    assert changed == [], changed
-    assert planted == [], planted
+    _assert_untouched(before, _items(dynamodb_table))
 
     # And each probe, sent by the data's owner (or its tenant's admin for admin routes),
     # works: the probes are requests that could have reached the data
@@ -313,4 +320,180 @@ EXPECTED_OWNER_REFUSALS: set[tuple[str, int]] = {
     ("PATCH /v1/long-term-memory/{memory_id}", 403),
     ("POST /v1/long-term-memory/search", 403),
     ("GET /v1/jobs/{job_id}", 404),
+}
+
+
+# --- the MCP server: the same matrix, tool by tool -----------------------------------------
+#
+# Every tool of the MCP server (its tool list, so a new tool fails here until it has a probe)
+# is called through the MCP function's handler with the same verified claims, against the
+# same victims' data: nothing crosses, nothing changes, and the owners' calls work.
+
+
+def _mcp_probes(session: str, user: str, record: str) -> dict[str, list[dict[str, Any]]]:
+    """Arguments of every tool, aimed at the victim's session, user and record."""
+    text = "secret bank vault code"
+    messages = [_message("x1", "overwritten")]
+    mine = {"user_id": user, "profile": USER_PROFILE}
+    return {
+        "get_current_datetime": [{}],
+        "create_long_term_memories": [
+            {"memories": [{"id": record, "text": "overwritten"}]},
+            {"memories": [{"id": record, "text": "overwritten", "user_id": user}]},
+            {"memories": [{"id": "planted", "text": "planted", "user_id": user}]},
+        ],
+        "search_long_term_memory": [
+            {"text": text},
+            {"text": text, "user_id": {"eq": user}},
+            {"text": "", "user_id": {"ne": "nobody"}},
+        ],
+        "memory_prompt": [
+            {"query": text, "session_id": session},
+            {"query": text, "session_id": {"eq": session}, "user_id": user},
+            {"query": text, "include_long_term_search": True},
+            {"query": "secret", "topics": {"any": ["x"]}, "user_id": {"eq": user}},
+        ],
+        "set_working_memory": [
+            {"session_id": session, "messages": messages},
+            {"session_id": session, "user_id": user, "messages": messages},
+        ],
+        "get_working_memory": [{"session_id": session}, {"session_id": session, "user_id": user}],
+        "get_long_term_memory": [{"memory_id": record}],
+        "edit_long_term_memory": [
+            {"memory_id": record, "text": "overwritten"},
+            {"memory_id": record, "user_id": user, "pinned": True},
+            {"memory_id": record, "user_id": "a1"},
+        ],
+        "delete_long_term_memories": [{"memory_ids": [record]}],
+        "compact_long_term_memories": [{"user_id": user, "dry_run": False}],
+        "get_scratchpad": [{"session_id": session}, mine],
+        "update_scratchpad": [
+            {"session_id": session, "content": "overwritten"},
+            {**mine, "content": "overwritten"},
+        ],
+        "clear_scratchpad": [{"session_id": session}, mine],
+    }
+
+
+def _mcp(world: MemoryWorld) -> Any:
+    from memkit.config import McpSettings
+    from memkit.handlers.mcp import make_lambda_handler
+
+    return make_lambda_handler(lambda: world.services, lambda: McpSettings())
+
+
+def _tools(handler: Any) -> dict[str, dict[str, Any]]:
+    listed = call_mcp(handler, request("tools/list"), A1)
+    return {tool["name"]: tool for tool in listed.result["tools"]}
+
+
+def test_every_tool_declares_a_scope_and_has_an_isolation_probe(world: MemoryWorld) -> None:
+    from memkit.mcp_server.tools import TOOL_SCOPES
+
+    tools = _tools(_mcp(world))
+
+    assert set(TOOL_SCOPES) == set(tools)
+    assert set(_mcp_probes("s", "u", "r")) == set(tools)
+
+
+def _names_a_user(schema: dict[str, Any]) -> bool:
+    """Whether a tool's input schema has a user_id anywhere (its own, or its records')."""
+    return '"user_id"' in json.dumps(schema)
+
+
+def _users_named(arguments: Any) -> list[str]:
+    """The users a call's arguments name (user_id: a value, or a filter of values)."""
+    found: list[str] = []
+    if isinstance(arguments, list):
+        for item in arguments:
+            found += _users_named(item)
+    elif isinstance(arguments, dict):
+        for key, value in arguments.items():
+            if key == "user_id":
+                values = value.values() if isinstance(value, dict) else [value]
+                found += [v for v in values if isinstance(v, str)]
+            else:
+                found += _users_named(value)
+    return found
+
+
+def test_every_tool_with_a_user_argument_refuses_another_users_id(world: MemoryWorld) -> None:
+    handler = _mcp(world)
+    with_user = {
+        name for name, tool in _tools(handler).items() if _names_a_user(tool["inputSchema"])
+    }
+    probes = _mcp_probes("s-a2", "a2", "rec-a2")
+
+    refused = {}
+    for name in with_user:
+        naming = [args for args in probes[name] if "a2" in _users_named(args)]
+        assert naming, f"{name} names a user but no probe names one"
+        for arguments in naming:
+            answered = call_mcp(handler, tool_call(name, arguments), A1)
+            refused[(name, json.dumps(arguments))] = (answered.status, answered.headers)
+
+    assert len(with_user) >= 10  # every tool but the datetime, one record read and its deletion
+    for (name, arguments), (status, headers) in refused.items():
+        assert status == 403, (name, arguments, status)
+        assert 'error="insufficient_scope"' in headers["www-authenticate"], name
+
+
+@pytest.mark.parametrize("attack", ATTACKS, ids=[a[0] for a in ATTACKS])
+def test_nothing_crosses_a_user_or_tenant_boundary_through_mcp(
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+    world: MemoryWorld,
+    dynamodb_table: str,
+    attack: Attack,
+) -> None:
+    from memkit.mcp_server.tools import TOOL_SCOPES
+
+    _, attacker, victim, owner, unseen = attack
+    handler = _mcp(world)
+    before = _items(dynamodb_table)
+    probes = _mcp_probes(*victim)
+
+    # When every tool is called against the victim's data
+    leaks: list[str] = []
+    for tool, sent in probes.items():
+        for arguments in sent:
+            answered = call_mcp(handler, tool_call(tool, arguments), attacker)
+            assert answered.status < 500, (tool, arguments, answered.body)
+            if any(marker in json.dumps(answered.body) for marker in unseen):
+                leaks.append(f"{tool} {arguments}: {answered.status}")
+    world.settle()
+
+    # Then no answer carried a victim's data, and every stored item is as it was
+    assert leaks == []
+    _assert_untouched(before, _items(dynamodb_table))
+
+    # And each call, made by the data's owner (or its tenant's admin for admin tools), works
+    admin = B_ADMIN if owner is B1 else A_ADMIN
+    order = ["set_working_memory", "create_long_term_memories", "update_scratchpad"]
+    order += ["edit_long_term_memory"]  # then the reads, then what removes
+    last = ["clear_scratchpad", "compact_long_term_memories", "delete_long_term_memories"]
+    middle = [tool for tool in probes if tool not in order + last]
+    for tool in order + middle + last:
+        who = admin if TOOL_SCOPES[tool] == ADMIN else owner
+        for arguments in probes[tool]:
+            answered = call_mcp(handler, tool_call(tool, arguments), who)
+            failed = answered.status >= 400 or answered.result.get("isError") is True
+            assert not failed or (tool, answered.status) in EXPECTED_MCP_OWNER_REFUSALS, (
+                tool,
+                arguments,
+                answered.status,
+                answered.body,
+            )
+
+    logged = capsys.readouterr().out + caplog.text
+    for secret in (*MARKERS, "9911", "4242", "overwritten", "planted", "custom:tenant"):
+        assert secret not in logged
+
+
+# What even the owner is refused, as on the REST API: moving its record to another user
+# names that user (a 403: memory:admin may name users, and even it cannot move a record), and
+# a search for everyone else (ne) is a 403 for a user that is not an admin.
+EXPECTED_MCP_OWNER_REFUSALS: set[tuple[str, int]] = {
+    ("edit_long_term_memory", 403),
+    ("search_long_term_memory", 403),
 }

@@ -7,12 +7,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 LAZY = [
     # Building a Tracer loads the X-Ray SDK (Powertools' package __init__ only loads the class).
     "aws_xray_sdk",
     "httpx",  # the SDK's (memkit.client); no function imports it
     "jsonschema",  # imported when a schema is first checked
+    "mcp",  # the MCP function's own (functions/mcp): never the API's
     "memkit.client",
     "moto",  # the local stack only
     "re2",  # imported when a schema pattern is first compiled
@@ -33,16 +36,22 @@ def test_importing_the_handler_leaves_the_lazy_modules_unloaded() -> None:
     assert json.loads(loaded) == []
 
 
-def test_garbage_collection_resumes_after_the_first_invocation() -> None:
-    probe = """
+@pytest.mark.parametrize(
+    ("function", "module", "path"),
+    [("api", "memory_api", "/v1/health"), ("mcp", "mcp_server", "/mcp")],
+)
+def test_garbage_collection_resumes_after_the_first_invocation(
+    function: str, module: str, path: str
+) -> None:
+    probe = f"""
 import gc, json, sys
-sys.path.insert(0, 'functions/api')
+sys.path.insert(0, 'functions/{function}')
 sys.path.insert(0, '.')
-import memory_api
+import {module}
 paused = not gc.isenabled()
 from tests.events import http_event
 from tests.conftest import LambdaContextStub
-memory_api.lambda_handler(http_event('GET', '/v1/health'), LambdaContextStub())
+{module}.lambda_handler(http_event('GET', '{path}'), LambdaContextStub())
 print(json.dumps([paused, gc.isenabled(), gc.get_freeze_count() > 0]))
 """
 

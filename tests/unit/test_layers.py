@@ -1,7 +1,8 @@
 """The package layering: no upward imports, no cycles, raw keys and the key module stay in store/.
 
-Layers, top to bottom: handlers > api > jobs > service > {store, vectors, embeddings, llm}
-> {models, scratchpad} > base modules. Every import counts (lazy and type-only ones too).
+Layers, top to bottom: handlers > {api, mcp_server} > jobs > service > {store, vectors,
+embeddings, llm} > {models, scratchpad} > base modules. Every import counts (lazy and
+type-only ones too).
 The checkers take (module name, source text) and return (module, line, what) violations.
 The SDK (memkit.client, sdk/) sits on the models beside the dev kit, outside the layer.
 """
@@ -23,7 +24,16 @@ FUNCTIONS = ROOT / "functions"
 SDK_MAY_IMPORT = ("memkit.models", "memkit.scratchpad.tools", "memkit.ids")
 
 SIBLINGS = {"store", "vectors", "embeddings", "llm"}  # one layer, but kept apart
-LAYERS = ["handlers", "api", "jobs", "service", " ".join(SIBLINGS), "models scratchpad", "base"]
+# The MCP server is an edge beside the HTTP API's resolver: it runs the same services.
+LAYERS = [
+    "handlers",
+    "api mcp_server",
+    "jobs",
+    "service",
+    " ".join(SIBLINGS),
+    "models scratchpad",
+    "base",
+]
 RANK = {part: len(LAYERS) - i for i, layer in enumerate(LAYERS) for part in layer.split()}
 BASE_MODULES = {
     "config",
@@ -178,8 +188,11 @@ def check_raw_keys(module: str, source: str) -> list[Violation]:
 
 
 def check_shim(function: str, source: str) -> list[Violation]:
-    """Rule 6: a function shim imports its handler's lambda_handler once (and gc, for api)."""
-    allowed = {f"memkit.handlers.{function}.lambda_handler", *(["gc"] * (function == "api"))}
+    """Rule 6: a function shim imports its handler's lambda_handler once (and gc, for the HTTP
+    API's functions: api, mcp)."""
+    allowed = {f"memkit.handlers.{function}.lambda_handler"}
+    if function in ("api", "mcp"):
+        allowed.add("gc")
     names = [(line, name) for line, name, _ in imports(ast.parse(source))]
     found = [(function, line, f"imports {name}") for line, name in names if name not in allowed]
     handler = [line for line, name in names if name.endswith(".lambda_handler")]
@@ -294,7 +307,8 @@ def test_the_sdk_checker_reports_server_code_and_the_dev_kit() -> None:
 
 
 def test_function_shims_import_only_their_handler() -> None:
-    """Rule 6: functions/<name>/*.py import memkit.handlers.<name>.lambda_handler (+ gc for api)."""
+    """Rule 6: functions/<name>/*.py import memkit.handlers.<name>.lambda_handler (+ gc for the
+    HTTP API's functions)."""
     shims = sorted(FUNCTIONS.glob("*/*.py"))
     assert shims, "no function shims found"
     violations = [v for p in shims for v in check_shim(p.parent.name, p.read_text())]

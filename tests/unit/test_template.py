@@ -207,10 +207,16 @@ IN_A_VPC = {
     "VpcSubnetIds": "subnet-0123456789abcdef0,subnet-0fedcba9876543210",
 }
 
-# The functions that embed and reach the vector store: the API searches, the indexer indexes,
-# the memory worker searches to deduplicate what it extracts, the cleanup run removes orphan
-# vectors and compares records' vectors.
-VECTOR_FUNCTIONS = ("ApiFunction", "IndexerFunction", "MemoryWorkerFunction", "CleanupFunction")
+# The functions that embed and reach the vector store: the API and the MCP server search, the
+# indexer indexes, the memory worker searches to deduplicate what it extracts, the cleanup run
+# removes orphan vectors and compares records' vectors.
+VECTOR_FUNCTIONS = (
+    "ApiFunction",
+    "McpFunction",
+    "IndexerFunction",
+    "MemoryWorkerFunction",
+    "CleanupFunction",
+)
 
 
 def _stream_event(template: dict[str, Any]) -> dict[str, Any]:
@@ -1352,18 +1358,19 @@ def _routes(template: dict[str, Any]) -> dict[str, str]:
 def test_every_route_is_authorized_as_auth_mode_says_with_the_scope_the_app_declares(
     template: dict[str, Any], mode: str
 ) -> None:
-    from memkit.api.scopes import ROUTE_SCOPES
+    from memkit.api.scopes import ALL_ROUTE_SCOPES, MCP_ROUTE_SCOPES
 
     parameters = _parameters(template, AuthMode=mode, **JWT_ISSUER)
     expected_type = {"jwt": "JWT", "iam": "AWS_IAM", "apikey": "CUSTOM", "none": "NONE"}[mode]
     authorizer = {"jwt": "JwtAuthorizer", "apikey": "ApiKeyAuthorizer"}.get(mode)
     routes = _routes(template)
-    assert {key.rstrip("/") for key in ROUTE_SCOPES} == set(routes)
+    assert {key.rstrip("/") for key in ALL_ROUTE_SCOPES} == set(routes)
 
     for key, name in routes.items():
         route = _properties(template, name, parameters)
-        scope = ROUTE_SCOPES[key]
-        assert route["Target"] == {"Fn::Sub": "integrations/${ApiIntegration}"}
+        scope = ALL_ROUTE_SCOPES[key]
+        integration = "McpIntegration" if key in MCP_ROUTE_SCOPES else "ApiIntegration"
+        assert route["Target"] == {"Fn::Sub": f"integrations/${{{integration}}}"}
         if scope is None:  # health, the OpenAPI document, its page: public in every mode
             assert route["AuthorizationType"] == "NONE", key
             continue
@@ -1456,3 +1463,73 @@ def test_the_api_function_reads_who_calls_as_the_template_verifies_it(
     plain = {k: v for k, v in variables.items() if isinstance(v, str)}  # refs resolve on AWS
     settings = ApiSettings.from_env({**plain, "MEMKIT_TABLE_NAME": "memkit-t"})
     assert (settings.auth_mode, settings.tenant_claim) == ("jwt", "custom:tenant")
+
+
+# --- the MCP server: a function of its own -------------------------------------------------
+
+
+def test_the_mcp_function_serves_exactly_its_routes(template: dict[str, Any]) -> None:
+    from memkit.api.scopes import MCP_ROUTE_SCOPES
+    from memkit_dev.local.gateway import http_api_routes
+
+    wired = {route.key for route in http_api_routes(template, "McpFunction")}
+
+    assert wired == set(MCP_ROUTE_SCOPES)
+    assert _functions(template)["McpFunction"]["Handler"] == "mcp_server.lambda_handler"
+
+
+def test_the_mcp_sdk_is_the_mcp_functions_own_never_the_layers() -> None:
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    lines = (ROOT / "functions/mcp/requirements.txt").read_text().splitlines()
+    own = [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+    layer = (ROOT / "layers/memkit/requirements.txt").read_text()
+
+    assert own == project["optional-dependencies"]["mcp"]
+    assert "mcp" not in {re.split(r"[<>=\[ ]", line)[0] for line in layer.splitlines()}
+    dev = project["optional-dependencies"]["dev"]
+    assert any(re.fullmatch(r"memkit\[[a-z,]*\bmcp\b[a-z,]*\]", entry) for entry in dev), dev
+
+
+@pytest.mark.parametrize(
+    ("overrides", "issuer", "prefix"),
+    [
+        (JWT_ISSUER, "https://idp.example.com", "memkit/"),
+        (
+            {"CreateUserPool": "true"},
+            {"Fn::Sub": "https://cognito-idp.${AWS::Region}.amazonaws.com/${UserPool}"},
+            "memkit/",
+        ),
+        ({"AuthMode": "apikey"}, None, None),
+        ({"AuthMode": "iam"}, None, None),
+    ],
+)
+def test_the_mcp_function_reads_who_calls_as_the_api_does_and_names_the_token_issuer(
+    template: dict[str, Any], overrides: dict[str, str], issuer: Any, prefix: str | None
+) -> None:
+    parameters = _parameters(template, TenantClaim="custom:tenant", **overrides)
+    api = _properties(template, "ApiFunction", parameters)["Environment"]["Variables"]
+    mcp = _properties(template, "McpFunction", parameters)["Environment"]["Variables"]
+
+    identity = {k: v for k, v in api.items() if k not in ("MEMKIT_WORK_QUEUE_URL",)}
+    assert {k: mcp[k] for k in identity} == identity
+    assert mcp.get("MEMKIT_OAUTH_ISSUER") == issuer
+    assert mcp.get("MEMKIT_SCOPE_PREFIX") == prefix
+    # And the settings those variables make are valid: the function starts with them.
+    from memkit.config import McpSettings
+
+    plain = {k: v for k, v in mcp.items() if isinstance(v, str)}
+    McpSettings.from_env(plain)
+
+
+def test_the_mcp_function_may_do_what_the_api_does_but_queue_jobs(
+    template: dict[str, Any],
+) -> None:
+    parameters = _parameters(template, EmbeddingProvider="titan", VectorStore="serverless")
+
+    api = _statements(template, "ApiFunction", parameters)
+    mcp = _statements(template, "McpFunction", parameters)
+
+    assert [s for s in api if "sqs:SendMessage" not in s["Action"]] == mcp
+    assert _granting(mcp, "sqs:SendMessage") == []

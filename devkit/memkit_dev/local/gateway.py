@@ -1,7 +1,8 @@
-"""An HTTP API (API Gateway v2) in front of a local function: request -> v2 event -> response.
+"""An HTTP API (API Gateway v2) in front of local functions: request -> v2 event -> response.
 
-Routes come from the template's AWS::ApiGatewayV2::Route resources, so a path the template
-does not wire is a 404 here as on AWS.
+Routes come from the template's AWS::ApiGatewayV2::Route resources, each to the function its
+integration names (the API's, the MCP server's), so a path the template does not wire is a
+404 here as on AWS.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import json
 import re
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -19,7 +20,7 @@ from typing import Any
 
 from werkzeug.wrappers import Request, Response
 
-from memkit.api.scopes import PUBLIC, ROUTE_SCOPES
+from memkit.api.scopes import ALL_ROUTE_SCOPES, PUBLIC
 from memkit_dev.local.auth import (
     AuthorizerFailed,
     Denied,
@@ -89,13 +90,12 @@ class HttpApiGateway:
 
     def __init__(
         self,
-        function: LocalFunction,
-        routes: list[Route],
+        targets: Sequence[tuple[LocalFunction, list[Route]]],
         local_health: Callable[[], dict[str, Any]] | None = None,
         authorizer: JwtAuthorizer | LambdaKeyAuthorizer | None = None,
     ) -> None:
-        self._function = function
-        self._routes = routes
+        # Each route with the function its integration invokes.
+        self._routes = [(route, function) for function, routes in targets for route in routes]
         # The JWT authorizer of every route but the public ones (memkit.api.scopes), as the
         # template attaches it; None: no authorizer (auth mode none).
         self._authorizer = authorizer
@@ -103,11 +103,11 @@ class HttpApiGateway:
         # that Lambda and DynamoDB run on AWS, where no such detail exists.
         self._local_health = local_health
 
-    def _match(self, method: str, path: str) -> tuple[Route, dict[str, str]] | None:
-        for route in self._routes:
+    def _match(self, method: str, path: str) -> tuple[Route, dict[str, str], LocalFunction] | None:
+        for route, function in self._routes:
             found = route.pattern.match(path)
             if found and route.method in (method, "ANY"):
-                return route, found.groupdict()
+                return route, found.groupdict(), function
         return None
 
     def event(
@@ -199,9 +199,10 @@ class HttpApiGateway:
         if matched is None:
             return _json(404, "Not Found")(environ, start_response)
         started = time.monotonic()
-        event = self.event(request, *matched)
+        route, path_parameters, function = matched
+        event = self.event(request, route, path_parameters)
         # A route the scope table does not list is not public: it is authorized (fail closed).
-        public = ROUTE_SCOPES.get(matched[0].key, "unlisted") is PUBLIC
+        public = ALL_ROUTE_SCOPES.get(route.key, "unlisted") is PUBLIC
         if self._authorizer is not None and not public:
             try:
                 event["requestContext"]["authorizer"] = self._authorizer.context(
@@ -215,7 +216,7 @@ class HttpApiGateway:
                 return _json(500, "Internal Server Error")(environ, start_response)
         if len(json.dumps(event).encode()) > MAX_EVENT_BYTES:
             return _json(413, "Request Entity Too Large")(environ, start_response)
-        future = self._function.invoke(event)
+        future = function.invoke(event)
         try:
             result = future.result(timeout=INTEGRATION_TIMEOUT_SECONDS)
         except FutureTimeout:

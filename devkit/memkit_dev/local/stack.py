@@ -40,6 +40,7 @@ from memkit_dev.local.streams import StreamPump, pump_for
 from memkit_dev.local.template import create_table, find_template, load_template
 
 API_FUNCTION = "ApiFunction"
+MCP_FUNCTION = "McpFunction"
 INDEXER_FUNCTION = "IndexerFunction"
 CURATOR_FUNCTION = "CuratorFunction"
 WORKER_FUNCTION = "MemoryWorkerFunction"
@@ -122,6 +123,7 @@ class LocalStack:
     def __post_init__(self) -> None:
         self._moto: MotoDynamoDB | None = None
         self._api: LocalFunction | None = None
+        self._mcp: LocalFunction | None = None
         self._indexer: LocalFunction | None = None
         self._curator: LocalFunction | None = None
         self._worker: LocalFunction | None = None
@@ -149,8 +151,11 @@ class LocalStack:
         # auth apikey: a key for user dev made at start (the start banner prints it).
         self.dev_key: str | None = None
         if self.config.auth == "jwt":
-            jwt = self.config.jwt or JwtSettings(data_dir=self.config.data_dir)
-            self.authorizer = JwtAuthorizer(jwt)
+            self.authorizer = JwtAuthorizer(self._jwt_settings())
+
+    def _jwt_settings(self) -> JwtSettings:
+        """How the gateway verifies tokens (auth jwt): the configured key set, or the dev key."""
+        return self.config.jwt or JwtSettings(data_dir=self.config.data_dir)
 
     @property
     def url(self) -> str:
@@ -186,6 +191,8 @@ class LocalStack:
         if config.auth == "jwt":
             environment["MEMKIT_TENANT_CLAIM"] = config.tenant_claim
             environment["MEMKIT_USER_CLAIM"] = config.user_claim
+            # The MCP server's RFC 9728 metadata names the issuer the gateway trusts.
+            environment["MEMKIT_OAUTH_ISSUER"] = self._jwt_settings().issuer
         if WORK_QUEUE in self.queue_urls:
             environment["MEMKIT_WORK_QUEUE_URL"] = self.queue_urls[WORK_QUEUE]
             environment["MEMKIT_SQS_ENDPOINT"] = self.sqs_endpoint or ""
@@ -270,9 +277,17 @@ class LocalStack:
         self._start_cleanup(template, root)
         if config.auth == "apikey":
             self._start_key_authorizer(template, root)
+        # The MCP function starts on its first request, as Lambda would: its SDK's import is
+        # a cold start of its own, which a stack that never serves MCP does not pay.
+        mcp_spec = FunctionSpec.from_template(template, root, MCP_FUNCTION)
+        self._mcp = LocalFunction(
+            mcp_spec, self._environment(template, MCP_FUNCTION), config.concurrency
+        )
         gateway = HttpApiGateway(
-            self._api,
-            http_api_routes(template, API_FUNCTION),
+            [
+                (self._api, http_api_routes(template, API_FUNCTION)),
+                (self._mcp, http_api_routes(template, MCP_FUNCTION)),
+            ],
             local_health=self.health,
             authorizer=self.authorizer,
         )
@@ -441,8 +456,9 @@ class LocalStack:
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
-        if self._api is not None:
-            self._api.stop()
+        for http_function in (self._api, self._mcp):
+            if http_function is not None:
+                http_function.stop()
         if self._key_authorizer is not None:
             self._key_authorizer.stop()
         if self.opensearch is not None:

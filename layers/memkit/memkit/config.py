@@ -127,6 +127,30 @@ class ApiSettings(StoreSettings, IndexSettings):
         )
 
 
+class McpSettings(BaseModel):
+    """What the MCP function adds to the API's settings: how it describes itself as an OAuth
+    protected resource (RFC 9728) to MCP clients."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    # The authorization server whose tokens the API accepts (the JWT issuer); None: none is
+    # advertised (auth modes apikey, iam and none: credentials come from elsewhere).
+    oauth_issuer: str | None = Field(default=None, min_length=1, max_length=1024)
+    # What the authorization server puts before memkit's scopes (Cognito: "memkit/"): the
+    # scopes a client asks it for.
+    scope_prefix: str = Field(default="", max_length=256)
+
+    @classmethod
+    def from_env(cls, environ: dict[str, str] | None = None) -> McpSettings:
+        return cls.model_validate(_from_env(cls, environ))
+
+
+@lru_cache(maxsize=1)
+def mcp_settings() -> McpSettings:
+    """The MCP function's own settings, validated once per process (first use, not import)."""
+    return McpSettings.from_env()
+
+
 class IndexerSettings(StoreSettings, IndexSettings):
     """The stream indexer's settings: it writes index states and promoted records back."""
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from aws_lambda_powertools.shared.json_encoder import Encoder
 
 from memkit import __version__
-from memkit.api.context import services_of
+from memkit.api.context import charge, services_of
 from memkit.api.responses import error_response
 from memkit.api.routes import (
     health,
@@ -29,7 +28,7 @@ from memkit.api.routes import (
     users,
 )
 from memkit.api.scopes import ROUTE_SCOPES
-from memkit.errors import FieldProblem, Forbidden, MemkitError, QuotaExceeded
+from memkit.errors import FieldProblem, Forbidden, MemkitError
 from memkit.identity import Caller
 from memkit.identity import caller_of as caller_of_event
 from memkit.observability import logger
@@ -90,13 +89,7 @@ def authorize(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> R
     caller = caller_of_event(app.current_event.raw_event, services.settings.identity)
     app.append_context(caller=caller)
     caller.require(scope)
-    quota = services.settings.tenant_requests_per_minute
-    if quota:
-        wait = services.store.take_request(caller.tenant, quota)
-        if wait is not None:
-            raise QuotaExceeded(
-                f"this tenant's {quota} requests a minute are spent", math.ceil(wait)
-            )
+    charge(services, caller)
     return _warned(app, next_middleware(app))
 
 

@@ -3,16 +3,18 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol
 
 from memkit.config import ApiSettings
-from memkit.errors import FieldProblem, Forbidden, ValidationFailed
+from memkit.errors import FieldProblem, Forbidden, QuotaExceeded, ValidationFailed
 from memkit.identity import Caller
 from memkit.models.domain import DEFAULT_NAMESPACE, Owner
 from memkit.models.memory import CreateMemories, SearchRequest
+from memkit.models.prompt import PromptRequest
 from memkit.service.profiles import ProfileService
 from memkit.service.scratchpad import ScratchpadService
 from memkit.service.sessions import SessionService
@@ -120,10 +122,16 @@ def owner_of(
     another user, or of no user, are not its to read or change."""
     caller = caller_of(router)
     named = _one("user_id", user_id, body_user_id)
+    return owner_for(caller, _one("namespace", namespace, body_namespace), named)
+
+
+def owner_for(caller: Caller, namespace: str | None, user_id: str | None) -> Owner:
+    """The scope `caller` acts in when it names `namespace` and `user_id` (owner_of's rule,
+    for a caller that is not a route's: the MCP tools)."""
     return Owner(
         tenant=caller.tenant,
-        namespace=_one("namespace", namespace, body_namespace) or DEFAULT_NAMESPACE,
-        user_id=caller.acting_for(named),
+        namespace=namespace or DEFAULT_NAMESPACE,
+        user_id=caller.acting_for(user_id),
         confined=not caller.admin,
     )
 
@@ -163,6 +171,32 @@ def confined_memories(caller: Caller, body: CreateMemories) -> CreateMemories:
         for n, memory in enumerate(body.memories)
     ]
     return body.model_copy(update={"memories": memories})
+
+
+def confined_prompt(caller: Caller, body: PromptRequest) -> tuple[Owner, PromptRequest]:
+    """The scope of a prompt's session and `body` as `caller` may run it: its long-term
+    search confined as a search is (confined_search)."""
+    session = body.session
+    owner = owner_for(
+        caller, session.namespace if session else None, session.user_id if session else None
+    )
+    asked = body.long_term_search
+    if isinstance(asked, SearchRequest):
+        confined = confined_search(caller, asked, "long_term_search.user_id")
+        body = body.model_copy(update={"long_term_search": confined})
+    return owner, body
+
+
+def charge(services: Services, caller: Caller) -> None:
+    """One request against the caller's tenant's quota (tenant_requests_per_minute; 0: none):
+    a 429 with Retry-After once this minute's are spent."""
+    quota = services.settings.tenant_requests_per_minute
+    if quota:
+        wait = services.store.take_request(caller.tenant, quota)
+        if wait is not None:
+            raise QuotaExceeded(
+                f"this tenant's {quota} requests a minute are spent", math.ceil(wait)
+            )
 
 
 def services_of(router: Any) -> Services:

@@ -1,6 +1,7 @@
 """The scope each route needs, by its route key ("METHOD /path/{param}", as API Gateway names
-routes). One table for every route: a route missing from it is refused (403) and a test fails,
-so a new route cannot ship without a decision.
+routes). One table for every route of the API function, one for the MCP function's: a route
+missing from them is refused (403) and a test fails, so a new route cannot ship without a
+decision.
 
 - memory:read: reads, searches and prompt hydration (POST bodies that only ask);
 - memory:write: what changes a session, a scratchpad or a record, and tool calls (a model's
@@ -64,3 +65,15 @@ ROUTE_SCOPES: dict[str, str | None] = {
     "DELETE /v1/users/{user_id}": ADMIN,
     "GET /v1/jobs/{job_id}": ADMIN,
 }
+
+# The MCP function's routes (memkit.handlers.mcp). POST /mcp needs memory:read at the gateway;
+# each tool then needs its own scope (memkit.mcp_server.tools.TOOL_SCOPES), checked by the
+# function. The stream's GET (405) and the RFC 9728 metadata are public.
+MCP_ROUTE_SCOPES: dict[str, str | None] = {
+    "POST /mcp": READ,
+    "GET /mcp": PUBLIC,
+    "GET /.well-known/oauth-protected-resource/mcp": PUBLIC,
+    "GET /.well-known/oauth-protected-resource": PUBLIC,
+}
+# Every route of the HTTP API, whichever function serves it.
+ALL_ROUTE_SCOPES: dict[str, str | None] = {**ROUTE_SCOPES, **MCP_ROUTE_SCOPES}

@@ -92,7 +92,7 @@ class ToolService:
         except MemkitError as exc:
             if not exc.caller_can_fix:  # throttled or down: a 429 or 503 with Retry-After
                 raise
-            return {"error": _failure(exc)}
+            return {"error": failure_text(exc)}
 
     def _search(self, ref: PadRef, given: dict[str, Any]) -> list[dict[str, Any]]:
         args = _validated(SearchMemoryArguments, given, tools.MemoryToolName.SEARCH)
@@ -141,13 +141,13 @@ def _validated(
         return model.model_validate(given)
     except ValidationError as exc:
         problems = exc.errors(include_url=False, include_input=False, include_context=False)
-        message = f"invalid arguments for {tool.value}: {_reasons(problems)}"
+        message = f"invalid arguments for {tool.value}: {problem_text(problems)}"
         if any(p["type"] == "extra_forbidden" for p in problems):
             message += f" ({tool.value} takes {', '.join(model.model_fields)})"
         raise tools.ToolArgumentError(message) from exc
 
 
-def _reasons(problems: list[ErrorDetails]) -> str:
+def problem_text(problems: list[ErrorDetails]) -> str:
     """Each problem where a model can act on it (never the input itself)."""
     reasons: list[str] = []
     for problem in problems:
@@ -161,7 +161,7 @@ def _reasons(problems: list[ErrorDetails]) -> str:
     return "; ".join(reasons)
 
 
-def _failure(exc: MemkitError) -> str:
+def failure_text(exc: MemkitError) -> str:
     """A refusal in words the model can act on: the detail and each field's reason."""
     reasons = "; ".join(f"{p.field}: {p.reason}" for p in exc.errors)
     return exc.detail + (f" ({reasons})" if reasons else "")

@@ -8,12 +8,12 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from memkit.api.context import owner_of, services_of
+from memkit.api.context import Services, owner_of, services_of
 from memkit.api.params import NamespaceQuery, SessionIdQuery, UserIdQuery
 from memkit.api.responses import documented_errors
 from memkit.errors import FieldProblem, ValidationFailed
 from memkit.models.api import Status
-from memkit.models.domain import ID_PATTERN
+from memkit.models.domain import ID_PATTERN, Owner
 from memkit.models.lifecycle import (
     DEFAULT_NEAR_DISTANCE,
     MAX_SCAN,
@@ -100,15 +100,30 @@ def compact_memories(
     ] = DEFAULT_NEAR_DISTANCE,
     cursor: Annotated[str | None, Query(max_length=4096)] = None,
 ) -> CompactResult:
+    owner = owner_of(router, namespace, user_id)
+    chosen = True if dry_run is None else dry_run
+    return compact(
+        services_of(router), owner, limit, chosen, near_duplicates, distance_threshold, cursor
+    )
+
+
+def compact(
+    services: Services,
+    owner: Owner,
+    limit: int,
+    dry_run: bool,
+    near_duplicates: bool,
+    distance_threshold: float,
+    cursor: str | None = None,
+) -> CompactResult:
+    """One request's compaction of `owner`'s records (this route's, and the MCP tool's)."""
     from memkit.jobs.compact import CompactOptions, decode_cursor  # loads on first use
 
-    services = services_of(router)
-    owner = owner_of(router, namespace, user_id)
     listing = Listing(owner.tenant, owner.namespace, owner.user_id, owner.user_id is not None)
     after = decode_cursor(cursor, listing)
     options = CompactOptions(
         limit=limit,
-        dry_run=True if dry_run is None else dry_run,
+        dry_run=dry_run,
         near_duplicates=near_duplicates,
         distance=distance_threshold,
         judgements=API_JUDGEMENTS,

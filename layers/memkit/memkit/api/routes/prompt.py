@@ -8,9 +8,8 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from memkit.api.context import caller_of, confined_search, owner_of, services_of
+from memkit.api.context import caller_of, confined_prompt, services_of
 from memkit.api.responses import documented_errors
-from memkit.models.memory import SearchRequest
 from memkit.models.prompt import HydratedPrompt, PromptRequest
 from memkit.service.prompt import PromptService
 
@@ -33,14 +32,6 @@ def hydrate_prompt(
     body: Annotated[PromptRequest, Body()], optimize_query: OptimizeQuery = False
 ) -> HydratedPrompt:
     services = services_of(router)
-    session = body.session
-    owner = owner_of(
-        router, session.namespace if session else None, session.user_id if session else None
-    )
-    asked = body.long_term_search
-    if isinstance(asked, SearchRequest):
-        field = "long_term_search.user_id"
-        confined = confined_search(caller_of(router), asked, field)
-        body = body.model_copy(update={"long_term_search": confined})
+    owner, body = confined_prompt(caller_of(router), body)
     prompts = PromptService(services.sessions, services.long_term, services.store)
     return prompts.hydrate(owner, body)

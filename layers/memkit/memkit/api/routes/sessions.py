@@ -11,7 +11,8 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from memkit.api.context import owner_of, services_of
 from memkit.api.params import IfMatch, NamespaceQuery, SessionId, UserIdQuery
-from memkit.api.responses import documented_errors, message_view, session_response
+from memkit.api.responses import documented_errors, session_response
+from memkit.api.views import message_view
 from memkit.models.api import Status
 from memkit.models.session import (
     AppendMessages,

@@ -1,0 +1,153 @@
+"""The MCP function's entry point (functions/mcp): the Model Context Protocol on the HTTP API.
+
+Routes (template.yaml wires them to this function; memkit.api.scopes.MCP_ROUTE_SCOPES):
+
+- POST /mcp: the MCP server (memkit.mcp_server.tools) for the caller the gateway verified,
+  through a transport made for this invocation. No verified caller: 401 pointing at the
+  metadata; a credential without memory:read, or a tool call it may not make: 403
+  insufficient_scope; the tenant's quota spent: 429 with Retry-After.
+- GET /mcp: 405 at once (stateless: there is no stream to open; an older client's SSE GET
+  would otherwise wait for the integration's timeout).
+- GET /.well-known/oauth-protected-resource/mcp (and without /mcp): the RFC 9728 metadata.
+
+Every refusal before the MCP server reads the request is a JSON-RPC error body, so an MCP
+client reports it as it would the server's own.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable
+from typing import Any
+
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from memkit.api.context import Services, charge
+from memkit.api.scopes import MCP_ROUTE_SCOPES
+from memkit.config import McpSettings, mcp_settings
+from memkit.errors import Forbidden, MemkitError, Unauthenticated
+from memkit.handlers.http import after_invocation
+from memkit.handlers.wiring import checked, production_services
+from memkit.identity import READ, caller_of
+from memkit.mcp_server import asgi
+from memkit.mcp_server.resource import (
+    INSUFFICIENT_SCOPE,
+    MCP_PATH,
+    METADATA_PATH,
+    UNAUTHENTICATED,
+    ProtectedResource,
+    json_rpc_error,
+)
+from memkit.mcp_server.tools import Call, serve
+from memkit.observability import drop_disabled_metrics, logger, metrics
+
+Handler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
+JSON = "application/json"
+WARNING_HEADER = "x-memkit-warning"
+UNAUTHENTICATED_WARNING = "unauthenticated: auth mode none, every caller acts as an admin"
+# JSON-RPC codes of the refusals made before the MCP server reads the request.
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+SERVER_ERROR = -32603
+
+
+def _respond(status: int, body: str = "", headers: dict[str, str] | None = None) -> dict[str, Any]:
+    all_headers = {"content-type": JSON} if body else {}
+    return {
+        "statusCode": status,
+        "headers": {**all_headers, **(headers or {})},
+        "body": body,
+        "isBase64Encoded": False,
+    }
+
+
+def _refused(
+    status: int, code: int, message: str, headers: dict[str, str] | None = None
+) -> dict[str, Any]:
+    return _respond(status, json_rpc_error(code, message), headers)
+
+
+def _path(event: dict[str, Any]) -> str:
+    path = str(event.get("rawPath") or "/")
+    return path.rstrip("/") or "/"
+
+
+def _post(event: dict[str, Any], services: Services, resource: ProtectedResource) -> dict[str, Any]:
+    """POST /mcp: who calls, what it may do, then the MCP server."""
+    try:
+        caller = caller_of(event, services.settings.identity)
+    except Unauthenticated:
+        challenge = {"www-authenticate": resource.unauthenticated()}
+        return _refused(401, UNAUTHENTICATED, "a valid bearer token is required", challenge)
+    scope = MCP_ROUTE_SCOPES[f"POST {MCP_PATH}"] or READ  # never public: at least reads
+    try:
+        caller.require(scope)
+    except Forbidden as exc:
+        challenge = {"www-authenticate": resource.insufficient_scope(scope)}
+        return _refused(403, INSUFFICIENT_SCOPE, f"insufficient_scope: {exc.detail}", challenge)
+    charge(services, caller)
+    call = Call(caller, services)
+    transport = functools.partial(serve, call, asgi.host_of(event), asgi.base_url(event))
+    try:
+        answer = asgi.run(transport, event)
+    except asgi.UnreadableBody:
+        return _refused(400, PARSE_ERROR, "Parse error: the body is not valid base64")
+    if call.refused_scope is not None:
+        answer.status = 403
+        answer.headers["www-authenticate"] = resource.insufficient_scope(call.refused_scope)
+    if not caller.authenticated:
+        answer.headers[WARNING_HEADER] = UNAUTHENTICATED_WARNING
+    return answer.to_lambda()
+
+
+def _answer(
+    event: dict[str, Any], services: Callable[[], Services], settings: Callable[[], McpSettings]
+) -> dict[str, Any]:
+    path, method = _path(event), asgi.method_of(event)
+    if path in (f"{METADATA_PATH}{MCP_PATH}", METADATA_PATH) and method == "GET":
+        metadata = ProtectedResource.of(event, settings()).metadata()
+        return _respond(200, json.dumps(metadata), {"cache-control": "max-age=3600"})
+    if path != MCP_PATH:
+        return _refused(404, INVALID_REQUEST, "no such route")
+    if method != "POST":
+        return _respond(405, headers={"allow": "POST"})
+    try:
+        return _post(event, services(), ProtectedResource.of(event, settings()))
+    except MemkitError as exc:  # the quota spent, the table unavailable, a setting missing
+        if exc.status >= 500:
+            logger.error("request failed", extra={"code": exc.code})
+        else:
+            logger.info("request refused", extra={"code": exc.code, "status": exc.status})
+        retry = {"retry-after": str(exc.retry_after)} if exc.retry_after else None
+        if exc.status >= 500:
+            return _refused(exc.status, SERVER_ERROR, "the service is not available", retry)
+        return _refused(exc.status, INVALID_REQUEST, exc.detail, retry)
+
+
+def make_lambda_handler(
+    services: Callable[[], Services] = production_services,
+    settings: Callable[[], McpSettings] = lambda: checked(mcp_settings),
+) -> Handler:
+    """The Lambda handler over `services` (production: DynamoDB from the environment)."""
+
+    @logger.inject_lambda_context(
+        correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True
+    )
+    @metrics.log_metrics
+    @drop_disabled_metrics
+    def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+        try:
+            return _answer(event, services, settings)
+        except Exception as exc:
+            # The type only: an exception's text may quote stored content.
+            logger.error("unhandled error", extra={"error_type": type(exc).__name__})
+            return _refused(500, SERVER_ERROR, "internal error")
+        finally:
+            after_invocation()
+
+    return lambda_handler
+
+
+lambda_handler = make_lambda_handler()

@@ -1,0 +1,522 @@
+"""The MCP server through its Lambda handler, with API Gateway v2 events on moto: both
+protocol eras on one endpoint, the reference server's tools run by memkit's services, the
+caller's identity from the verified request context, and the OAuth resource server's
+answers (metadata, 401, 403 insufficient_scope)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import boto3
+import pytest
+
+from memkit.config import ApiSettings, McpSettings
+from memkit.handlers.mcp import make_lambda_handler
+from memkit.identity import ADMIN, READ, WRITE
+from tests.conftest import LambdaContextStub
+from tests.events import http_event, jwt_authorizer, load_event
+from tests.integration.memory_world import MemoryWorld, build_world
+from tests.mcp_requests import (
+    HANDSHAKE,
+    MODERN,
+    McpAnswer,
+    answer,
+    call_mcp,
+    initialize,
+    mcp_event,
+    request,
+    tool_call,
+)
+
+pytestmark = pytest.mark.integration
+
+ADA = jwt_authorizer("acme", "ada", READ, WRITE)
+READER = jwt_authorizer("acme", "ada", READ)
+WRITER_ONLY = jwt_authorizer("acme", "ada", WRITE)
+OPS = jwt_authorizer("acme", "ops", ADMIN)
+ISSUER = "https://idp.example.com"
+HOST = "abc123.execute-api.us-east-1.amazonaws.com"  # events/api_request.json's domainName
+METADATA_URL = f"https://{HOST}/.well-known/oauth-protected-resource/mcp"
+
+# The Agent Memory Server's MCP tools and parameters (agent_memory_server/mcp.py); memkit
+# serves each of them (compaction is by namespace and user: memkit has no session scope
+# for it, so compact_long_term_memories takes no session_id).
+RECENCY = {
+    "recency_boost",
+    "recency_semantic_weight",
+    "recency_recency_weight",
+    "recency_freshness_weight",
+    "recency_novelty_weight",
+    "recency_half_life_last_access_days",
+    "recency_half_life_created_days",
+    "server_side_recency",
+}
+FILTERS = {"topics", "entities", "created_at", "last_accessed", "user_id", "memory_type"}
+FILTERS |= {"event_date", "distance_threshold", "limit", "offset", "optimize_query"}
+REFERENCE_TOOLS = {
+    "get_current_datetime": set(),
+    "create_long_term_memories": {"memories"},
+    "search_long_term_memory": {"text", "search_mode", "session_id", "namespace"}
+    | FILTERS
+    | RECENCY,
+    "memory_prompt": {"query", "session_id", "namespace", "model_name", "context_window_max"}
+    | {"search_mode", "include_long_term_search"}
+    | FILTERS
+    | RECENCY,
+    "set_working_memory": {"session_id", "memories", "messages", "context", "data"}
+    | {"namespace", "user_id", "ttl_seconds", "long_term_memory_strategy"},
+    "get_working_memory": {"session_id", "user_id", "namespace", "recent_messages_limit"},
+    "get_long_term_memory": {"memory_id"},
+    "edit_long_term_memory": {"memory_id", "text", "topics", "entities", "memory_type"}
+    | {"namespace", "user_id", "session_id", "event_date", "pinned"},
+    "delete_long_term_memories": {"memory_ids"},
+    "compact_long_term_memories": {"namespace", "user_id"},
+}
+SCRATCHPAD_TOOLS = {"get_scratchpad", "update_scratchpad", "clear_scratchpad"}
+
+
+@pytest.fixture
+def world(dynamodb_table: str) -> MemoryWorld:
+    settings = ApiSettings(
+        table_name=dynamodb_table, region="us-east-1", auth_mode="jwt", tenant_claim="custom:tenant"
+    )
+    return build_world(dynamodb_table, settings)
+
+
+def _handler(world: MemoryWorld) -> Any:
+    settings = McpSettings(oauth_issuer=ISSUER, scope_prefix="memkit/")
+    return make_lambda_handler(lambda: world.services, lambda: settings)
+
+
+@pytest.fixture
+def mcp(world: MemoryWorld) -> Any:
+    """call(message, who=ADA, version=...) through the MCP handler over the world's services."""
+    handler = _handler(world)
+
+    def call(message: Any, who: dict[str, Any] | None = ADA, **kw: Any) -> McpAnswer:
+        return call_mcp(handler, message, who, **kw)
+
+    return call
+
+
+def _items(table: str) -> list[dict[str, Any]]:
+    client = boto3.client("dynamodb", region_name="us-east-1")
+    return [
+        item
+        for page in client.get_paginator("scan").paginate(TableName=table)
+        for item in page["Items"]
+    ]
+
+
+# -- protocol --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("version", ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"])
+def test_each_handshake_version_is_negotiated_statelessly_with_a_json_answer(
+    mcp: Any, version: str
+) -> None:
+    answered = mcp(initialize(version), version=None)
+
+    assert answered.status == 200
+    assert answered.headers["content-type"].startswith("application/json")
+    assert answered.result["protocolVersion"] == version
+    assert answered.result["serverInfo"]["name"] == "memkit"
+    assert "mcp-session-id" not in answered.headers  # stateless: nothing to resume
+
+
+def test_a_2026_request_is_answered_without_a_handshake_on_the_same_endpoint(mcp: Any) -> None:
+    discovered = mcp(request("server/discover", version=MODERN), version=MODERN)
+    listed = mcp(request("tools/list", version=MODERN), version=MODERN)
+
+    assert discovered.status == 200
+    assert MODERN in discovered.result["supportedVersions"]
+    assert {tool["name"] for tool in listed.result["tools"]} >= set(REFERENCE_TOOLS)
+
+
+def test_a_warm_function_answers_one_request_after_another(mcp: Any) -> None:
+    # The transport is made per invocation: a session manager runs only once, so one kept
+    # from the first invocation would fail the second.
+    statuses = [
+        mcp(initialize()).status,
+        mcp(request("tools/list")).status,
+        mcp(tool_call("get_current_datetime", {})).status,
+        mcp(tool_call("get_current_datetime", {}, MODERN), version=MODERN).status,
+    ]
+
+    assert statuses == [200, 200, 200, 200]
+
+
+def test_the_tools_are_the_reference_servers_with_its_parameters_and_the_scratchpads(
+    mcp: Any,
+) -> None:
+    tools = {tool["name"]: tool for tool in mcp(request("tools/list")).result["tools"]}
+
+    assert set(tools) == set(REFERENCE_TOOLS) | SCRATCHPAD_TOOLS
+    for name, parameters in REFERENCE_TOOLS.items():
+        offered = set(tools[name]["inputSchema"].get("properties", {}))
+        assert parameters <= offered, (name, parameters - offered)
+    assert tools["get_long_term_memory"]["annotations"]["readOnlyHint"] is True
+    assert tools["delete_long_term_memories"]["annotations"]["destructiveHint"] is True
+
+
+def test_the_canonical_event_lists_the_tools(world: MemoryWorld) -> None:
+    # events/mcp_request.json: what `sam local invoke McpFunction -e` sends, as API Gateway
+    # sends a verified token's POST /mcp.
+    listed = answer(_handler(world)(load_event("mcp_request.json"), LambdaContextStub()))
+
+    assert listed.status == 200
+    assert {tool["name"] for tool in listed.result["tools"]} >= set(REFERENCE_TOOLS)
+
+
+def test_get_mcp_is_405_at_once_and_other_paths_are_not_found(world: MemoryWorld) -> None:
+    handler = _handler(world)
+
+    stream = answer(handler(http_event("GET", "/mcp", authorizer=ADA), LambdaContextStub()))
+    nowhere = answer(handler(http_event("POST", "/mcpx", authorizer=ADA), LambdaContextStub()))
+
+    assert (stream.status, stream.headers["allow"]) == (405, "POST")
+    assert nowhere.status == 404
+
+
+# -- tools, through memkit's services --------------------------------------------------------
+
+
+def test_long_term_memory_through_the_tools(mcp: Any, world: MemoryWorld) -> None:
+    created = mcp(
+        tool_call(
+            "create_long_term_memories",
+            {"memories": [{"text": "Ada drinks green tea every morning", "topics": ["drinks"]}]},
+        )
+    ).structured
+    [memory_id] = created["created"]
+    world.settle()
+
+    found = mcp(tool_call("search_long_term_memory", {"text": "what does Ada drink?"}))
+    edited = mcp(tool_call("edit_long_term_memory", {"memory_id": memory_id, "pinned": True}))
+    read = mcp(tool_call("get_long_term_memory", {"memory_id": memory_id}))
+    deleted = mcp(tool_call("delete_long_term_memories", {"memory_ids": [memory_id]}))
+    gone = mcp(tool_call("get_long_term_memory", {"memory_id": memory_id}))
+
+    hit = found.structured["memories"][0]
+    assert (hit["id"], hit["user_id"]) == (memory_id, "ada")  # the caller's user, not named
+    assert edited.structured["pinned"] is True
+    assert read.structured["text"] == "Ada drinks green tea every morning"
+    assert deleted.structured["status"] == "ok, deleted 1 memories"
+    assert "no long-term memory" in gone.tool_error
+
+
+def test_a_session_and_its_prompt_through_the_tools(mcp: Any, world: MemoryWorld) -> None:
+    written = mcp(
+        tool_call(
+            "set_working_memory",
+            {
+                "session_id": "chat-1",
+                "messages": [{"role": "user", "content": "I am flying to Oslo on Friday"}],
+                "context": "Ada plans a trip",
+                "data": {"city": "Oslo"},
+            },
+        )
+    )
+    read = mcp(tool_call("get_working_memory", {"session_id": "chat-1"}, MODERN), version=MODERN)
+    world.settle()
+    prompt = mcp(
+        tool_call(
+            "memory_prompt",
+            {"query": "when do I fly?", "session_id": {"eq": "chat-1"}, "model_name": "gpt-4o"},
+        )
+    )
+
+    assert written.structured["user_id"] == "ada"
+    assert read.structured["messages"][0]["content"] == "I am flying to Oslo on Friday"
+    assert read.structured["data"] == {"city": "Oslo"}
+    texts = [m["content"]["text"] for m in prompt.structured["messages"]]
+    assert texts[0].endswith("Ada plans a trip")
+    assert texts[-1] == "when do I fly?"
+    assert any("Oslo" in text for text in texts[1:-1])
+
+
+def test_a_prompt_without_a_session_searches_with_the_filters_given(
+    mcp: Any, world: MemoryWorld
+) -> None:
+    memories = [
+        {"text": "Ada drinks green tea every morning", "topics": ["drinks"]},
+        {"text": "Ada flies to Oslo for a conference", "topics": ["travel"]},
+    ]
+    mcp(tool_call("create_long_term_memories", {"memories": memories}))
+    world.settle()
+
+    everything = mcp(tool_call("memory_prompt", {"query": "what do you know about Ada?"}))
+    travel = mcp(
+        tool_call(
+            "memory_prompt",
+            {"query": "what do you know about Ada?", "topics": {"any": ["travel"]}},
+        )
+    )
+
+    def memories_in(prompt: McpAnswer) -> str:
+        return " ".join(m["content"]["text"] for m in prompt.structured["messages"][:-1])
+
+    assert "green tea" in memories_in(everything)
+    assert "Oslo" in memories_in(everything)
+    assert "Oslo" in memories_in(travel)
+    assert "green tea" not in memories_in(travel)
+
+
+def test_the_scratchpad_through_its_tools(mcp: Any) -> None:
+    merged = mcp(tool_call("update_scratchpad", {"session_id": "chat-1", "content": "- tea"}))
+    again = mcp(tool_call("update_scratchpad", {"session_id": "chat-1", "content": "- chess"}))
+    read = mcp(tool_call("get_scratchpad", {"session_id": "chat-1"}))
+    cleared = mcp(tool_call("clear_scratchpad", {"session_id": "chat-1"}))
+    empty = mcp(tool_call("get_scratchpad", {"session_id": "chat-1"}))
+
+    assert merged.structured["version"] == 1
+    assert again.structured["version"] == 2
+    assert read.structured["content"] == "- tea\n- chess"
+    assert cleared.structured == {"status": "working memory cleared"}
+    assert not empty.structured["content"]
+
+
+def test_compaction_is_a_dry_run_unless_asked_and_needs_an_admin(mcp: Any) -> None:
+    text = {"text": "Ada likes tea", "user_id": "ada"}
+    mcp(tool_call("create_long_term_memories", {"memories": [text]}, HANDSHAKE), who=OPS)
+    mcp(tool_call("create_long_term_memories", {"memories": [text], "deduplicate": False}), who=OPS)
+
+    as_ada = mcp(tool_call("compact_long_term_memories", {}))
+    dry = mcp(tool_call("compact_long_term_memories", {"user_id": "ada"}), who=OPS)
+    done = mcp(
+        tool_call("compact_long_term_memories", {"user_id": "ada", "dry_run": False}), who=OPS
+    )
+
+    assert as_ada.status == 403
+    assert dry.structured["dry_run"] is True
+    assert len(dry.structured["merged"]) == 1
+    assert done.structured["dry_run"] is False
+    assert len(done.structured["merged"]) == 1
+
+
+def test_the_datetime_is_now_in_utc(mcp: Any) -> None:
+    import time
+
+    now = mcp(tool_call("get_current_datetime", {})).structured
+
+    assert now["iso_utc"].endswith("Z")
+    assert abs(now["unix_ts"] - time.time()) < 5
+
+
+# -- identity: the OAuth resource server -----------------------------------------------------
+
+
+def test_the_metadata_names_the_resource_its_issuer_and_scopes_without_a_token(
+    world: MemoryWorld,
+) -> None:
+    handler = _handler(world)
+    for path in (
+        "/.well-known/oauth-protected-resource/mcp",
+        "/.well-known/oauth-protected-resource",
+    ):
+        found = answer(handler(http_event("GET", path), LambdaContextStub()))
+
+        assert found.status == 200
+        assert found.body == {
+            "resource": f"https://{HOST}/mcp",
+            "resource_name": "memkit",
+            "bearer_methods_supported": ["header"],
+            "scopes_supported": [
+                "memkit/memory:read",
+                "memkit/memory:write",
+                "memkit/memory:admin",
+            ],
+            "authorization_servers": [ISSUER],
+        }
+
+
+def test_no_verified_caller_is_a_401_pointing_at_the_metadata(mcp: Any) -> None:
+    refused = mcp(request("tools/list"), who=None)
+
+    assert refused.status == 401
+    assert refused.headers["www-authenticate"] == f'Bearer resource_metadata="{METADATA_URL}"'
+    assert refused.error["code"] == -32004
+
+
+def test_a_credential_without_memory_read_is_403_insufficient_scope(mcp: Any) -> None:
+    refused = mcp(request("tools/list"), who=WRITER_ONLY)
+
+    assert refused.status == 403
+    challenge = refused.headers["www-authenticate"]
+    assert 'error="insufficient_scope"' in challenge
+    assert 'scope="memkit/memory:read"' in challenge
+    assert f'resource_metadata="{METADATA_URL}"' in challenge
+
+
+@pytest.mark.parametrize("version", [HANDSHAKE, MODERN])
+def test_a_tool_that_writes_needs_memory_write_and_writes_nothing_without_it(
+    mcp: Any, dynamodb_table: str, version: str
+) -> None:
+    before = _items(dynamodb_table)
+
+    refused = mcp(
+        tool_call("create_long_term_memories", {"memories": [{"text": "planted"}]}, version),
+        who=READER,
+        version=version,
+    )
+
+    assert refused.status == 403
+    assert 'scope="memkit/memory:write"' in refused.headers["www-authenticate"]
+    assert refused.error["data"] == {"scope": "memory:write"}
+    assert _items(dynamodb_table) == before
+
+
+def test_naming_another_user_takes_memory_admin_as_on_the_rest_api(mcp: Any) -> None:
+    refused = mcp(tool_call("get_working_memory", {"session_id": "s", "user_id": "bob"}))
+    allowed = mcp(tool_call("get_working_memory", {"session_id": "s", "user_id": "bob"}), who=OPS)
+
+    assert refused.status == 403
+    assert 'scope="memkit/memory:admin"' in refused.headers["www-authenticate"]
+    assert "may act only for its own user" in refused.error["message"]
+    assert allowed.status == 200
+    assert "does not exist" in allowed.tool_error  # allowed, and there is none
+
+
+def test_the_tenants_quota_applies_to_mcp_requests(dynamodb_table: str) -> None:
+    settings = ApiSettings(
+        table_name=dynamodb_table,
+        region="us-east-1",
+        auth_mode="jwt",
+        tenant_claim="custom:tenant",
+        tenant_requests_per_minute=1,
+    )
+    handler = _handler(build_world(dynamodb_table, settings))
+
+    first = call_mcp(handler, request("tools/list"), ADA)
+    second = call_mcp(handler, request("tools/list"), ADA)
+
+    assert first.status == 200
+    assert second.status == 429
+    assert int(second.headers["retry-after"]) >= 1
+    assert "requests a minute are spent" in second.error["message"]
+
+
+def test_auth_mode_none_serves_and_says_so(dynamodb_table: str) -> None:
+    world = build_world(dynamodb_table, ApiSettings(table_name=dynamodb_table, region="us-east-1"))
+
+    listed = call_mcp(_handler(world), request("tools/list"), None)
+
+    assert listed.status == 200
+    assert listed.headers["x-memkit-warning"].startswith("unauthenticated")
+
+
+def test_the_apis_host_is_allowed_and_another_host_or_origin_is_refused(mcp: Any) -> None:
+    own = mcp(request("tools/list"), headers={"host": HOST, "origin": f"https://{HOST}"})
+    rebound = mcp(request("tools/list"), headers={"host": "attacker.example"})
+    foreign = mcp(request("tools/list"), headers={"origin": "https://attacker.example"})
+
+    assert own.status == 200
+    assert rebound.status == 421
+    assert foreign.status == 403
+
+
+# -- what a client can send ------------------------------------------------------------------
+
+HOSTILE = [
+    ("not JSON", {"raw_body": "{not json"}),
+    ("a batch", {"message": [{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}]}),
+    ("nested deeper than any parser", {"raw_body": "[" * 100_000 + "]" * 100_000}),
+    ("an integer of 5,000 digits", {"raw_body": '{"jsonrpc":"2.0","id":' + "9" * 5000 + "}"}),
+    ("no method", {"message": {"jsonrpc": "2.0", "id": 1}}),
+    ("an unknown method", {"message": request("memkit/steal")}),
+    (
+        "another media type",
+        {"message": request("tools/list"), "headers": {"content-type": "text/plain"}},
+    ),
+    ("an unknown tool", {"message": tool_call("rm_rf", {})}),
+    (
+        "arguments that are not an object",
+        {"message": request("tools/call", {"name": "get_long_term_memory", "arguments": [1]})},
+    ),
+    ("a 2026 request without its envelope", {"message": request("tools/list"), "version": MODERN}),
+    ("an unknown protocol version", {"message": request("tools/list"), "version": "1999-01-01"}),
+]
+
+
+@pytest.mark.parametrize("case", HOSTILE, ids=[case[0] for case in HOSTILE])
+def test_what_a_client_can_send_is_never_a_5xx(world: MemoryWorld, case: Any) -> None:
+    _, sent = case
+    message = sent.get("message", {})
+    event = mcp_event(
+        message,
+        ADA,
+        version=sent.get("version", HANDSHAKE),
+        headers=sent.get("headers"),
+        raw_body=sent.get("raw_body"),
+    )
+
+    answered = answer(_handler(world)(event, LambdaContextStub()))
+
+    assert answered.status < 500, answered.body
+    if answered.status == 200:  # an error the model or the client can read
+        body = answered.body
+        assert "error" in body or body["result"].get("isError") is True, body
+
+
+def test_a_service_that_is_down_is_a_tool_error_to_retry_never_a_5xx(
+    mcp: Any, world: MemoryWorld, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from memkit.errors import StoreUnavailable
+
+    def unavailable(*args: Any, **kwargs: Any) -> Any:
+        raise StoreUnavailable("the table is unavailable")
+
+    monkeypatch.setattr(world.services.long_term, "get", unavailable)
+
+    failed = mcp(tool_call("get_long_term_memory", {"memory_id": "m1"}))
+
+    assert failed.status == 200
+    assert "not available; retry in" in failed.tool_error
+    assert [getattr(r, "code", None) for r in caplog.records if r.levelname == "ERROR"] == [
+        "unavailable"
+    ]
+
+
+def test_an_unreadable_base64_body_is_a_parse_error(world: MemoryWorld) -> None:
+    event = mcp_event(request("tools/list"), ADA)
+    event.update(body="!!not base64!!", isBase64Encoded=True)
+
+    answered = answer(_handler(world)(event, LambdaContextStub()))
+
+    assert answered.status == 400
+    assert answered.error["code"] == -32700
+
+
+def test_bad_arguments_are_a_tool_error_naming_the_field_never_the_input(
+    capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture, mcp: Any
+) -> None:
+    secret = "SECRET-ARGUMENT-4242"
+
+    failed = mcp(tool_call("search_long_term_memory", {"text": secret, "limit": 1000}))
+    edited = mcp(tool_call("edit_long_term_memory", {"memory_id": "nope", "text": secret}))
+
+    assert "limit" in failed.tool_error
+    assert "no long-term memory" in edited.tool_error
+    assert secret not in capsys.readouterr().out + caplog.text
+
+
+def test_logs_carry_tool_names_never_arguments_or_results(
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+    mcp: Any,
+    world: MemoryWorld,
+) -> None:
+    secret = "SECRET-MEMORY my PIN is 9911"
+
+    mcp(tool_call("create_long_term_memories", {"memories": [{"text": secret}]}))
+    world.settle()
+    mcp(tool_call("search_long_term_memory", {"text": "PIN"}))
+
+    tools = [getattr(record, "tool", None) for record in caplog.records]
+    assert [tool for tool in tools if tool] == [
+        "create_long_term_memories",
+        "search_long_term_memory",
+    ]
+    logged = capsys.readouterr().out + caplog.text
+    for kept in ("9911", "SECRET-MEMORY", "custom:tenant"):
+        assert kept not in logged

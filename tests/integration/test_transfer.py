@@ -344,3 +344,207 @@ def test_a_users_export_holds_that_user_only(
     assert owners == {"ada"}
     assert {x["id"] for x in lines if x["kind"] == "memory"} == {"r-tea", "r-oslo", "r-lisbon"}
     assert {x["session_id"] for x in lines if x["kind"] == "session"} == {"chat-1", "chat-2"}
+
+
+AMS_WORKING_MEMORY = {
+    "messages": [
+        {
+            "role": "user",
+            "content": "I'm Eve and I like jazz",
+            "id": "ams-m1",
+            "created_at": "2026-01-05T10:00:00Z",
+            "persisted_at": None,
+            "discrete_memory_extracted": "f",
+        },
+        {"role": "assistant", "content": "Noted, Eve.", "created_at": "2026-01-05T10:00:03Z"},
+    ],
+    "memories": [],
+    "data": {"plan": "jazz club"},
+    "context": "Eve likes jazz.",
+    "user_id": "eve",
+    "tokens": 12,
+    "session_id": "ams-1",
+    "namespace": None,
+    "long_term_memory_strategy": {"strategy": "discrete", "config": {}},
+    "ttl_seconds": 3600,
+    "last_accessed": "2026-01-05T10:00:03Z",
+    "created_at": "2026-01-05T10:00:00Z",
+    "updated_at": "2026-01-05T10:00:03Z",
+    "context_percentage_total_used": None,
+    "new_session": False,
+}
+AMS_RECORDS = [
+    {
+        "id": "ams-r1",
+        "text": "Eve plays the saxophone",
+        "session_id": "ams-1",
+        "user_id": "eve",
+        "namespace": "gamma",
+        "last_accessed": "2026-01-06T00:00:00Z",
+        "created_at": "2026-01-05T10:01:00Z",
+        "updated_at": "2026-01-05T10:01:00Z",
+        "pinned": False,
+        "access_count": 3,
+        "topics": ["music"],
+        "entities": ["Eve"],
+        "memory_hash": "x",
+        "discrete_memory_extracted": "t",
+        "memory_type": "episodic",
+        "persisted_at": None,
+        "extracted_from": ["ams-m1"],
+        "event_date": "2026-01-04T20:00:00Z",
+        "extraction_strategy": "discrete",
+        "extraction_strategy_config": {},
+    },
+]
+MEM0_GET_ALL = {
+    "results": [
+        {
+            "id": "6f1c0d52-61a4-4a43-9a43-1d5b5d1f0c11",
+            "memory": "Likes Thai food",
+            "hash": "a1b2",
+            "metadata": {"source": "chat"},
+            "created_at": "2025-07-26T10:29:36.630547-07:00",
+            "updated_at": None,
+            "user_id": "eve",
+            "agent_id": "planner",
+            "run_id": "trip-7",
+            "categories": ["food"],
+        },
+        {
+            "id": "0c5e9f6a-8e1e-4c55-bd0e-2f3ad0e7a9b2",
+            "memory": "Allergic to peanuts",
+            "hash": "c3d4",
+            "created_at": "2025-07-27T08:00:00+00:00",
+            "role": "user",
+        },
+    ]
+}
+
+
+def test_agent_memory_server_and_mem0_files_import_as_their_fields_say(
+    target: LocalStack, dev_keys: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    admin = token(dev_keys, "ops", ADMIN)
+    working = tmp_path / "ams-1.json"
+    working.write_text(json.dumps(AMS_WORKING_MEMORY, indent=2))  # one JSON document
+    ams_records = tmp_path / "ams-records.jsonl"
+    ams_records.write_text("".join(json.dumps(r) + "\n" for r in AMS_RECORDS))
+    mem0 = tmp_path / "mem0.json"
+    mem0.write_text(json.dumps(MEM0_GET_ALL))
+
+    status, _, err = memkit(capsys, target, admin, "import", str(working), "--namespace", "gamma")
+    assert status == 0, err
+    assert "imported 0 profiles, 1 sessions, 2 messages" in err
+    status, _, err = memkit(capsys, target, admin, "import", str(ams_records), "--format", "ams")
+    assert status == 0, err
+    assert "1 memories" in err
+    status, _, err = memkit(
+        capsys, target, admin, "import", str(mem0), "--namespace", "gamma", "--user", "eve"
+    )
+    assert status == 0, err
+    assert "2 memories" in err
+
+    with client(target, dev_keys) as reader:
+        session = reader.get_session("ams-1", namespace="gamma")
+        assert (session.user_id, session.data, session.context) == (
+            "eve",
+            {"plan": "jazz club"},
+            "Eve likes jazz.",
+        )
+        assert (session.tokens, session.ttl_seconds) == (12, 3600)
+        assert session.messages[0].id == "ams-m1"
+        assert session.messages[1].id.startswith("imp-")  # no id: one made from its content
+        assert session.messages[1].created_at.startswith("2026-01-05T10:00:03")
+        record = reader.get_memory("ams-r1")
+        assert (record.memory_type, record.topics, record.extracted_from) == (
+            "episodic",
+            ["music"],
+            ["ams-m1"],
+        )
+        assert record.event_date is not None
+        assert record.event_date.startswith("2026-01-04T20")
+        assert record.discrete_memory_extracted == "t"
+        thai = reader.get_memory("6f1c0d52-61a4-4a43-9a43-1d5b5d1f0c11")
+        assert (thai.text, thai.user_id, thai.namespace, thai.session_id, thai.topics) == (
+            "Likes Thai food",
+            "eve",
+            "gamma",
+            "trip-7",
+            ["food"],
+        )
+        assert thai.created_at.startswith("2025-07-26T17:29:36")  # -07:00 as UTC
+        assert thai.metadata == {"source": "chat", "mem0": {"hash": "a1b2", "agent_id": "planner"}}
+        peanuts = reader.get_memory("0c5e9f6a-8e1e-4c55-bd0e-2f3ad0e7a9b2")
+        assert peanuts.user_id == "eve"  # --user: the item names none
+        assert peanuts.metadata == {"mem0": {"hash": "c3d4", "role": "user"}}
+
+    for path in (working, ams_records, mem0):  # again: nothing new
+        status, _, err = memkit(
+            capsys, target, admin, "import", str(path), "--namespace", "gamma", "--user", "eve"
+        )
+        assert status == 0, err
+        assert "imported 0 profiles, 0 sessions, 0 messages, 0 scratchpads, 0 memories" in err
+
+
+def test_a_bad_line_is_reported_with_its_number_and_the_rest_goes_in(
+    target: LocalStack, dev_keys: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = {
+        "kind": "memory",
+        "id": "bad-file-1",
+        "text": "Fay rides a bike",
+        "user_id": "fay",
+        "namespace": "delta",
+    }
+    lines = [
+        json.dumps({"kind": "memkit-export", "version": 1}),
+        json.dumps(good),
+        '{"kind": "memory", "id": ',
+        json.dumps({**good, "id": "bad-file-2", "text": "   "}),
+        json.dumps({"hello": "world"}),
+        json.dumps({**good, "id": "bad-file-3", "text": "Fay swims"}),
+        json.dumps({"kind": "end", "counts": {}}),
+    ]
+    path = tmp_path / "bad.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+
+    status, _, err = memkit(capsys, target, token(dev_keys, "ops", ADMIN), "import", str(path))
+
+    assert status == 1
+    assert "line 3: not JSON" in err
+    assert "line 4: record 'bad-file-2': 422" in err
+    assert "text" in err.split("line 4:")[1].splitlines()[0]  # the field the API named
+    assert "line 5: not a shape memkit imports" in err
+    assert "Traceback" not in err
+    assert "imported 0 profiles, 0 sessions, 0 messages, 0 scratchpads, 2 memories" in err
+    assert "3 failed" in err
+    with client(target, dev_keys) as reader:
+        assert reader.get_memory("bad-file-3").text == "Fay swims"
+
+
+def test_search_prints_json_lines_when_piped_and_doctor_checks_the_stack(
+    populated: LocalStack, dev_keys: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ada = token(dev_keys, "ada")
+    status, out, err = memkit(
+        capsys, populated, ada, "search", "tea every morning", "--namespace", "alpha", "--limit=3"
+    )
+    assert status == 0, err
+    hits = [json.loads(line) for line in out.splitlines()]
+    assert len(hits) == 3
+    assert hits[0]["id"] == "r-tea"
+    assert {hit["user_id"] for hit in hits} == {"ada"}  # the token's user, whatever was asked
+
+    status, out, err = memkit(capsys, populated, ada, "doctor")
+    assert status == 0, out
+    checks = {line.split()[1]: line.split()[0] for line in out.splitlines()}
+    assert checks == {"health": "ok", "auth": "ok", "indexing": "ok", "dead": "ok"}
+    assert "memkit 0.1.0" in out
+    assert "a JWT for user ada" in out
+    assert "searchable" in out
+
+    status, out, _ = memkit(capsys, populated, ada + "x", "doctor")
+    assert status == 1
+    assert out.splitlines()[1].startswith("fail  auth")
+    assert "skip  indexing" in out

@@ -81,7 +81,7 @@ def export_command(args: argparse.Namespace) -> int:
         else:
             out = sys.stdout
         client = stack.enter_context(connect.client_of(args))
-        progress = stack.enter_context(Progress("export", unit="item"))
+        progress = stack.enter_context(Progress("export", unit=" items"))
         exporter = Exporter(client, out, progress)
         try:
             counts = exporter.run(namespaces, args.user)

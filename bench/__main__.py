@@ -23,6 +23,7 @@ BENCHMARKS = (
     "retrieval",
     "prompt",
     "ingest",
+    "transfer",
     "locomo",
 )
 

@@ -116,16 +116,16 @@ def backfill(client: Any, url: str, stack: Any, conversations: int, messages: in
     report("ingest.backfill_messages_per_second", total / elapsed, "msg/s")
     report("ingest.backfill_request_ms", median(latencies) * 1000, "ms median")
     report("ingest.backfill_5xx", sum(n for s, n in statuses.items() if s >= 500), "", "target 0")
-    searchable = _until_indexed(stack, total)
+    searchable = until_indexed(stack, total)
     if searchable is None:
         report("ingest.backfill_all_searchable_s", SEARCHABLE_TIMEOUT, "s: NOT all indexed by then")
     else:
         report("ingest.backfill_all_searchable_s", searchable, "s after the last request")
 
 
-def _until_indexed(stack: Any, total: int) -> float | None:
-    """Seconds until the index holds every backfilled message (the stack's loopback index);
-    None if it did not within SEARCHABLE_TIMEOUT."""
+def until_indexed(stack: Any, total: int, namespace: str = "backfill") -> float | None:
+    """Seconds until the index holds `total` docs of `namespace` (the stack's loopback
+    index); None if it did not within SEARCHABLE_TIMEOUT."""
     from memkit.config import IndexSettings
 
     index = IndexSettings().opensearch_index
@@ -135,7 +135,7 @@ def _until_indexed(stack: Any, total: int) -> float | None:
         held = sum(
             1
             for _, source in docs
-            if source.get("namespace") == "backfill" and not source.get("deleted")
+            if source.get("namespace") == namespace and not source.get("deleted")
         )
         if held >= total:
             return time.monotonic() - started

@@ -1,6 +1,8 @@
 """The `memkit` command: `memkit serve` runs the local stack; `memkit token` mints a
 development token for it; `memkit openapi` prints the API; `memkit reindex` rebuilds the
-vector index from the table; `memkit keys` manages API keys."""
+vector index from the table; `memkit keys` manages API keys; `memkit export` and `memkit
+import` move memory between stacks (and in from the Agent Memory Server or Mem0); `memkit
+search` searches it; `memkit doctor` checks a deployment or the local stack (docs/cli.md)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from memkit_dev import keys
+from memkit_dev import doctor, keys, search, transfer
 
 
 def _interrupt(*_: object) -> None:
@@ -244,6 +246,9 @@ def build_parser() -> argparse.ArgumentParser:
     openapi.set_defaults(run=_openapi)
     _reindex_parser(commands)
     keys.add_parser(commands)
+    transfer.add_parsers(commands)
+    search.add_parser(commands)
+    doctor.add_parser(commands)
     return parser
 
 

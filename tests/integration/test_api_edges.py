@@ -6,16 +6,19 @@ import time
 
 import pytest
 
+import memkit
 from tests.integration.conftest import Call
 
 pytestmark = pytest.mark.integration
 
 
-def test_health_answers_the_server_time_in_epoch_ms(api: Call) -> None:
+def test_health_answers_the_server_time_in_epoch_ms_and_the_version(api: Call) -> None:
     response = api("GET", "/v1/health")
 
     assert response.status == 200
     assert abs(response.body["now"] - time.time() * 1000) < 60_000
+    assert response.body["version"] == memkit.__version__
+    assert response.body["local"] is None  # only the local stack says what runs it
 
 
 def test_the_openapi_document_describes_every_route(api: Call) -> None:

@@ -74,6 +74,7 @@ def test_health_shows_the_engine_and_each_stream_pump(stack: LocalStack) -> None
     pumps = health["local"]["stream_pumps"]
     assert set(pumps) == {"indexer", "curator"}
     assert all(p["state"] in ("ok", "catching up") for p in pumps.values()), pumps
+    assert health["local"]["dead_letters"] == 0
 
 
 def test_a_long_question_is_answered_not_refused_by_opensearchs_clause_limit(

@@ -56,3 +56,21 @@ def test_a_search_marks_what_it_shows_accessed_at_most_hourly(world: MemoryWorld
     assert again[0]["id"] == "jazz"
     # accessed a minute ago: not written again within the hour
     assert world.api("GET", "/v1/long-term-memory/jazz").body["last_accessed"] == before["jazz"]
+
+
+def test_a_search_with_track_access_false_leaves_last_accessed_alone(world: MemoryWorld) -> None:
+    """What an export reads (`memkit export`): every record, none of them counted as used."""
+    long_ago = _iso(-timedelta(days=40))
+    memory = {"id": "kept", "text": "Ada keeps bees", "user_id": "ada", "last_accessed": long_ago}
+    assert world.api("POST", "/v1/long-term-memory/", body={"memories": [memory]}).status == 200
+    world.settle()
+    before = world.api("GET", "/v1/long-term-memory/kept").body["last_accessed"]
+
+    body = {"text": "bees", "user_id": {"eq": "ada"}, "track_access": False}
+    shown = world.api("POST", "/v1/long-term-memory/search", body=body).body["memories"]
+    world.settle()
+
+    assert [m["id"] for m in shown] == ["kept"]
+    assert shown[0]["last_accessed"] == before
+    assert world.api("GET", "/v1/long-term-memory/kept").body["last_accessed"] == before
+    assert str(before).startswith(long_ago[:19])

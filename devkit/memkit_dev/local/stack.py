@@ -324,12 +324,14 @@ class LocalStack:
         self.dev_key = keys.create("default", scopes, user_id="dev", name=DEV_KEY_NAME).plain
 
     def health(self) -> dict[str, Any]:
-        """What GET /v1/health adds on the local stack: the engine and each stream pump
-        (a pump whose records wait with no batch done says `stalled`)."""
+        """What GET /v1/health adds on the local stack: the engine, each stream pump (a pump
+        whose records wait with no batch done says `stalled`) and how many stream batches
+        went to the on-failure destination (AWS: the dead-letter queues)."""
         pumps = {"indexer": self.pump, "curator": self.curator_pump}
         return {
             "dynamodb": self.engine,
             "stream_pumps": {name: p.health() for name, p in pumps.items() if p is not None},
+            "dead_letters": len(self.dead_letters),
         }
 
     def _dynamodb(self, moto_endpoint: str) -> tuple[str, str]:

@@ -30,6 +30,12 @@ class ErrorBody(Model):
 
 class Health(Model):
     now: int = Field(description="server time, epoch milliseconds")
+    version: str | None = Field(default=None, description="memkit's version")
+    local: dict[str, Any] | None = Field(
+        default=None,
+        description="the local stack only (`memkit serve`): what serves DynamoDB, its stream "
+        "pumps and dead letters; null on AWS",
+    )
 
 
 class Status(Model):

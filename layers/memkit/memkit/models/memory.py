@@ -161,6 +161,11 @@ class SearchRequest(Model):
     recency_half_life_created_days: float | None = Field(default=None, gt=0, le=36_500)
     server_side_recency: bool | None = None
     message_range: int = Field(default=0, ge=0, le=MAX_MESSAGE_RANGE)
+    track_access: StrictBool = Field(
+        default=True,
+        description="false: the records shown do not count as accessed (last_accessed stays; "
+        "what an export or a backup reads)",
+    )
 
     @model_validator(mode="after")
     def _finite(self) -> SearchRequest:

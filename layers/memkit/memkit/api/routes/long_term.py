@@ -56,7 +56,8 @@ def search_memories(
 ) -> MemoryResults:
     services = services_of(router)
     caller = caller_of(router)
-    return services.long_term.search(caller.tenant, confined_search(caller, body))
+    request = confined_search(caller, body)
+    return services.long_term.search(caller.tenant, request, access=request.track_access)
 
 
 @router.get(

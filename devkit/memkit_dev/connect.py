@@ -1,0 +1,71 @@
+"""How the commands that call the API (`memkit import`, `export`, `search`, `doctor`) find it
+and prove who they are: the SDK's own client (memkit.client), configured as `from_env` does
+(MEMKIT_URL, MEMKIT_TOKEN) and overridden by `--url`, `--token` or `--sigv4`."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from memkit.client import MemkitClient, SigV4
+from memkit.client.api import DEFAULT_URL
+from memkit.client.errors import APIConnectionError, APIError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """--url, --token, --sigv4 [--region], --timeout."""
+    group = parser.add_argument_group("connection (default: MEMKIT_URL and MEMKIT_TOKEN)")
+    group.add_argument(
+        "--url", help=f"the API's base URL (MEMKIT_URL; default {DEFAULT_URL}, `make serve`)"
+    )
+    group.add_argument(
+        "--token",
+        help="a bearer token: `memkit token`, a Cognito access token or an API key mk_... "
+        "(MEMKIT_TOKEN; prefer the variable: a command line is visible to other users)",
+    )
+    group.add_argument(
+        "--sigv4",
+        action="store_true",
+        help="sign requests with AWS credentials (AuthMode=iam) instead of a token",
+    )
+    group.add_argument("--region", help="--sigv4: the region (default: from the URL's host)")
+    group.add_argument(
+        "--timeout", type=float, default=60.0, help="seconds per request (default 60)"
+    )
+
+
+def url_of(args: argparse.Namespace) -> str:
+    return str(args.url or os.environ.get("MEMKIT_URL") or DEFAULT_URL)
+
+
+def token_of(args: argparse.Namespace) -> str | None:
+    if args.sigv4:
+        return None
+    token = args.token or os.environ.get("MEMKIT_TOKEN")
+    return str(token) if token else None
+
+
+def client_of(args: argparse.Namespace, url: str | None = None, **options: Any) -> MemkitClient:
+    """The SDK client the arguments describe (retries and batching are the SDK's)."""
+    if args.sigv4:
+        options["auth"] = SigV4(region=args.region)
+    elif (token := token_of(args)) is not None:
+        options["token"] = token
+    return MemkitClient(url or url_of(args), timeout=args.timeout, **options)
+
+
+def describe(error: Exception) -> str:
+    """An SDK error in one line: the status, the API's code and detail, the fields."""
+    if isinstance(error, APIError):
+        return str(error)
+    if isinstance(error, APIConnectionError):
+        return f"no answer from the API ({error})"
+    return f"{type(error).__name__}: {error}"
+
+
+def fail(message: str) -> int:
+    """Print a one-line error on stderr; the exit status of a command that could not run."""
+    print(f"memkit: {message}", file=sys.stderr)
+    return 2

@@ -55,7 +55,7 @@ serve: $(STAMP)
 
 ## test: lint, type checks, template checks, the security scan, a short fuzz and every test
 test: lint typecheck template scan fuzz-quick
-	$(BIN)/python -m pytest --cov --cov-report=term:skip-covered; rc=$$?; \
+	$(BIN)/python -m pytest --cov --cov-report=term:skip-covered --durations=25; rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 1; fi; exit $$rc
 
 ## lint: ruff check and ruff format --check

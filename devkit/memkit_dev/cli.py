@@ -58,6 +58,7 @@ def _serve(args: argparse.Namespace) -> int:
         f"  Vector index: {stack.opensearch.url if stack.opensearch else 'in process'} "
         "(memkit reindex --opensearch-endpoint ... --opensearch-auth none)\n"
         f"  API docs: {stack.url}/v1/docs\n"
+        f"  MCP: {stack.url}/mcp (docs/mcp.md)\n"
         f"{_auth_banner(stack)}"
         "Try:\n"
         f"  curl -s -X PATCH {stack.url}/v1/working-memory/demo/scratchpad{bearer} "

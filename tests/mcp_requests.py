@@ -10,6 +10,7 @@ from typing import Any
 
 from tests.conftest import LambdaContextStub
 from tests.events import http_event
+from tests.tokens import bearer_for
 
 HANDSHAKE = "2025-11-25"
 MODERN = "2026-07-28"
@@ -113,8 +114,12 @@ def answer(result: dict[str, Any]) -> McpAnswer:
     return McpAnswer(int(result["statusCode"]), headers, body)
 
 
-def call_mcp(
-    handler: Any, message: Any, authorizer: dict[str, Any] | None = None, **kw: Any
-) -> Any:
-    """`message` through an MCP lambda_handler, as API Gateway would send it."""
-    return answer(handler(mcp_event(message, authorizer, **kw), LambdaContextStub()))
+def call_mcp(handler: Any, message: Any, who: dict[str, Any] | None = None, **kw: Any) -> Any:
+    """`message` through an MCP lambda_handler, as API Gateway sends it: POST /mcp has no
+    authorizer at the gateway with AuthMode jwt, so the caller `who` (a JWT authorizer
+    context, tests.events.jwt_authorizer) comes as a bearer token signed by the tests' key
+    (tests.tokens), which the function verifies; None: no credential."""
+    headers = dict(kw.pop("headers", None) or {})
+    if who is not None:
+        headers["authorization"] = bearer_for(who)
+    return answer(handler(mcp_event(message, None, headers=headers, **kw), LambdaContextStub()))

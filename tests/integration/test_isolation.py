@@ -28,6 +28,7 @@ from tests.conftest import ApiResponse, call_api
 from tests.events import jwt_authorizer
 from tests.integration.memory_world import MemoryWorld, build_world
 from tests.mcp_requests import call_mcp, request, tool_call
+from tests.tokens import verifying_settings
 
 pytestmark = pytest.mark.integration
 
@@ -376,10 +377,10 @@ def _mcp_probes(session: str, user: str, record: str) -> dict[str, list[dict[str
 
 
 def _mcp(world: MemoryWorld) -> Any:
-    from memkit.config import McpSettings
     from memkit.handlers.mcp import make_lambda_handler
 
-    return make_lambda_handler(lambda: world.services, lambda: McpSettings())
+    settings = verifying_settings()  # the function verifies its callers' tokens
+    return make_lambda_handler(lambda: world.services, lambda: settings)
 
 
 def _tools(handler: Any) -> dict[str, dict[str, Any]]:

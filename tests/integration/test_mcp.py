@@ -27,6 +27,7 @@ from tests.mcp_requests import (
     request,
     tool_call,
 )
+from tests.tokens import AUDIENCE, ISSUER, bearer_for, token, verifying_settings
 
 pytestmark = pytest.mark.integration
 
@@ -34,7 +35,6 @@ ADA = jwt_authorizer("acme", "ada", READ, WRITE)
 READER = jwt_authorizer("acme", "ada", READ)
 WRITER_ONLY = jwt_authorizer("acme", "ada", WRITE)
 OPS = jwt_authorizer("acme", "ops", ADMIN)
-ISSUER = "https://idp.example.com"
 HOST = "abc123.execute-api.us-east-1.amazonaws.com"  # events/api_request.json's domainName
 METADATA_URL = f"https://{HOST}/.well-known/oauth-protected-resource/mcp"
 
@@ -84,7 +84,7 @@ def world(dynamodb_table: str) -> MemoryWorld:
 
 
 def _handler(world: MemoryWorld) -> Any:
-    settings = McpSettings(oauth_issuer=ISSUER, scope_prefix="memkit/")
+    settings = verifying_settings(scope_prefix="memkit/")
     return make_lambda_handler(lambda: world.services, lambda: settings)
 
 
@@ -159,11 +159,18 @@ def test_the_tools_are_the_reference_servers_with_its_parameters_and_the_scratch
     assert tools["delete_long_term_memories"]["annotations"]["destructiveHint"] is True
 
 
-def test_the_canonical_event_lists_the_tools(world: MemoryWorld) -> None:
+def test_the_canonical_event_lists_the_tools_for_a_token_in_its_authorization(
+    world: MemoryWorld,
+) -> None:
     # events/mcp_request.json: what `sam local invoke McpFunction -e` sends, as API Gateway
-    # sends a verified token's POST /mcp.
-    listed = answer(_handler(world)(load_event("mcp_request.json"), LambdaContextStub()))
+    # sends POST /mcp (no authorizer context: the function verifies the bearer token).
+    event = load_event("mcp_request.json")
+    as_shipped = answer(_handler(world)(event, LambdaContextStub()))
+    event["headers"]["authorization"] = bearer_for(ADA)
+    listed = answer(_handler(world)(event, LambdaContextStub()))
 
+    assert as_shipped.status == 401  # its placeholder is no token
+    assert as_shipped.headers["www-authenticate"].startswith('Bearer error="invalid_token"')
     assert listed.status == 200
     assert {tool["name"] for tool in listed.result["tools"]} >= set(REFERENCE_TOOLS)
 
@@ -330,6 +337,96 @@ def test_the_metadata_names_the_resource_its_issuer_and_scopes_without_a_token(
         }
 
 
+def _sent(handler: Any, event: dict[str, Any]) -> McpAnswer:
+    return answer(handler(event, LambdaContextStub()))
+
+
+def test_the_function_verifies_the_token_itself_and_trusts_no_context_in_the_event(
+    world: MemoryWorld,
+) -> None:
+    # POST /mcp has no authorizer at the gateway (AuthMode jwt): whatever the event carries
+    # as requestContext.authorizer is not a verified caller; only the token is.
+    handler = _handler(world)
+    planted = _sent(handler, mcp_event(request("tools/list"), OPS))
+    forged = _sent(
+        handler,
+        mcp_event(
+            request("tools/list"),
+            OPS,
+            headers={"authorization": "Bearer " + token({"sub": "ops"}, aud="another-api")},
+        ),
+    )
+    cognito = _sent(  # an access token of a Cognito app client: no aud, client_id
+        handler,
+        mcp_event(
+            tool_call("get_working_memory", {"session_id": "s"}),
+            headers={
+                "authorization": "Bearer "
+                + token(
+                    {"sub": "ada", "custom:tenant": "acme", "scope": "memkit/memory:read"},
+                    aud=None,
+                    client_id=AUDIENCE,
+                )
+            },
+        ),
+    )
+
+    assert planted.status == 401
+    assert planted.headers["www-authenticate"] == f'Bearer resource_metadata="{METADATA_URL}"'
+    assert forged.status == 401
+    assert forged.headers["www-authenticate"].startswith('Bearer error="invalid_token"')
+    assert cognito.status == 200
+    assert "does not exist" in cognito.tool_error  # ada's (empty) session: allowed to ask
+
+
+def test_an_issuer_whose_keys_cannot_be_fetched_is_a_503_to_retry(world: MemoryWorld) -> None:
+    closed = "http://127.0.0.1:9"  # discard port: nothing answers
+    settings = McpSettings(oauth_issuer=closed, jwt_audience=AUDIENCE)
+    handler = make_lambda_handler(lambda: world.services, lambda: settings)
+    sent = token({"sub": "ada", "custom:tenant": "acme", "scope": READ}, iss=closed)
+
+    answered = _sent(
+        handler, mcp_event(request("tools/list"), headers={"authorization": f"Bearer {sent}"})
+    )
+
+    assert answered.status == 503
+    assert answered.error["message"] == "the service is not available"
+
+
+def test_with_api_keys_the_function_looks_the_key_up_as_the_authorizer_does(
+    dynamodb_table: str,
+) -> None:
+    from memkit.config import ApiKeySettings
+    from memkit.handlers.wiring import api_keys_for
+
+    settings = ApiSettings(table_name=dynamodb_table, region="us-east-1", auth_mode="apikey")
+    keyed = build_world(dynamodb_table, settings)
+    keys = api_keys_for(ApiKeySettings(table_name=dynamodb_table, region="us-east-1"))
+    ada = keys.create("acme", [READ, WRITE], user_id="ada")
+    bob = keys.create("acme", [READ, WRITE], user_id="bob")
+    revoked = keys.create("acme", [READ], user_id="eve")
+    keys.revoke("acme", revoked.key.key_id)
+    handler = make_lambda_handler(lambda: keyed.services, lambda: McpSettings(), lambda: keys)
+
+    def with_key(message: Any, key: str | None) -> McpAnswer:
+        headers = {"authorization": f"Bearer {key}"} if key else {}
+        return _sent(handler, mcp_event(message, headers=headers))
+
+    pad = {"session_id": "k1", "content": "- likes tea"}
+    written = with_key(tool_call("update_scratchpad", pad), ada.plain)
+    read = with_key(tool_call("get_scratchpad", {"session_id": "k1"}), ada.plain)
+    others = with_key(tool_call("get_scratchpad", {"session_id": "k1"}), bob.plain)
+    gone = with_key(request("tools/list"), revoked.plain)
+    missing = with_key(request("tools/list"), None)
+
+    assert written.status == 200
+    assert read.status == 200
+    assert read.structured["content"] == "- likes tea"
+    assert "belongs to another user" in others.tool_error  # each key acts as its own user
+    assert (gone.status, missing.status) == (401, 401)
+    assert missing.headers["www-authenticate"] == f'Bearer resource_metadata="{METADATA_URL}"'
+
+
 def test_no_verified_caller_is_a_401_pointing_at_the_metadata(mcp: Any) -> None:
     refused = mcp(request("tools/list"), who=None)
 
@@ -444,9 +541,8 @@ def test_what_a_client_can_send_is_never_a_5xx(world: MemoryWorld, case: Any) ->
     message = sent.get("message", {})
     event = mcp_event(
         message,
-        ADA,
         version=sent.get("version", HANDSHAKE),
-        headers=sent.get("headers"),
+        headers={"authorization": bearer_for(ADA), **(sent.get("headers") or {})},
         raw_body=sent.get("raw_body"),
     )
 
@@ -478,7 +574,7 @@ def test_a_service_that_is_down_is_a_tool_error_to_retry_never_a_5xx(
 
 
 def test_an_unreadable_base64_body_is_a_parse_error(world: MemoryWorld) -> None:
-    event = mcp_event(request("tools/list"), ADA)
+    event = mcp_event(request("tools/list"), headers={"authorization": bearer_for(ADA)})
     event.update(body="!!not base64!!", isBase64Encoded=True)
 
     answered = answer(_handler(world)(event, LambdaContextStub()))

@@ -1,6 +1,7 @@
 """The `mcp` SDK's own client against the local stack (`make serve`'s, with its JWT
 authorizer): POST /mcp reaches the MCP function through the gateway the template wires, once
-in each protocol era, the way Claude Desktop or an IDE would call it with a bearer token."""
+in each protocol era, the way Claude Desktop or an IDE would call it with a bearer token, and
+the function verifies the token (or, with AuthMode apikey, the key) itself."""
 
 from __future__ import annotations
 
@@ -25,19 +26,21 @@ MODERN = "2026-07-28"
 INDEXED_WITHIN_SECONDS = 30
 
 
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
-    data = tmp_path_factory.mktemp("mcp")
-    config = LocalStackConfig(
+def _config(**fields: Any) -> LocalStackConfig:
+    return LocalStackConfig(
         port=0,
         concurrency=1,
         template=ROOT / "template.yaml",
         engine="moto",
         cleanup_interval_seconds=0,
-        auth="jwt",
-        jwt=JwtSettings(data_dir=data),
+        **fields,
     )
-    with LocalStack(config) as running:
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
+    data = tmp_path_factory.mktemp("mcp")
+    with LocalStack(_config(auth="jwt", jwt=JwtSettings(data_dir=data))) as running:
         yield running
 
 
@@ -103,15 +106,63 @@ def test_an_mcp_client_works_through_the_gateway_in_each_protocol_era(
     assert seen["refused"].startswith("insufficient_scope")
 
 
-def test_the_gateway_guards_mcp_as_the_api_and_serves_its_metadata(stack: LocalStack) -> None:
+def test_an_unauthenticated_client_is_pointed_at_the_metadata_that_names_the_issuer(
+    stack: LocalStack,
+) -> None:
     url = f"{stack.url}/mcp"
     tools_list = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    forged = mint(None, "ada", "default", ["memory:read"])  # signed by a key no one trusts
 
     anonymous = httpx.post(url, json=tools_list, timeout=30)
+    refused = httpx.post(url, json=tools_list, headers={"authorization": f"Bearer {forged}"})
     stream = httpx.get(url, timeout=30)
-    metadata = httpx.get(f"{stack.url}/.well-known/oauth-protected-resource/mcp", timeout=30)
+    pointer = anonymous.headers["www-authenticate"]
+    metadata = httpx.get(pointer.split('resource_metadata="')[1].rstrip('"'), timeout=30)
 
-    assert anonymous.status_code == 401  # the gateway's authorizer, before the function
+    # POST /mcp has no authorizer at the gateway: the function's own 401 carries the
+    # RFC 9728 pointer an MCP client follows to find the authorization server.
+    assert anonymous.status_code == 401
+    assert (
+        pointer
+        == f'Bearer resource_metadata="{stack.url}/.well-known/oauth-protected-resource/mcp"'
+    )
+    assert refused.status_code == 401
+    assert refused.headers["www-authenticate"].startswith('Bearer error="invalid_token"')
     assert (stream.status_code, stream.headers["allow"]) == (405, "POST")
     assert metadata.json()["resource"] == url
     assert metadata.json()["authorization_servers"] == ["memkit-local"]
+
+
+def test_with_api_keys_the_mcp_function_checks_the_key_as_the_authorizer_does(
+    tmp_path: Any,
+) -> None:
+    from memkit.config import ApiKeySettings
+    from memkit.handlers.wiring import api_keys_for
+
+    config = _config(auth="apikey", table_name="memkit-mcp-keys", data_dir=tmp_path)
+    with LocalStack(config) as keyed:
+        assert keyed.dev_key is not None
+        keys = api_keys_for(
+            ApiKeySettings(table_name=config.table_name, dynamodb_endpoint=keyed.dynamodb_endpoint)
+        )
+        revoked = keys.create("default", ["memory:read"], user_id="eve")
+        keys.revoke("default", revoked.key.key_id)
+        url = f"{keyed.url}/mcp"
+
+        async def tools(key: str) -> set[str]:
+            http = httpx2.AsyncClient(headers={"authorization": f"Bearer {key}"}, timeout=60)
+            async with http, Client(streamable_http_client(url, http_client=http)) as client:
+                return {tool.name for tool in (await client.list_tools()).tools}
+
+        listed = asyncio.run(tools(keyed.dev_key))
+        tools_list = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+        anonymous = httpx.post(url, json=tools_list, timeout=30)
+        gone = httpx.post(
+            url, json=tools_list, headers={"authorization": f"Bearer {revoked.plain}"}, timeout=30
+        )
+
+    assert "search_long_term_memory" in listed
+    assert anonymous.status_code == 401
+    assert anonymous.headers["www-authenticate"].startswith("Bearer resource_metadata=")
+    assert gone.status_code == 401  # revoked: no caller, whatever the key once was
+    assert gone.headers["www-authenticate"].startswith('Bearer error="invalid_token"')

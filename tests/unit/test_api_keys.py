@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from memkit.errors import ValidationFailed
-from memkit.handlers.authorizer import authorization_of, context_of, make_lambda_handler
+from memkit.handlers.authorizer import authorization_of, make_lambda_handler
 from memkit.models.api_keys import ApiKey, NewApiKey
 from memkit.service.api_keys import ApiKeyService, key_hash, new_key, presented_key
 from memkit.store.apikeys import ApiKeyTable, lookup_key
@@ -153,7 +153,7 @@ def test_the_identity_is_the_identity_source_sent_else_the_header() -> None:
 def test_the_context_is_four_strings_and_a_key_of_no_user_has_an_empty_user() -> None:
     key = ApiKey("abcdefgh", "acme", ("memory:read", "memory:admin"), None, "2026-01-01")
 
-    assert context_of(key) == {
+    assert key.authorizer_context() == {
         "tenant": "acme",
         "user_id": "",
         "scopes": "memory:read memory:admin",

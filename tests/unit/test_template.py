@@ -1358,7 +1358,7 @@ def _routes(template: dict[str, Any]) -> dict[str, str]:
 def test_every_route_is_authorized_as_auth_mode_says_with_the_scope_the_app_declares(
     template: dict[str, Any], mode: str
 ) -> None:
-    from memkit.api.scopes import ALL_ROUTE_SCOPES, MCP_ROUTE_SCOPES
+    from memkit.api.scopes import ALL_ROUTE_SCOPES, MCP_ROUTE_SCOPES, VERIFIED_BY_FUNCTION
 
     parameters = _parameters(template, AuthMode=mode, **JWT_ISSUER)
     expected_type = {"jwt": "JWT", "iam": "AWS_IAM", "apikey": "CUSTOM", "none": "NONE"}[mode]
@@ -1373,6 +1373,12 @@ def test_every_route_is_authorized_as_auth_mode_says_with_the_scope_the_app_decl
         assert route["Target"] == {"Fn::Sub": f"integrations/${{{integration}}}"}
         if scope is None:  # health, the OpenAPI document, its page: public in every mode
             assert route["AuthorizationType"] == "NONE", key
+            continue
+        if key in VERIFIED_BY_FUNCTION and mode in ("jwt", "apikey"):
+            # POST /mcp: its function verifies the credential (its 401 names the metadata)
+            assert route["AuthorizationType"] == "NONE", key
+            assert "AuthorizerId" not in route, key
+            assert "AuthorizationScopes" not in route, key
             continue
         assert route["AuthorizationType"] == expected_type, key
         assert route.get("AuthorizerId") == ({"Ref": authorizer} if authorizer else None), key
@@ -1516,6 +1522,16 @@ def test_the_mcp_function_reads_who_calls_as_the_api_does_and_names_the_token_is
     assert {k: mcp[k] for k in identity} == identity
     assert mcp.get("MEMKIT_OAUTH_ISSUER") == issuer
     assert mcp.get("MEMKIT_SCOPE_PREFIX") == prefix
+    # POST /mcp verifies tokens in the function: the audiences the JWT authorizer accepts
+    audience = mcp.get("MEMKIT_JWT_AUDIENCE")
+    if issuer is None:
+        assert audience is None
+    else:
+        accepted = _properties(template, "JwtAuthorizer", parameters)["JwtConfiguration"]
+        if overrides.get("CreateUserPool") == "true":
+            assert accepted["Audience"] == [audience] == [{"Ref": "UserPoolClient"}]
+        else:
+            assert accepted["Audience"] == {"Fn::Split": [",", audience]}
     # And the settings those variables make are valid: the function starts with them.
     from memkit.config import McpSettings
 

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memkit.mcp_server.bearer import as_gateway_claim
+
 ALGORITHMS = ["RS256", "ES256"]
 CLOCK_SKEW_SECONDS = 60
 DEV_ISSUER = "memkit-local"
@@ -195,17 +197,22 @@ class JwtAuthorizer:
         """`requestContext.authorizer` for a request, as the HTTP API's JWT authorizer
         passes it: every claim a string."""
         claims = self.claims(authorization)
-        return {"jwt": {"claims": {k: _as_gateway(v) for k, v in claims.items()}, "scopes": None}}
+        strings = {name: as_gateway_claim(value) for name, value in claims.items()}
+        return {"jwt": {"claims": strings, "scopes": None}}
 
+    def key_set(self) -> str:
+        """Where the MCP function finds the keys this authorizer trusts (MEMKIT_JWT_JWKS): the
+        key set URL, or the key set as JSON (a file's, or the dev key pair's public key)."""
+        import jwt
 
-def _as_gateway(value: Any) -> str:
-    """A claim as API Gateway passes it: strings as they are, lists as "[a b]", other
-    values as their JSON text."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list):
-        return "[" + " ".join(str(item) for item in value) + "]"
-    return json.dumps(value)
+        source = self._settings.jwks
+        if source is not None and source.startswith(("https://", "http://")):
+            return source
+        if source is not None:
+            return Path(source).read_text(encoding="utf-8")
+        public = json.loads(jwt.algorithms.ECAlgorithm.to_jwk(self._dev_key.public_key()))
+        public.update({"kid": DEV_KEY_ID, "use": "sig", "alg": "ES256"})
+        return json.dumps({"keys": [public]})
 
 
 class LambdaKeyAuthorizer:

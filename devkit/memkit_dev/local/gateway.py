@@ -20,7 +20,7 @@ from typing import Any
 
 from werkzeug.wrappers import Request, Response
 
-from memkit.api.scopes import ALL_ROUTE_SCOPES, PUBLIC
+from memkit.api.scopes import ALL_ROUTE_SCOPES, PUBLIC, VERIFIED_BY_FUNCTION
 from memkit_dev.local.auth import (
     AuthorizerFailed,
     Denied,
@@ -96,8 +96,9 @@ class HttpApiGateway:
     ) -> None:
         # Each route with the function its integration invokes.
         self._routes = [(route, function) for function, routes in targets for route in routes]
-        # The JWT authorizer of every route but the public ones (memkit.api.scopes), as the
-        # template attaches it; None: no authorizer (auth mode none).
+        # The authorizer of every route but the public ones and those whose function verifies
+        # the credential (memkit.api.scopes), as the template attaches it; None: no
+        # authorizer (auth mode none).
         self._authorizer = authorizer
         # What the local stack adds to GET /v1/health (its engine, its pumps): the parts
         # that Lambda and DynamoDB run on AWS, where no such detail exists.
@@ -203,6 +204,9 @@ class HttpApiGateway:
         event = self.event(request, route, path_parameters)
         # A route the scope table does not list is not public: it is authorized (fail closed).
         public = ALL_ROUTE_SCOPES.get(route.key, "unlisted") is PUBLIC
+        # POST /mcp: no authorizer at the gateway in the modes served here (jwt, apikey); its
+        # function verifies the credential, as the template deploys it.
+        public = public or route.key in VERIFIED_BY_FUNCTION
         if self._authorizer is not None and not public:
             try:
                 event["requestContext"]["authorizer"] = self._authorizer.context(

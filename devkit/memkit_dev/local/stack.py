@@ -191,8 +191,12 @@ class LocalStack:
         if config.auth == "jwt":
             environment["MEMKIT_TENANT_CLAIM"] = config.tenant_claim
             environment["MEMKIT_USER_CLAIM"] = config.user_claim
-            # The MCP server's RFC 9728 metadata names the issuer the gateway trusts.
+            # The MCP server's RFC 9728 metadata names the issuer the gateway trusts, and its
+            # function verifies that issuer's tokens itself (POST /mcp has no authorizer).
             environment["MEMKIT_OAUTH_ISSUER"] = self._jwt_settings().issuer
+            if resource == MCP_FUNCTION and isinstance(self.authorizer, JwtAuthorizer):
+                environment["MEMKIT_JWT_AUDIENCE"] = self._jwt_settings().audience
+                environment["MEMKIT_JWT_JWKS"] = self.authorizer.key_set()
         if WORK_QUEUE in self.queue_urls:
             environment["MEMKIT_WORK_QUEUE_URL"] = self.queue_urls[WORK_QUEUE]
             environment["MEMKIT_SQS_ENDPOINT"] = self.sqs_endpoint or ""

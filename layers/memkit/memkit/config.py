@@ -139,6 +139,18 @@ class McpSettings(BaseModel):
     # What the authorization server puts before memkit's scopes (Cognito: "memkit/"): the
     # scopes a client asks it for.
     scope_prefix: str = Field(default="", max_length=256)
+    # AuthMode jwt: POST /mcp has no authorizer at the gateway (so its 401 can name the
+    # metadata) and the function verifies tokens of `oauth_issuer` itself, as the gateway's
+    # JWT authorizer does: the audiences it accepts (comma-separated, the template's
+    # JwtAudience or the user pool's client), and where the issuer's keys are: a key set URL,
+    # the key set itself as JSON (the local stack's development keys), or None: discovered
+    # through <issuer>/.well-known/openid-configuration, as API Gateway finds them.
+    jwt_audience: str | None = Field(default=None, min_length=1, max_length=4096)
+    jwt_jwks: str | None = Field(default=None, min_length=1, max_length=16_384)
+
+    @property
+    def audiences(self) -> list[str]:
+        return [one.strip() for one in (self.jwt_audience or "").split(",") if one.strip()]
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> McpSettings:

@@ -66,7 +66,7 @@ ROUTE_SCOPES: dict[str, str | None] = {
     "GET /v1/jobs/{job_id}": ADMIN,
 }
 
-# The MCP function's routes (memkit.handlers.mcp). POST /mcp needs memory:read at the gateway;
+# The MCP function's routes (memkit.handlers.mcp). POST /mcp needs memory:read;
 # each tool then needs its own scope (memkit.mcp_server.tools.TOOL_SCOPES), checked by the
 # function. The stream's GET (405) and the RFC 9728 metadata are public.
 MCP_ROUTE_SCOPES: dict[str, str | None] = {
@@ -75,5 +75,10 @@ MCP_ROUTE_SCOPES: dict[str, str | None] = {
     "GET /.well-known/oauth-protected-resource/mcp": PUBLIC,
     "GET /.well-known/oauth-protected-resource": PUBLIC,
 }
+# Routes whose function verifies the bearer credential itself with AuthMode jwt or apikey
+# (memkit.mcp_server.bearer): the gateway attaches no authorizer to them, because an MCP
+# client's first 401 must carry `WWW-Authenticate: Bearer resource_metadata=...` and a gateway
+# authorizer's own 401 cannot. With iam the gateway verifies them as every other route.
+VERIFIED_BY_FUNCTION = frozenset({"POST /mcp"})
 # Every route of the HTTP API, whichever function serves it.
 ALL_ROUTE_SCOPES: dict[str, str | None] = {**ROUTE_SCOPES, **MCP_ROUTE_SCOPES}

@@ -37,7 +37,6 @@ from memkit.handlers.wiring import production_api_keys
 from memkit.observability import drop_disabled_metrics, logger, metrics
 
 if TYPE_CHECKING:
-    from memkit.models.api_keys import ApiKey
     from memkit.service.api_keys import ApiKeyService
 
 Handler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
@@ -64,16 +63,6 @@ def authorization_of(event: Any) -> str | None:
     return None
 
 
-def context_of(key: ApiKey) -> dict[str, str]:
-    """What the API reads from `requestContext.authorizer.lambda` (strings only)."""
-    return {
-        "tenant": key.tenant,
-        "user_id": key.user_id or "",
-        "scopes": " ".join(key.scopes),
-        "key_id": key.key_id,
-    }
-
-
 def make_lambda_handler(keys: Callable[[], ApiKeyService] = production_api_keys) -> Handler:
     """The Lambda handler over `keys` (production: the table of the environment)."""
 
@@ -96,7 +85,7 @@ def make_lambda_handler(keys: Callable[[], ApiKeyService] = production_api_keys)
         except (StoreUnavailable, Throttled) as exc:  # bookkeeping: never a reason to deny
             logger.warning("api key last_used not written", key_id=check.key_id, error=exc.code)
         logger.info("api key allowed", key_id=check.key_id, tenant=check.key.tenant)
-        return {"isAuthorized": True, "context": context_of(check.key)}
+        return {"isAuthorized": True, "context": check.key.authorizer_context()}
 
     return lambda_handler
 

@@ -2,9 +2,12 @@
 
 Routes (template.yaml wires them to this function; memkit.api.scopes.MCP_ROUTE_SCOPES):
 
-- POST /mcp: the MCP server (memkit.mcp_server.tools) for the caller the gateway verified,
-  through a transport made for this invocation. No verified caller: 401 pointing at the
-  metadata; a credential without memory:read, or a tool call it may not make: 403
+- POST /mcp: the MCP server (memkit.mcp_server.tools) for the verified caller, through a
+  transport made for this invocation. With AuthMode jwt or apikey the route has no
+  authorizer at the gateway and this function verifies the bearer credential itself
+  (memkit.mcp_server.bearer), so that its 401 can point at the metadata (a gateway's own 401
+  cannot); with iam, API Gateway verifies the signature. No verified caller: 401 pointing at
+  the metadata; a credential without memory:read, or a tool call it may not make: 403
   insufficient_scope; the tenant's quota spent: 429 with Retry-After.
 - GET /mcp: 405 at once (stateless: there is no stream to open; an older client's SSE GET
   would otherwise wait for the integration's timeout).
@@ -19,7 +22,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -27,11 +30,12 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from memkit.api.context import Services, charge
 from memkit.api.scopes import MCP_ROUTE_SCOPES
 from memkit.config import McpSettings, mcp_settings
-from memkit.errors import Forbidden, MemkitError, Unauthenticated
+from memkit.errors import Forbidden, MemkitError, Misconfigured, Unauthenticated
 from memkit.handlers.http import after_invocation
-from memkit.handlers.wiring import checked, production_services
+from memkit.handlers.wiring import checked, production_api_keys, production_services
 from memkit.identity import READ, caller_of
 from memkit.mcp_server import asgi
+from memkit.mcp_server.bearer import JwtVerifier, KeySet, KeyVerifier
 from memkit.mcp_server.resource import (
     INSUFFICIENT_SCOPE,
     MCP_PATH,
@@ -43,7 +47,11 @@ from memkit.mcp_server.resource import (
 from memkit.mcp_server.tools import Call, serve
 from memkit.observability import drop_disabled_metrics, logger, metrics
 
+if TYPE_CHECKING:
+    from memkit.service.api_keys import ApiKeyService
+
 Handler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
+Keys = Callable[[], "ApiKeyService"]
 JSON = "application/json"
 WARNING_HEADER = "x-memkit-warning"
 UNAUTHENTICATED_WARNING = "unauthenticated: auth mode none, every caller acts as an admin"
@@ -74,12 +82,57 @@ def _path(event: dict[str, Any]) -> str:
     return path.rstrip("/") or "/"
 
 
-def _post(event: dict[str, Any], services: Services, resource: ProtectedResource) -> dict[str, Any]:
+@functools.lru_cache(maxsize=4)
+def _jwt_verifier(settings: McpSettings) -> JwtVerifier:
+    """The verifier of `settings`' issuer, kept for the container (its keys with it)."""
+    if not settings.oauth_issuer or not settings.audiences:
+        raise Misconfigured("AuthMode jwt needs MEMKIT_OAUTH_ISSUER and MEMKIT_JWT_AUDIENCE")
+    keys = KeySet(settings.oauth_issuer, settings.jwt_jwks)
+    return JwtVerifier(settings.oauth_issuer, settings.audiences, keys)
+
+
+def _authorization(event: dict[str, Any]) -> str | None:
+    headers = event.get("headers") or {}
+    for name, value in headers.items():
+        if str(name).lower() == "authorization":
+            return str(value)
+    return None
+
+
+def _verified(
+    event: dict[str, Any], services: Services, settings: McpSettings, keys: Keys
+) -> dict[str, Any]:
+    """`event` with the request context the function verified: with AuthMode jwt or apikey
+    the route has no authorizer at the gateway, so what the gateway would have passed is
+    made here from the Authorization header (anything else there is replaced); iam and
+    none: the event as the gateway sent it. Unauthenticated when the credential fails."""
+    mode = services.settings.identity.auth_mode
+    if mode == "jwt":
+        verifier: JwtVerifier | KeyVerifier = _jwt_verifier(settings)
+    elif mode == "apikey":
+        verifier = KeyVerifier(keys())
+    else:
+        return event
+    authorizer = verifier.authorizer(_authorization(event))
+    context = event.get("requestContext")
+    context = dict(context) if isinstance(context, dict) else {}
+    context["authorizer"] = authorizer
+    return {**event, "requestContext": context}
+
+
+def _post(
+    event: dict[str, Any],
+    services: Services,
+    resource: ProtectedResource,
+    keys: Keys,
+) -> dict[str, Any]:
     """POST /mcp: who calls, what it may do, then the MCP server."""
     try:
+        event = _verified(event, services, resource.settings, keys)
         caller = caller_of(event, services.settings.identity)
     except Unauthenticated:
-        challenge = {"www-authenticate": resource.unauthenticated()}
+        presented = bool((_authorization(event) or "").strip())
+        challenge = {"www-authenticate": resource.unauthenticated(presented)}
         return _refused(401, UNAUTHENTICATED, "a valid bearer token is required", challenge)
     scope = MCP_ROUTE_SCOPES[f"POST {MCP_PATH}"] or READ  # never public: at least reads
     try:
@@ -103,7 +156,10 @@ def _post(event: dict[str, Any], services: Services, resource: ProtectedResource
 
 
 def _answer(
-    event: dict[str, Any], services: Callable[[], Services], settings: Callable[[], McpSettings]
+    event: dict[str, Any],
+    services: Callable[[], Services],
+    settings: Callable[[], McpSettings],
+    keys: Keys,
 ) -> dict[str, Any]:
     path, method = _path(event), asgi.method_of(event)
     if path in (f"{METADATA_PATH}{MCP_PATH}", METADATA_PATH) and method == "GET":
@@ -114,7 +170,7 @@ def _answer(
     if method != "POST":
         return _respond(405, headers={"allow": "POST"})
     try:
-        return _post(event, services(), ProtectedResource.of(event, settings()))
+        return _post(event, services(), ProtectedResource.of(event, settings()), keys)
     except MemkitError as exc:  # the quota spent, the table unavailable, a setting missing
         if exc.status >= 500:
             logger.error("request failed", extra={"code": exc.code})
@@ -129,8 +185,10 @@ def _answer(
 def make_lambda_handler(
     services: Callable[[], Services] = production_services,
     settings: Callable[[], McpSettings] = lambda: checked(mcp_settings),
+    keys: Keys = production_api_keys,
 ) -> Handler:
-    """The Lambda handler over `services` (production: DynamoDB from the environment)."""
+    """The Lambda handler over `services` (production: DynamoDB from the environment) and,
+    with AuthMode apikey, the API keys of `keys`."""
 
     @logger.inject_lambda_context(
         correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True
@@ -139,7 +197,7 @@ def make_lambda_handler(
     @drop_disabled_metrics
     def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         try:
-            return _answer(event, services, settings)
+            return _answer(event, services, settings, keys)
         except Exception as exc:
             # The type only: an exception's text may quote stored content.
             logger.error("unhandled error", extra={"error_type": type(exc).__name__})

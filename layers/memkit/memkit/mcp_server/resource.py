@@ -1,9 +1,10 @@
 """The MCP endpoint as an OAuth 2.1 protected resource: its metadata (RFC 9728) and the
 challenges of RFC 6750 that point clients at it.
 
-The caller is never verified here: the gateway verified the token (memkit.identity reads
-what it verified). What this module says is where a client without a usable token learns
-which authorization server to ask, and for which scopes.
+The caller is never verified here (memkit.mcp_server.bearer verifies it, or the gateway with
+AuthMode iam; memkit.identity reads what was verified). What this module says is where a
+client without a usable token learns which authorization server to ask, and for which
+scopes.
 """
 
 from __future__ import annotations
@@ -54,9 +55,11 @@ class ProtectedResource:
             document["authorization_servers"] = [self.settings.oauth_issuer]
         return document
 
-    def unauthenticated(self) -> str:
-        """WWW-Authenticate of a 401: where to learn how to get a token."""
-        return f'Bearer resource_metadata="{self.metadata_url}"'
+    def unauthenticated(self, presented: bool = False) -> str:
+        """WWW-Authenticate of a 401: where to learn how to get a token; `presented`: a
+        credential came and did not verify (RFC 6750 `invalid_token`)."""
+        error = 'error="invalid_token", ' if presented else ""
+        return f'Bearer {error}resource_metadata="{self.metadata_url}"'
 
     def insufficient_scope(self, scope: str) -> str:
         """WWW-Authenticate of a 403: the scope the request needs (RFC 6750 section 3.1)."""

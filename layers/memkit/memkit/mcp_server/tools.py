@@ -1,5 +1,5 @@
 """The MCP server: memkit's tools over the official `mcp` SDK (MCPServer), served stateless
-with JSON responses, for the caller the gateway verified.
+with JSON responses, for the verified caller.
 
 Each tool is the Agent Memory Server's tool of the same name and parameters where memkit has
 the same operation (docs/mcp.md lists them), and runs the service the REST route of that

@@ -40,6 +40,16 @@ class ApiKey:
             return "expired"
         return "active"
 
+    def authorizer_context(self) -> dict[str, str]:
+        """What the API reads from `requestContext.authorizer.lambda` for this key (strings
+        only): the API-key authorizer's answer, and the MCP function's own."""
+        return {
+            "tenant": self.tenant,
+            "user_id": self.user_id or "",
+            "scopes": " ".join(self.scopes),
+            "key_id": self.key_id,
+        }
+
 
 @dataclass(frozen=True)
 class NewApiKey:

@@ -108,10 +108,15 @@ class InMemoryStore:
         session = session_item.record if session_item and self._live(session_item) else None
         assert session is None or isinstance(session, SessionStub)
         name, user_id = resolution.session_choices(ref, session)
-        profile = resolution.stored_or_default(name, self._profile(tenant, namespace, name))
+        lenient = session is not None and bool(session.profile) and ref.profile is None
+        stored = {
+            (space, one): self._profile(tenant, space, one)
+            for space, one in resolution.profile_candidates(namespace, name, lenient)
+        }
+        profile = resolution.effective_profile(namespace, name, stored, lenient)
         resolution.require_owner(ref, profile, user_id)
         pad_key = keys.pad_key(
-            tenant, namespace, profile.scope is Scope.USER, ref.session_id, user_id, name
+            tenant, namespace, profile.scope is Scope.USER, ref.session_id, user_id, profile.name
         )
 
         pad_item = self._items.get(pad_key)

@@ -166,3 +166,99 @@ def test_if_match_star_and_lists_work_on_profiles_as_on_scratchpads(api: Call) -
     assert missing.status == 409  # * means "it exists"
     assert exists.status == 200
     assert listed.status == 200
+
+
+# -- profiles and namespaces (issue 17.1) ----------------------------------------------------
+
+PREFS = {"scope": "session", "schema": PREFS_SCHEMA}
+BAR = {"namespace": "bar"}
+
+
+def test_a_namespace_without_its_own_profile_uses_the_one_defined_without_a_namespace(
+    api: Call,
+) -> None:
+    # Given the app's default profile defined once, without a namespace (a JSON one)
+    api("PUT", "/v1/profiles/default", body=PREFS)
+
+    # When a session of namespace bar writes its scratchpad as JSON
+    patched = api(
+        "PATCH",
+        "/v1/working-memory/chat-1/scratchpad",
+        query=BAR,
+        body={"content": {"name": "Ada"}},
+    )
+    seen = api("GET", "/v1/profiles/default", query=BAR)
+
+    # Then bar uses the shared profile, and says where it comes from
+    assert patched.status == 200, patched.body
+    assert patched.body["content"] == {"name": "Ada"}
+    assert seen.body["format"] == "json"
+    assert seen.body["namespace"] == "default"
+    assert api("GET", "/v1/profiles/default").body["namespace"] == "default"
+
+
+def test_a_namespaces_own_profile_wins_and_listing_shows_the_default_that_applies(
+    api: Call,
+) -> None:
+    api("PUT", "/v1/profiles/default", body=PREFS)
+    api("PUT", "/v1/profiles/notes", body=NOTES)
+    api("PUT", "/v1/profiles/notes", query=BAR, body={"format": "text"})
+
+    listed = api("GET", "/v1/profiles", query=BAR).body["profiles"]
+    own = api("GET", "/v1/profiles/notes", query=BAR).body
+    inherited = api("GET", "/v1/profiles/default", query=BAR).body
+    written = api(
+        "PUT",
+        "/v1/working-memory/s/scratchpad",
+        query={**BAR, "profile": "notes"},
+        body={"content": "plain"},
+    )
+
+    assert (own["format"], own["namespace"]) == ("text", "bar")
+    assert (inherited["format"], inherited["namespace"], inherited["builtin"]) == (
+        "json",
+        "default",
+        False,
+    )
+    assert [(p["name"], p["namespace"]) for p in listed] == [
+        ("default", "default"),
+        ("notes", "bar"),
+    ]
+    assert written.status == 200
+    assert written.body["content"] == "plain"  # bar's text profile, not the markdown template
+
+
+def test_a_profile_defined_nowhere_is_still_a_404_in_any_namespace(api: Call) -> None:
+    api("PUT", "/v1/profiles/notes", query={"namespace": "team-a"}, body=NOTES)
+
+    assert api("GET", "/v1/profiles/notes", query=BAR).status == 404
+    assert api("PUT", "/v1/working-memory/s2", query=BAR, body={"profile": "notes"}).status == 404
+
+
+def test_deleting_a_profile_sessions_name_leaves_them_on_the_default_profile(api: Call) -> None:
+    # Given a session that uses the prefs profile, with a scratchpad
+    api("PUT", "/v1/profiles/prefs", body=PREFS)
+    api("PUT", "/v1/working-memory/chat-1", body={"profile": "prefs", "messages": []})
+    api("PUT", "/v1/working-memory/chat-1/scratchpad", body={"content": {"name": "Ada"}})
+
+    # When the profile is deleted
+    deleted = api("DELETE", "/v1/profiles/prefs")
+
+    # Then every write to the session still works, on the default profile's terms
+    message = {"role": "user", "content": "hello"}
+    appended = api("POST", "/v1/working-memory/chat-1/messages", body={"messages": [message]})
+    put = api("PUT", "/v1/working-memory/chat-1", body={"messages": [message], "data": {"k": 1}})
+    pad = api("PUT", "/v1/working-memory/chat-1/scratchpad", body={"content": "free text"})
+    read = api("GET", "/v1/working-memory/chat-1").body
+    cleared = api("PATCH", "/v1/working-memory/chat-1", body={"profile": None})
+    assert deleted.status == 200
+    assert appended.status == 201, appended.body
+    assert put.status == 200, put.body
+    assert pad.status == 200, pad.body
+    assert read["profile"] == "prefs"  # its choice is kept: a prefs made again applies again
+    assert read["scratchpad"]["profile"] == "default"
+    assert read["scratchpad"]["content"] == "free text"
+    assert cleared.status == 200, cleared.body
+    # And a request that names the missing profile itself is still told it does not exist
+    named = api("PUT", "/v1/working-memory/chat-2", body={"profile": "prefs", "messages": []})
+    assert named.status == 404

@@ -126,6 +126,7 @@ def profile_view(profile: Profile) -> ProfileView:
         version=profile.version,
         updated_at=profile.updated_at,
         builtin=profile.builtin,
+        namespace=profile.namespace,
     )
 
 

@@ -57,6 +57,12 @@ class ProfileView(Model):
     version: int
     updated_at: str | None
     builtin: bool = Field(description="true for the built-in default (never stored)")
+    namespace: str | None = Field(
+        default=None,
+        description="the namespace that defines it: the one asked, or `default` when the "
+        "namespace has no profile of that name and inherits the one defined without a "
+        "namespace; null for the built-in default",
+    )
 
 
 class ProfileList(Model):

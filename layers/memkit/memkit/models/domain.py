@@ -103,6 +103,8 @@ class Profile(ProfileSpec):
     version: int = 0
     updated_at: str | None = None
     builtin: bool = False
+    # The namespace that defines it: the one asked, or `default` (inherited); None: built in.
+    namespace: str | None = None
 
 
 def builtin_default_profile() -> Profile:

@@ -6,8 +6,11 @@ between DynamoDB and the fakes.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from memkit.errors import FieldProblem, Forbidden, NotFound, ValidationFailed
 from memkit.models.domain import (
+    DEFAULT_NAMESPACE,
     DEFAULT_PROFILE,
     PadRef,
     Profile,
@@ -39,11 +42,31 @@ def session_choices(ref: PadRef, session: SessionStub | None) -> tuple[str, str 
     return name, owner.user_id or session.user_id
 
 
-def stored_or_default(name: str, stored: Profile | None) -> Profile:
-    """The stored profile; the built-in default until `default` is stored; else 404."""
-    if stored is not None:
-        return stored
-    if name == DEFAULT_PROFILE:
+def profile_candidates(namespace: str, name: str, lenient: bool = False) -> list[tuple[str, str]]:
+    """The (namespace, name) of the stored profiles that profile `name`, asked in `namespace`,
+    resolves through, first found wins: the namespace's own, then the one defined without a
+    namespace (namespace `default`: profiles are defined once for an app). `lenient`, for a
+    session's own stored choice (a profile deleted since must not strand its sessions): then
+    the `default` profile, the same way."""
+    names = [name] if not lenient or name == DEFAULT_PROFILE else [name, DEFAULT_PROFILE]
+    spaces = [namespace] if namespace == DEFAULT_NAMESPACE else [namespace, DEFAULT_NAMESPACE]
+    return [(space, one) for one in names for space in spaces]
+
+
+def effective_profile(
+    namespace: str,
+    name: str,
+    stored: Mapping[tuple[str, str], Profile | None],
+    lenient: bool = False,
+) -> Profile:
+    """The profile `name` means in `namespace`, given the stored profiles found among
+    `profile_candidates` (by (namespace, name)): the first found, its `namespace` the one
+    that defines it; else the built-in default (for `default`, or `lenient`); else 404."""
+    for space, one in profile_candidates(namespace, name, lenient):
+        found = stored.get((space, one))
+        if found is not None:
+            return found.model_copy(update={"namespace": space})
+    if name == DEFAULT_PROFILE or lenient:
         return builtin_default_profile()
     raise NotFound(f"profile {name!r} does not exist")
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from memkit.errors import NotFound, ValidationFailed, VersionConflict
-from memkit.models.domain import DEFAULT_PROFILE, Profile, ProfileSpec, builtin_default_profile
+from memkit.models.domain import DEFAULT_PROFILE, Profile, ProfileSpec
 from memkit.scratchpad import resolution
 from memkit.scratchpad.schema import schema_problems
 from memkit.store.protocol import ProfilePage, Store
@@ -37,22 +37,35 @@ class ProfileService:
         expected = self._expected(tenant, namespace, name, if_match)
         for _ in range(PUT_ATTEMPTS - 1):
             try:
-                return self._store.put_profile(tenant, namespace, name, spec, expected)
+                stored = self._store.put_profile(tenant, namespace, name, spec, expected)
+                break
             except VersionConflict:
                 if expected is not None:
                     raise
                 # Without If-Match the last writer wins: a lost race is simply retried.
-        return self._store.put_profile(tenant, namespace, name, spec, expected)
+        else:
+            stored = self._store.put_profile(tenant, namespace, name, spec, expected)
+        return stored.model_copy(update={"namespace": namespace})
 
     def get(self, tenant: str, namespace: str, name: str) -> Profile:
-        return resolution.stored_or_default(name, self._store.get_profile(tenant, namespace, name))
+        """The profile `name` means in `namespace`: its own, else the one defined without a
+        namespace, else (for `default`) the built-in one; else 404."""
+        stored = {
+            (space, one): self._store.get_profile(tenant, space, one)
+            for space, one in resolution.profile_candidates(namespace, name)
+        }
+        return resolution.effective_profile(namespace, name, stored)
 
     def list(self, tenant: str, namespace: str, limit: int, cursor: str | None) -> ProfilePage:
+        """The profiles `namespace` defines (their own namespace set), and on the first page
+        the `default` that applies when it defines none (inherited, or the built-in one)."""
         page = self._store.list_profiles(tenant, namespace, limit, cursor)
-        if cursor is None and all(p.name != DEFAULT_PROFILE for p in page.profiles):
-            # The built-in default applies until one is stored: show it.
-            return ProfilePage([builtin_default_profile(), *page.profiles], page.next_cursor)
-        return page
+        own = [p.model_copy(update={"namespace": namespace}) for p in page.profiles]
+        if cursor is None and all(p.name != DEFAULT_PROFILE for p in own):
+            return ProfilePage(
+                [self.get(tenant, namespace, DEFAULT_PROFILE), *own], page.next_cursor
+            )
+        return ProfilePage(own, page.next_cursor)
 
     def delete(self, tenant: str, namespace: str, name: str, if_match: str | None) -> None:
         """Delete a profile (the default reverts to the built-in one)."""

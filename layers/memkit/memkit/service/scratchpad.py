@@ -25,10 +25,11 @@ from memkit.models.domain import (
     Profile,
 )
 from memkit.observability import metrics
-from memkit.scratchpad import resolution, tools
+from memkit.scratchpad import tools
 from memkit.scratchpad.merge import merge_content, replacement_content
 from memkit.scratchpad.prompt import render_prompt
 from memkit.scratchpad.schema import content_problems
+from memkit.service.profiles import ProfileService
 from memkit.service.retry import back_off
 from memkit.store.protocol import PadState, Store
 from memkit.tokens import content_tokens
@@ -196,8 +197,7 @@ class ScratchpadService:
             profile = self._store.read_pad(ref).profile
         else:
             name = ref.profile or DEFAULT_PROFILE
-            found = self._store.get_profile(ref.owner.tenant, ref.owner.namespace, name)
-            profile = resolution.stored_or_default(name, found)
+            profile = ProfileService(self._store).get(ref.owner.tenant, ref.owner.namespace, name)
         return tools.render_tools(profile, tool_format)
 
     def call_tool(self, ref: PadRef, name: str, arguments: Any) -> dict[str, Any]:

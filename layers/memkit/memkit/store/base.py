@@ -57,10 +57,38 @@ class TableBase:
         return found
 
     @staticmethod
+    def _profile_keys(
+        tenant: str, namespace: str, name: str, lenient: bool = False
+    ) -> dict[tuple[str, str], keys.Key]:
+        """The keys of the stored profiles profile `name` may resolve to in `namespace`
+        (memkit.scratchpad.resolution.profile_candidates), by (namespace, name)."""
+        return {
+            (space, one): keys.profile_key(tenant, space, one)
+            for space, one in resolution.profile_candidates(namespace, name, lenient)
+        }
+
+    def _effective_profile(
+        self,
+        tenant: str,
+        namespace: str,
+        name: str,
+        found: dict[keys.Key, Any],
+        lenient: bool = False,
+    ) -> Profile:
+        """The profile `name` means in `namespace`, among the items `found` (which holds
+        whatever exists of `_profile_keys`)."""
+        candidates = self._profile_keys(tenant, namespace, name, lenient)
+        stored = {
+            where: self._to_profile(found[key]) if key in found else None
+            for where, key in candidates.items()
+        }
+        return resolution.effective_profile(namespace, name, stored, lenient)
+
+    @staticmethod
     def _pad_keys(ref: PadRef, name: str, user_id: str | None) -> list[keys.Key]:
         """The profile and the scratchpads `ref` may resolve to, for profile `name`."""
         tenant, namespace = ref.owner.tenant, ref.owner.namespace
-        batch = [keys.profile_key(tenant, namespace, name)]
+        batch = list(TableBase._profile_keys(tenant, namespace, name).values())
         if ref.session_id:
             batch.append(keys.session_pad_key(tenant, namespace, ref.session_id, name))
         if user_id:
@@ -99,18 +127,24 @@ class TableBase:
         tenant, namespace = ref.owner.tenant, ref.owner.namespace
         session = self._to_session(session_item) if self._live(session_item) else None
         name, user_id = resolution.session_choices(ref, session)
+        # The session's own choice falls back when its profile is gone (never stranded).
+        lenient = session is not None and bool(session.profile) and ref.profile is None
 
-        missing = [key for key in self._pad_keys(ref, name, user_id) if key not in fetched]
+        wanted = [
+            *self._profile_keys(tenant, namespace, name, lenient).values(),
+            *self._pad_keys(ref, name, user_id),
+        ]
+        missing = [key for key in wanted if key not in fetched]
         if missing:  # the profile or the user was learnt from the session: one more request
             found.update(self._batch_get(missing))
 
-        profile_item = found.get(keys.profile_key(tenant, namespace, name))
-        stored = self._to_profile(profile_item) if profile_item is not None else None
-        profile = resolution.stored_or_default(name, stored)
+        profile = self._effective_profile(tenant, namespace, name, found, lenient)
         resolution.require_owner(ref, profile, user_id)
         pad_key = keys.pad_key(
-            tenant, namespace, profile.scope is Scope.USER, ref.session_id, user_id, name
+            tenant, namespace, profile.scope is Scope.USER, ref.session_id, user_id, profile.name
         )
+        if profile.name != name and pad_key not in found:  # fell back to `default`'s
+            found.update(self._batch_get([pad_key]))
 
         pad_item = found.get(pad_key)
         disk_versions: dict[str, int] = {}

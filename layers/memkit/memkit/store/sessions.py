@@ -424,12 +424,14 @@ class SessionTable(TableBase):
         profile, and its stored messages (those named, or all of them).
 
         The profile is the session's; `profile_hint` is used when the session names none, or
-        always with `hint_wins` (a write that changes the profile). A named profile that does
-        not exist is a 404."""
+        always with `hint_wins` (a write that changes the profile). A profile the request
+        names that does not exist (here or without a namespace) is a 404; one the session
+        named and that was deleted since falls back to `default`
+        (memkit.scratchpad.resolution)."""
         tenant, namespace = owner.tenant, owner.namespace
         meta_key = keys.session_key(tenant, namespace, session_id)
         guess = profile_hint or DEFAULT_PROFILE
-        wanted = [meta_key, keys.profile_key(tenant, namespace, guess)]
+        wanted = [meta_key, *self._profile_keys(tenant, namespace, guess).values()]
         message_keys = {
             message_id: keys.message_key(tenant, namespace, session_id, message_id)
             for message_id in message_ids or []
@@ -439,14 +441,14 @@ class SessionTable(TableBase):
         meta = self._to_meta(meta_item) if self._live(meta_item) else None
         disk_version = int(meta_item.version or 0) if meta_item is not None else 0
 
-        name = guess if hint_wins and profile_hint else (meta.profile if meta else None) or guess
-        profile_key = keys.profile_key(tenant, namespace, name)
-        if name != guess:
-            found.update(self._batch_get([profile_key]))
-        profile_item = found.get(profile_key)
-        profile: Profile = resolution.stored_or_default(
-            name, self._to_profile(profile_item) if profile_item is not None else None
-        )
+        named = None if hint_wins and profile_hint else (meta.profile if meta else None)
+        name = named or guess
+        lenient = named is not None  # the session's own choice: never stranded
+        profile_keys = self._profile_keys(tenant, namespace, name, lenient).values()
+        unread = [key for key in profile_keys if key not in wanted]
+        if unread:  # the session names another profile than the request guessed
+            found.update(self._batch_get(unread))
+        profile: Profile = self._effective_profile(tenant, namespace, name, found, lenient)
 
         stored: dict[str, StoredMessage] = {}
         if meta is not None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from memkit.errors import VersionConflict
+from memkit.models.budget import envelope_bytes, fitting
 from memkit.models.domain import (
     Content,
     PadRef,
@@ -255,6 +256,11 @@ class InMemoryStore:
         in_partition = [(sk, item) for (p, sk), item in self._items.items() if p == pk]
         page = sorted((row for row in in_partition if row[0] > after), key=lambda row: row[0])
         page = page[:limit]
+        full = len(page) == limit
+        kept = fitting(
+            envelope_bytes(item.record.model_dump(mode="json")) + 300 for _, item in page
+        )
+        page, full = page[:kept], full or kept < len(page)
         profiles = [item.record for _, item in page if isinstance(item.record, Profile)]
-        last = {"PK": {"S": pk}, "SK": {"S": page[-1][0]}} if len(page) == limit else None
+        last = {"PK": {"S": pk}, "SK": {"S": page[-1][0]}} if full else None
         return ProfilePage(profiles, encode_cursor(last))

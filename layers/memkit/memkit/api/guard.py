@@ -1,4 +1,5 @@
-"""What a request body must be before anything parses it: JSON, UTF-8, bounded.
+"""What a request body must be before anything parses it: JSON, UTF-8, bounded; and what a
+response must be to be returned at all: within Lambda's 6 MB.
 
 Powertools parses the body inside its validation middleware, where a body it cannot read
 (another media type, bytes that are not UTF-8, nesting deep enough to exhaust recursion, an
@@ -14,7 +15,8 @@ import json
 import math
 from typing import Any
 
-from memkit.errors import BadRequest, FieldProblem, MemkitError, UnsupportedMediaType
+from memkit.errors import BadRequest, FieldProblem, MemkitError, TooLarge, UnsupportedMediaType
+from memkit.models.budget import LAMBDA_RESPONSE_LIMIT
 
 # Deep enough for any scratchpad or schema a person writes; far below the depths where
 # json, pydantic (255) or jsonschema run out of recursion.
@@ -97,3 +99,25 @@ def body_problem(event: dict[str, Any]) -> MemkitError | None:
     if depth > MAX_DEPTH:
         return _bad(f"nested deeper than {MAX_DEPTH} levels")
     return None
+
+
+def response_size(response: dict[str, Any]) -> int:
+    """The bytes of the Lambda response as the runtime writes it (memkit.models.budget):
+    measured only when the body could be near the limit (4 bytes a character at most)."""
+    body = str(response.get("body") or "")
+    if 4 * len(body) + 64 * 1024 < LAMBDA_RESPONSE_LIMIT:
+        return 4 * len(body)
+    return len(json.dumps(response, ensure_ascii=False).encode())
+
+
+def too_large_to_return(response: dict[str, Any]) -> TooLarge | None:
+    """Why `response` cannot be returned (Lambda would fail it, a 5xx at the gateway), or
+    None. Lists stop at a byte budget before this; what still outgrows the limit (a
+    session's document with a megabyte of memories, a prompt of a huge token budget) is
+    refused, naming what to ask for less of."""
+    if response_size(response) <= LAMBDA_RESPONSE_LIMIT:
+        return None
+    return TooLarge(
+        "the answer would outgrow the 6 MB a response may hold",
+        [FieldProblem("limit", "ask for less: a smaller limit, recent_messages_limit or budget")],
+    )

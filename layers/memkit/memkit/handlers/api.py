@@ -10,7 +10,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from memkit.api.app import app
 from memkit.api.context import Services
-from memkit.api.guard import body_problem
+from memkit.api.guard import body_problem, too_large_to_return
 from memkit.api.responses import refusal
 from memkit.handlers.http import after_invocation
 from memkit.handlers.wiring import production_services
@@ -33,7 +33,13 @@ def make_lambda_handler(services: Callable[[], Services] = production_services) 
             if problem is not None:
                 return refusal(problem)
             app.append_context(services=services)
-            return app.resolve(event, context)
+            response = app.resolve(event, context)
+            oversized = too_large_to_return(response)
+            if oversized is not None:
+                logger.warning("response too large", extra={"status": response["statusCode"]})
+                metrics.add_metric(name="ResponseTooLarge", unit="Count", value=1)
+                return refusal(oversized)
+            return response
         finally:
             after_invocation()
 

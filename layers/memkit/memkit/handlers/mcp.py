@@ -28,6 +28,7 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from memkit.api.context import Services, charge
+from memkit.api.guard import too_large_to_return
 from memkit.api.scopes import MCP_ROUTE_SCOPES
 from memkit.config import McpSettings, mcp_settings
 from memkit.errors import Forbidden, MemkitError, Misconfigured, Unauthenticated
@@ -152,7 +153,12 @@ def _post(
         answer.headers["www-authenticate"] = resource.insufficient_scope(call.refused_scope)
     if not caller.authenticated:
         answer.headers[WARNING_HEADER] = UNAUTHENTICATED_WARNING
-    return answer.to_lambda()
+    response = answer.to_lambda()
+    oversized = too_large_to_return(response)
+    if oversized is not None:  # a tool's result (text and structured) past Lambda's 6 MB
+        logger.warning("response too large", extra={"status": answer.status})
+        return _refused(413, INVALID_REQUEST, f"{oversized.detail}: ask for fewer results")
+    return response
 
 
 def _answer(

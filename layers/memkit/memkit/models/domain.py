@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -11,6 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, model_validator
 
 from memkit.errors import FieldProblem, ValidationFailed
+from memkit.models.budget import envelope_bytes
 
 JsonObject = dict[str, Any]
 # Scratchpad content: text for markdown/text, an object for json, None when empty.
@@ -259,11 +259,10 @@ class StoredMessage:
 
     @property
     def response_bytes(self) -> int:
-        """About what it adds to a response: its JSON-escaped text and fields, with room for
-        the keys. A document stops adding messages at a byte budget (Lambda answers 6 MB)."""
-        text = json.dumps(self.content, ensure_ascii=False)
-        extras = json.dumps([self.tool_calls, self.metadata], ensure_ascii=False)
-        return len(text.encode()) + len(extras.encode()) + 300
+        """What it adds to a response as Lambda counts it (memkit.models.budget): its text
+        and fields, with room for the keys. Documents and pages of messages stop adding
+        messages at a byte budget (Lambda answers at most 6 MB)."""
+        return envelope_bytes([self.content, self.tool_calls, self.metadata]) + 300
 
 
 IndexState = Literal["pending", "indexed", "failed"]

@@ -35,6 +35,7 @@ from memkit.errors import (
     ValidationFailed,
 )
 from memkit.identity import Caller
+from memkit.models.budget import LIST_BYTE_BUDGET, envelope_bytes
 from memkit.models.domain import (
     DEFAULT_NAMESPACE,
     MessageRef,
@@ -68,8 +69,6 @@ from memkit.vectors.protocol import RECORD_KIND, Hit, VectorIndex, source_of
 # and how deep it may page (each candidate is read from the table).
 RECENCY_CANDIDATES = 100
 MAX_RECENCY_WINDOW = 1_000
-# Lambda answers at most 6 MB; a page stops adding hits past this.
-MAX_RESPONSE_BYTES = 5_000_000
 # Terms of a keyword query. It is two match clauses (a doc's text and its context), and
 # OpenSearch counts every term of the whole query against its 1,024-clause limit.
 MAX_QUERY_TERMS = 250
@@ -298,11 +297,9 @@ def _keyword_text(text: str) -> str:
 
 
 def _response_bytes(view: MemoryHit) -> int:
-    """About what a hit adds to the response (its texts dominate)."""
-    texts = len(view.text.encode()) + sum(
-        len(m.content.encode()) for m in view.surrounding_messages or ()
-    )
-    return texts + len(json.dumps(view.metadata, ensure_ascii=False)) + 1_000
+    """What a hit adds to the response as Lambda counts it (its texts dominate)."""
+    texts = [view.text, *(m.content for m in view.surrounding_messages or ())]
+    return envelope_bytes([texts, view.metadata]) + 1_000
 
 
 def _keyword_relevance(score: float) -> float:
@@ -581,7 +578,7 @@ class LongTermService:
         for item in page:
             view = self._hit_view(item, score_type, message_range)
             size += _response_bytes(view)
-            if views and size > MAX_RESPONSE_BYTES:
+            if views and size > LIST_BYTE_BUDGET:
                 break
             views.append(view)
         return views, len(views)

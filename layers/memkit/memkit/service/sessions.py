@@ -81,10 +81,12 @@ MAX_MEMORIES_BYTES = 1_000_000
 # New messages one PUT may add (it may carry more that are already stored). A rebuilt
 # document holds fewer (store/sessions.MAX_REBUILT_MESSAGES), so a PUT of it can add more.
 MAX_NEW_MESSAGES_PER_PUT = 1_000
-# A document holds its newest messages up to this many bytes: with the pending memories
-# (1 MB), the session's fields and its scratchpad (MAX_ITEM_BYTES each) it stays under the 6 MB a
-# Lambda response may hold. `message_count` says how many the log has.
-DOCUMENT_BYTE_BUDGET = 4_000_000
+# A document holds its newest messages up to this many bytes as Lambda counts them
+# (memkit.models.budget): with the pending memories (1 MB of JSON, at most 2 MB there), the
+# session's fields and its scratchpad (MAX_ITEM_BYTES of JSON each, at most twice that there)
+# it stays under the 6 MiB a Lambda response may hold. `message_count` says how many the log
+# has; GET .../messages pages through all of them.
+DOCUMENT_BYTE_BUDGET = 3_300_000
 
 
 @dataclass(frozen=True)

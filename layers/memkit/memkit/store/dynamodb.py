@@ -9,6 +9,7 @@ from pynamodb.exceptions import DoesNotExist
 from pynamodb.transactions import TransactWrite
 
 from memkit.errors import VersionConflict
+from memkit.models.budget import envelope_bytes, fitting
 from memkit.models.domain import (
     DEFAULT_PROFILE,
     Content,
@@ -173,7 +174,12 @@ class DynamoStore(ExpiryTable, ForgettingTable, UserTable, ReindexTable, QuotaTa
             results = self._items.profile.query(
                 pk, limit=limit, last_evaluated_key=start, consistent_read=True
             )
-            profiles = [self._to_profile(item) for item in results]
-            return ProfilePage(profiles, encode_cursor(results.last_evaluated_key))
+            items = list(results)
+            last_key = results.last_evaluated_key
+        # A page stops before it outgrows what one response may hold (schemas can be large).
+        kept = fitting(envelope_bytes(json.loads(item.spec)) + 300 for item in items)
+        if kept < len(items):
+            items, last_key = items[:kept], {"PK": {"S": pk}, "SK": {"S": items[kept - 1].sk}}
+        return ProfilePage([self._to_profile(item) for item in items], encode_cursor(last_key))
 
     # -- conversions: items are never returned past the store --------------------------------

@@ -30,6 +30,7 @@ from memkit.errors import (
     VersionConflict,
 )
 from memkit.ids import new_ulid
+from memkit.models.budget import fitting
 from memkit.models.domain import (
     DEFAULT_PROFILE,
     JsonObject,
@@ -665,7 +666,8 @@ class SessionTable(TableBase):
         roles: frozenset[str] | None,
     ) -> tuple[list[StoredMessage], str | None] | None:
         """One page of the session's log (archived messages included), and the cursor of the
-        next. None if the session is absent."""
+        next: at most `limit` messages, fewer when more would outgrow what one response may
+        hold (memkit.models.budget; at least one). None if the session is absent."""
         pk = keys.session_pk(owner.tenant, owner.namespace, session_id)
         start = decode_cursor(cursor, pk)
         if start is not None and set(start) != {"PK", "SK", "LSI1SK"}:
@@ -679,9 +681,11 @@ class SessionTable(TableBase):
             wanted = (item for item in log if not roles or item.role in roles)
             items = list(islice(wanted, limit + 1))
         page = [self._to_message(item) for item in items[:limit]]
+        kept = fitting(message.response_bytes for message in page)
         next_cursor = None
-        if len(items) > limit:
-            last = items[limit - 1]
+        if len(items) > kept:
+            page = page[:kept]
+            last = items[kept - 1]
             next_cursor = encode_cursor(
                 {"PK": {"S": last.pk}, "SK": {"S": last.sk}, "LSI1SK": {"S": last.order}}
             )

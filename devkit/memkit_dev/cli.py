@@ -56,7 +56,7 @@ def _serve(args: argparse.Namespace) -> int:
         f"memkit local stack on {stack.url}\n"
         f"  DynamoDB: {stack.engine} at {stack.dynamodb_endpoint}, table {args.table}\n"
         f"  Vector index: {stack.opensearch.url if stack.opensearch else 'in process'} "
-        "(memkit reindex --opensearch-endpoint ... --opensearch-auth none)\n"
+        "(memkit reindex --local rebuilds it)\n"
         f"  API docs: {stack.url}/v1/docs\n"
         f"  MCP: {stack.url}/mcp (docs/mcp.md)\n"
         f"{_auth_banner(stack)}"
@@ -103,16 +103,42 @@ def _reindex_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser
     reindex = commands.add_parser(
         "reindex", help="rebuild the vector index from the table (new index, then alias switch)"
     )
+    reindex.add_argument(
+        "--local",
+        nargs="?",
+        const="",
+        metavar="URL",
+        help="the running local stack (`make serve`; default MEMKIT_URL, else "
+        "http://127.0.0.1:8000): its table, DynamoDB and vector index, read from its health",
+    )
     reindex.add_argument("--table", help="table name (MEMKIT_TABLE_NAME)")
-    reindex.add_argument("--region")
-    reindex.add_argument("--dynamodb-endpoint", metavar="URL")
-    reindex.add_argument("--opensearch-endpoint", metavar="URL")
-    reindex.add_argument("--opensearch-flavour", choices=["domain", "serverless"])
-    reindex.add_argument("--opensearch-auth", choices=["sigv4", "none"])
+    reindex.add_argument("--region", help="the table's region (MEMKIT_REGION, AWS_REGION)")
+    reindex.add_argument(
+        "--dynamodb-endpoint", metavar="URL", help="a DynamoDB-compatible endpoint (default AWS)"
+    )
+    reindex.add_argument(
+        "--opensearch-endpoint", metavar="URL", help="the vector index (MEMKIT_OPENSEARCH_ENDPOINT)"
+    )
+    reindex.add_argument(
+        "--opensearch-flavour",
+        choices=["domain", "serverless"],
+        help="an OpenSearch domain or a Serverless collection (MEMKIT_OPENSEARCH_FLAVOUR)",
+    )
+    reindex.add_argument(
+        "--opensearch-auth",
+        choices=["sigv4", "none"],
+        help="how requests to the index are signed (none: the local stack's)",
+    )
     reindex.add_argument("--index", help="the index name searches use (becomes an alias)")
-    reindex.add_argument("--embedder", choices=["local", "titan", "cohere"])
-    reindex.add_argument("--embedding-model")
-    reindex.add_argument("--embedding-dimensions", type=int)
+    reindex.add_argument(
+        "--embedder",
+        choices=["local", "titan", "cohere"],
+        help="the embedding provider of the new index (MEMKIT_EMBEDDER)",
+    )
+    reindex.add_argument("--embedding-model", help="its model id (MEMKIT_EMBEDDING_MODEL)")
+    reindex.add_argument(
+        "--embedding-dimensions", type=int, help="its vectors' size (MEMKIT_EMBEDDING_DIMENSIONS)"
+    )
     reindex.add_argument("--segments", type=int, help="parallel Scan segments (default 4)")
     reindex.add_argument("--page-size", type=int, help="items a Scan page reads (default 500)")
     reindex.add_argument("--dry-run", action="store_true", help="count what would be indexed")
@@ -167,8 +193,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="memkit", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="run the local stack (no AWS account needed)")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument(
+        "--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1)"
+    )
+    serve.add_argument("--port", type=int, default=8000, help="the port (default 8000; 0: any)")
     serve.add_argument(
         "--dynamodb-endpoint",
         metavar="URL",
@@ -198,12 +226,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="where DynamoDB Local is installed on first use (default .tools)",
     )
     serve.add_argument("--table", default="memkit-local", help="table name (created if absent)")
-    serve.add_argument("--region", default="us-east-1")
+    serve.add_argument(
+        "--region", default="us-east-1", help="the region the functions see (default us-east-1)"
+    )
     serve.add_argument(
         "--concurrency", type=int, default=4, help="API function execution environments"
     )
     serve.add_argument("--template", type=Path, help="template.yaml (default: found upwards)")
-    serve.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING"])
+    serve.add_argument(
+        "--log-level",
+        default="WARNING",
+        choices=["DEBUG", "INFO", "WARNING"],
+        help="the functions' log level (POWERTOOLS_LOG_LEVEL; default WARNING)",
+    )
     serve.add_argument("--metrics", action="store_true", help="print EMF metrics to stdout")
     serve.add_argument(
         "--cleanup-interval",
@@ -232,12 +267,14 @@ def build_parser() -> argparse.ArgumentParser:
         "token", help="mint a development token for `memkit serve --auth jwt`"
     )
     token.add_argument("--sub", default="dev", help="the user (default dev)")
-    token.add_argument("--tenant", default="default")
+    token.add_argument("--tenant", default="default", help="the tenant (default default)")
     token.add_argument(
         "--scopes", default="memory:read,memory:write", help="comma-separated scopes"
     )
     token.add_argument("--admin", action="store_true", help="add memory:admin")
-    token.add_argument("--hours", type=float, default=24.0)
+    token.add_argument(
+        "--hours", type=float, default=24.0, help="how long it is valid (default 24)"
+    )
     token.add_argument(
         "--data-dir", type=Path, default=Path(".memkit"), help="where the key pair is kept"
     )

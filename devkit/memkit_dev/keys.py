@@ -22,8 +22,10 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     """`memkit keys` and its subcommands; table options as `memkit reindex` takes them."""
     table = argparse.ArgumentParser(add_help=False)
     table.add_argument("--table", help="table name (MEMKIT_TABLE_NAME)")
-    table.add_argument("--region")
-    table.add_argument("--dynamodb-endpoint", metavar="URL")
+    table.add_argument("--region", help="the table's region (default AWS_REGION)")
+    table.add_argument(
+        "--dynamodb-endpoint", metavar="URL", help="a DynamoDB-compatible endpoint (default AWS)"
+    )
     table.add_argument("--tenant", required=True, help="the tenant the keys belong to")
 
     keys = commands.add_parser("keys", help="create, list and revoke API keys (AuthMode=apikey)")

@@ -95,16 +95,63 @@ def run_quietly(
         metrics.clear_metrics()
 
 
-def reindex_command(args: Any) -> int:
-    """`memkit reindex`: settings from MEMKIT_* variables, overridden by the options; a
-    progress line on stderr, the summary (JSON) on stdout. Exit 1 when items failed."""
+class NoLocalStack(Exception):
+    """`--local` found no local stack to rebuild, or one whose index is in its process."""
+
+
+def local_options(url: str) -> dict[str, Any]:
+    """The settings of the local stack at `url` (its GET /v1/health says where its table,
+    DynamoDB and vector index are)."""
     import json
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"{url.rstrip('/')}/v1/health", timeout=10) as response:  # noqa: S310
+            health = json.loads(response.read())
+    except (OSError, ValueError) as exc:
+        raise NoLocalStack(f"no local stack answers at {url} ({exc})") from exc
+    found = (health.get("local") or {}).get("endpoints") if isinstance(health, dict) else None
+    if not isinstance(found, dict):
+        raise NoLocalStack(f"{url} is not a local stack (its health names no endpoints)")
+    if not found.get("opensearch"):
+        raise NoLocalStack("its vector index lives in its own process: restart it instead")
+    return {
+        "table_name": found.get("table"),
+        "region": found.get("region"),
+        "dynamodb_endpoint": found.get("dynamodb"),
+        "opensearch_endpoint": found.get("opensearch"),
+        "opensearch_flavour": "domain",
+        "opensearch_auth": "none",
+        "embedder": "local",
+    }
+
+
+def _on_this_machine(endpoint: str | None) -> bool:
+    from urllib.parse import urlparse
+
+    return (urlparse(endpoint or "").hostname or "") in ("localhost", "127.0.0.1", "::1")
+
+
+def reindex_command(args: Any) -> int:
+    """`memkit reindex`: settings from MEMKIT_* variables, overridden by the options (and,
+    with `--local`, by what the running local stack says); a progress line on stderr, the
+    summary (JSON) on stdout. Exit 1 when items failed."""
+    import json
+    import os
     import sys
 
     from memkit.config import ReindexSettings
     from memkit.handlers.wiring import reindexer
     from memkit_dev.options import settings_from
 
+    local: dict[str, Any] = {}
+    if getattr(args, "local", None) is not None:
+        url = args.local or os.environ.get("MEMKIT_URL") or "http://127.0.0.1:8000"
+        try:
+            local = local_options(url)
+        except NoLocalStack as exc:
+            sys.stderr.write(f"memkit reindex: {exc}\n")
+            return 2
     options = {
         "table_name": args.table,
         "region": args.region,
@@ -119,10 +166,15 @@ def reindex_command(args: Any) -> int:
         "reindex_segments": args.segments,
         "reindex_page_size": args.page_size,
     }
-    # An option wins over its MEMKIT_* variable.
+    # An option wins over what the local stack says, which wins over its MEMKIT_* variable.
+    options = {**local, **{k: v for k, v in options.items() if v is not None}}
     settings = settings_from(ReindexSettings.from_env, options, "memkit reindex")
     if settings is None:
         return 2
+    if _on_this_machine(settings.dynamodb_endpoint):
+        # A DynamoDB on this machine takes any credentials, but botocore wants some.
+        for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+            os.environ.setdefault(name, "testing")
     if settings.opensearch_endpoint is None and not args.dry_run:
         sys.stderr.write(
             "memkit reindex: set --opensearch-endpoint (or MEMKIT_OPENSEARCH_ENDPOINT): the "

@@ -336,6 +336,13 @@ class LocalStack:
             "dynamodb": self.engine,
             "stream_pumps": {name: p.health() for name, p in pumps.items() if p is not None},
             "dead_letters": len(self.dead_letters),
+            # Where its parts listen: what `memkit reindex --local` rebuilds from and into.
+            "endpoints": {
+                "table": self.config.table_name,
+                "region": self.config.region,
+                "dynamodb": self.dynamodb_endpoint,
+                "opensearch": self.opensearch.url if self.opensearch is not None else None,
+            },
         }
 
     def _dynamodb(self, moto_endpoint: str) -> tuple[str, str]:

@@ -54,7 +54,13 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         description=IMPORT_HELP,
     )
     load.add_argument("file", help="the file to import, or - for stdin")
-    load.add_argument("--format", choices=FORMATS, default="auto")
+    load.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="auto",
+        help="the shape expected: auto (each object's own, the default), or only memkit, ams "
+        "or mem0 (any other shape is a problem reported)",
+    )
     load.add_argument(
         "--namespace",
         default="default",

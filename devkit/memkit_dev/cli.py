@@ -21,8 +21,15 @@ def _interrupt(*_: object) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from memkit_dev.local.gateway import Cors
     from memkit_dev.local.stack import LocalStack, LocalStackConfig
+    from memkit_dev.local.template import find_template, load_template
 
+    try:  # before anything starts: the value the template's CorsAllowedOrigins would take
+        Cors.from_template(load_template(args.template or find_template()), args.cors_origins)
+    except ValueError as exc:
+        print(f"memkit serve: --cors-origins {exc}", file=sys.stderr)
+        return 2
     config = LocalStackConfig(
         host=args.host,
         port=args.port,
@@ -42,6 +49,7 @@ def _serve(args: argparse.Namespace) -> int:
         jwt=_jwt_settings(args),
         tenant_claim=args.tenant_claim,
         user_claim=args.user_claim,
+        cors_allowed_origins=args.cors_origins,
     )
     # A SIGTERM during the start (an install, an index rebuild) unwinds it like Ctrl-C:
     # start() stops what it had started (DynamoDB Local runs in a process of its own).
@@ -262,6 +270,15 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--audience", default="memkit", help="jwt: the required aud")
     serve.add_argument("--tenant-claim", default="custom:tenant", help="jwt: the tenant's claim")
     serve.add_argument("--user-claim", default="sub", help="jwt: the user's claim")
+    serve.add_argument(
+        "--cors-origins",
+        default="",
+        metavar="ORIGINS",
+        help="web pages that may call the API from a browser: their origins, comma-separated "
+        "(http://localhost:5173,https://app.example.com), or * for any; the gateway then "
+        "answers preflights itself, as the template's CorsAllowedOrigins does on AWS "
+        "(default: none, no CORS)",
+    )
     serve.set_defaults(run=_serve)
     token = commands.add_parser(
         "token", help="mint a development token for `memkit serve --auth jwt`"

@@ -712,6 +712,88 @@ def test_every_parameter_says_what_it_is_for(template: dict[str, Any]) -> None:
     assert grouped == set(template["Parameters"])
 
 
+# --- Browsers: CORS on the HTTP API ----------------------------------------------------------
+
+ORIGINS = "https://app.example.com,http://localhost:5173"
+
+
+def _cors(template: dict[str, Any], **overrides: str) -> Any:
+    """HttpApi's CorsConfiguration as a deployment with `overrides` gets it (its origins split
+    at the commas, as Fn::Split does)."""
+    api = template["Resources"]["HttpApi"]["Properties"]
+    cors = _evaluate(template, api, _parameters(template, **overrides)).get("CorsConfiguration")
+    if cors is not None:
+        separator, origins = cors["AllowOrigins"]["Fn::Split"]
+        cors["AllowOrigins"] = origins.split(separator)
+    return cors
+
+
+def test_without_allowed_origins_the_api_has_no_cors(template: dict[str, Any]) -> None:
+    assert template["Parameters"]["CorsAllowedOrigins"]["Default"] == ""
+    assert _cors(template) is None
+
+
+def test_allowed_origins_become_the_http_apis_cors_configuration(
+    template: dict[str, Any],
+) -> None:
+    cors = _cors(template, CorsAllowedOrigins=ORIGINS)
+
+    assert cors["AllowOrigins"] == ["https://app.example.com", "http://localhost:5173"]
+    # Tokens are headers, never cookies; and API Gateway refuses credentials with "*".
+    assert "AllowCredentials" not in cors
+    assert 0 < cors["MaxAge"] <= 7200  # Chromium caps a preflight's cache at 2 hours
+
+
+def test_cors_allows_every_method_and_request_header_the_api_uses(
+    template: dict[str, Any],
+) -> None:
+    from memkit.api.app import app
+    from memkit_dev.local.gateway import http_api_routes
+
+    cors = _cors(template, CorsAllowedOrigins="*")
+    routes = http_api_routes(template, "ApiFunction") + http_api_routes(template, "McpFunction")
+    declared = {
+        field.alias.lower()
+        for route in app._static_routes + app._dynamic_routes
+        for field in route.dependant.header_params
+    }
+
+    assert {route.method for route in routes} <= set(cors["AllowMethods"])
+    assert declared | {"authorization", "content-type", "mcp-session-id"} <= set(
+        cors["AllowHeaders"]
+    )
+
+
+def test_cors_exposes_the_headers_a_client_reads(template: dict[str, Any]) -> None:
+    from memkit.api.app import WARNING_HEADER
+
+    cors = _cors(template, CorsAllowedOrigins="*")
+
+    assert {"etag", "retry-after", "location", WARNING_HEADER} <= set(cors["ExposeHeaders"])
+
+
+@pytest.mark.parametrize(
+    ("value", "allowed"),
+    [
+        ("", True),
+        ("*", True),
+        ("https://app.example.com", True),
+        (ORIGINS, True),
+        ("http://127.0.0.1:8080", True),
+        ("https://app.example.com, http://localhost:5173", False),  # a space
+        ("app.example.com", False),  # no scheme
+        ("https://app.example.com/", False),  # a path: browsers send none
+        ("https://a.example.com,", False),
+    ],
+)
+def test_allowed_origins_must_be_origins(
+    template: dict[str, Any], value: str, allowed: bool
+) -> None:
+    pattern = template["Parameters"]["CorsAllowedOrigins"]["AllowedPattern"]
+
+    assert bool(re.fullmatch(pattern, value)) is allowed
+
+
 # --- Background curation: stream -> curator -> work queue -> worker --------------------------
 
 CURATION_VARIABLES = (

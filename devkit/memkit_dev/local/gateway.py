@@ -2,7 +2,8 @@
 
 Routes come from the template's AWS::ApiGatewayV2::Route resources, each to the function its
 integration names (the API's, the MCP server's), so a path the template does not wire is a
-404 here as on AWS.
+404 here as on AWS. CORS is the template's CorsConfiguration with the origins the stack is
+given (CorsAllowedOrigins on AWS), answered as API Gateway answers it.
 """
 
 from __future__ import annotations
@@ -82,6 +83,94 @@ def _json(status: int, message: str) -> Response:
     return Response(json.dumps({"message": message}), status, mimetype="application/json")
 
 
+HTTP_API = "HttpApi"
+ORIGINS_PARAMETER = "CorsAllowedOrigins"
+CORS = "access-control-"  # the CORS headers' prefix
+
+
+@dataclass(frozen=True)
+class Cors:
+    """The HTTP API's CorsConfiguration, applied as API Gateway applies it: a preflight is
+    answered by the gateway itself (no route, authorizer or function), and every answer to a
+    request from an allowed origin carries the CORS headers, the integration's own dropped."""
+
+    allow_origins: tuple[str, ...]
+    allow_methods: tuple[str, ...] = ()
+    allow_headers: tuple[str, ...] = ()
+    expose_headers: tuple[str, ...] = ()
+    max_age: int | None = None
+    allow_credentials: bool = False
+
+    @classmethod
+    def from_template(cls, template: dict[str, Any], origins: str) -> Cors | None:
+        """The template's CorsConfiguration of HttpApi with CorsAllowedOrigins = `origins`
+        (checked against the parameter's AllowedPattern); None when `origins` is empty,
+        as the template then configures no CORS."""
+        parameter = template["Parameters"][ORIGINS_PARAMETER]
+        if not re.fullmatch(parameter["AllowedPattern"], origins):
+            raise ValueError(f"{origins!r}: {parameter['ConstraintDescription']}")
+        if not origins:
+            return None
+        configuration = template["Resources"][HTTP_API]["Properties"]["CorsConfiguration"]
+        if set(configuration) == {"Fn::If"}:  # [condition, with origins, AWS::NoValue]
+            configuration = configuration["Fn::If"][1]
+        plain = {k: v for k, v in configuration.items() if k != "AllowOrigins"}
+        if any(isinstance(value, dict) for value in plain.values()):
+            raise ValueError("CorsConfiguration: only AllowOrigins may be an intrinsic function")
+        return cls(
+            allow_origins=tuple(origins.split(",")),
+            allow_methods=tuple(plain.get("AllowMethods", ())),
+            allow_headers=tuple(plain.get("AllowHeaders", ())),
+            expose_headers=tuple(plain.get("ExposeHeaders", ())),
+            max_age=plain.get("MaxAge"),
+            allow_credentials=bool(plain.get("AllowCredentials", False)),
+        )
+
+    def allowed(self, origin: str) -> str | None:
+        """What Access-Control-Allow-Origin says to `origin`: "*", the origin, or None."""
+        for allowed in self.allow_origins:
+            if allowed == "*":
+                return "*"
+            wildcard = allowed.endswith("://*") and origin.startswith(allowed[:-1])
+            if wildcard or origin.lower() == allowed.lower():
+                return origin
+        return None
+
+    def preflight(self, request: Request) -> Response | None:
+        """The gateway's own answer to a preflight (OPTIONS with Origin and
+        Access-Control-Request-Method), or None for any other request."""
+        origin = request.headers.get("Origin")
+        if request.method != "OPTIONS" or not origin:
+            return None
+        if not request.headers.get("Access-Control-Request-Method"):
+            return None
+        response = Response(status=204)
+        allowed = self.allowed(origin)
+        if allowed is not None:  # else no CORS headers: the browser refuses the request
+            response.headers["Access-Control-Allow-Origin"] = allowed
+            response.headers["Access-Control-Allow-Methods"] = ",".join(self.allow_methods)
+            response.headers["Access-Control-Allow-Headers"] = ",".join(self.allow_headers)
+            if self.max_age is not None:
+                response.headers["Access-Control-Max-Age"] = str(self.max_age)
+            if self.allow_credentials:
+                response.headers["Access-Control-Allow-Credentials"] = "true"
+        return response
+
+    def apply(self, request: Request, response: Response) -> Response:
+        """`response` with the gateway's CORS headers in place of the integration's."""
+        stale = {name for name, _ in response.headers.items() if name.lower().startswith(CORS)}
+        for name in stale:
+            del response.headers[name]
+        allowed = self.allowed(request.headers.get("Origin") or "")
+        if request.headers.get("Origin") and allowed is not None:
+            response.headers["Access-Control-Allow-Origin"] = allowed
+            if self.expose_headers:
+                response.headers["Access-Control-Expose-Headers"] = ",".join(self.expose_headers)
+            if self.allow_credentials:
+                response.headers["Access-Control-Allow-Credentials"] = "true"
+        return response
+
+
 HEALTH_PATH = "/v1/health"
 
 
@@ -93,6 +182,7 @@ class HttpApiGateway:
         targets: Sequence[tuple[LocalFunction, list[Route]]],
         local_health: Callable[[], dict[str, Any]] | None = None,
         authorizer: JwtAuthorizer | LambdaKeyAuthorizer | None = None,
+        cors: Cors | None = None,
     ) -> None:
         # Each route with the function its integration invokes.
         self._routes = [(route, function) for function, routes in targets for route in routes]
@@ -103,6 +193,9 @@ class HttpApiGateway:
         # What the local stack adds to GET /v1/health (its engine, its pumps): the parts
         # that Lambda and DynamoDB run on AWS, where no such detail exists.
         self._local_health = local_health
+        # The HTTP API's CORS configuration; None: none (OPTIONS is then a 404, as no route
+        # answers it).
+        self._cors = cors
 
     def _match(self, method: str, path: str) -> tuple[Route, dict[str, str], LocalFunction] | None:
         for route, function in self._routes:
@@ -194,11 +287,19 @@ class HttpApiGateway:
 
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
         request = Request(environ)
+        preflight = self._cors.preflight(request) if self._cors is not None else None
+        response = preflight or self._answer(request)
+        if self._cors is not None and preflight is None:
+            response = self._cors.apply(request, response)
+        return response(environ, start_response)
+
+    def _answer(self, request: Request) -> Response:
+        """What API Gateway answers `request`: its own refusal, or the function's response."""
         if (request.content_length or 0) > MAX_PAYLOAD_BYTES:
-            return _json(413, "Request Entity Too Large")(environ, start_response)
+            return _json(413, "Request Entity Too Large")
         matched = self._match(request.method, request.path)
         if matched is None:
-            return _json(404, "Not Found")(environ, start_response)
+            return _json(404, "Not Found")
         started = time.monotonic()
         route, path_parameters, function = matched
         event = self.event(request, route, path_parameters)
@@ -213,22 +314,22 @@ class HttpApiGateway:
                     request.headers.get("Authorization")
                 )
             except Unauthorized:
-                return _json(401, "Unauthorized")(environ, start_response)
+                return _json(401, "Unauthorized")
             except Denied:
-                return _json(403, "Forbidden")(environ, start_response)
+                return _json(403, "Forbidden")
             except AuthorizerFailed:
-                return _json(500, "Internal Server Error")(environ, start_response)
+                return _json(500, "Internal Server Error")
         if len(json.dumps(event).encode()) > MAX_EVENT_BYTES:
-            return _json(413, "Request Entity Too Large")(environ, start_response)
+            return _json(413, "Request Entity Too Large")
         future = function.invoke(event)
         try:
             result = future.result(timeout=INTEGRATION_TIMEOUT_SECONDS)
         except FutureTimeout:
-            return _json(503, "Service Unavailable")(environ, start_response)
+            return _json(503, "Service Unavailable")
         except Exception:  # the function crashed: API Gateway answers 500 without details
-            return _json(500, "Internal Server Error")(environ, start_response)
+            return _json(500, "Internal Server Error")
         response = self.response(result)
         if self._local_health is not None and request.path == HEALTH_PATH:
             response = self._with_local_health(response)
         response.headers["X-Local-Latency-Ms"] = f"{(time.monotonic() - started) * 1000:.1f}"
-        return response(environ, start_response)
+        return response

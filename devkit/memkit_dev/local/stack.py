@@ -32,7 +32,7 @@ from memkit_dev.local.auth import (
 from memkit_dev.local.dynamodb import MotoDynamoDB, dynamodb_client
 from memkit_dev.local.dynamodb_local import DynamoDBLocal, Unavailable, prepare
 from memkit_dev.local.functions import FunctionSpec, LocalFunction
-from memkit_dev.local.gateway import HttpApiGateway, http_api_routes
+from memkit_dev.local.gateway import Cors, HttpApiGateway, http_api_routes
 from memkit_dev.local.opensearch import LoopbackOpenSearch
 from memkit_dev.local.queues import QueuePump, create_queues, queue_pump_for
 from memkit_dev.local.schedule import ScheduleTimer, function_timeout
@@ -108,6 +108,9 @@ class LocalStackConfig:
     # jwt: the claims holding the tenant and the user (MEMKIT_TENANT_CLAIM, _USER_CLAIM).
     tenant_claim: str = DEV_TENANT_CLAIM
     user_claim: str = "sub"
+    # Origins a browser page may call the API from (the template's CorsAllowedOrigins:
+    # comma-separated, or *); empty: no CORS, as the template's default.
+    cors_allowed_origins: str = ""
 
 
 def _plain_variables(variables: dict[str, Any] | None) -> dict[str, str]:
@@ -294,6 +297,7 @@ class LocalStack:
             ],
             local_health=self.health,
             authorizer=self.authorizer,
+            cors=Cors.from_template(template, config.cors_allowed_origins),
         )
         self._server = make_server(config.host, config.port, gateway, threaded=True)
         self._thread = threading.Thread(

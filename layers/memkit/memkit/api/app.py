@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -31,12 +32,15 @@ from memkit.api.scopes import ROUTE_SCOPES
 from memkit.errors import FieldProblem, Forbidden, MemkitError
 from memkit.identity import Caller
 from memkit.identity import caller_of as caller_of_event
+from memkit.models.problems import field_problems
 from memkit.observability import logger
 
 TITLE = "memkit"
 WARNING_HEADER = "x-memkit-warning"
 # The pattern of the route Powertools makes for a path no route matches (its 404).
 NO_ROUTE = "^.*$"
+# Where Powertools says a request parameter came from (the first part of an error's loc).
+PLACES = ("body", "query", "path", "header", "cookie")
 UNAUTHENTICATED_WARNING = "unauthenticated: auth mode none, every caller acts as an admin"
 ROUTERS = (
     health.router,
@@ -51,12 +55,42 @@ ROUTERS = (
 )
 
 
-def _field(loc: tuple[Any, ...]) -> str:
-    # Powertools reports ("body", "content") or ("query", "namespace"): name the field.
-    parts = [str(p) for p in loc]
-    if parts and parts[0] in {"body", "query", "path", "header"}:
-        parts = parts[1:]
-    return ".".join(parts) or "body"
+def _parameter(route: Any, place: str, rest: tuple[Any, ...]) -> tuple[Any, tuple[Any, ...]]:
+    """The parameter of `route` an error at (place, *rest) is about, and its name when the
+    name is part of the path: Powertools reports ("body", "content") for the one body model,
+    ("query", "namespace", ...) for a query parameter."""
+    dependant = getattr(route, "dependant", None)
+    if dependant is None:
+        return None, ()
+    fields = list(getattr(dependant, f"{place}_params", None) or [])
+    if place == "body" and len(fields) == 1 and not getattr(fields[0].field_info, "embed", None):
+        return fields[0], ()
+    named = next((f for f in fields if rest and f.alias == rest[0]), None)
+    return named, (rest[0],) if named is not None else ()
+
+
+def _invalid_fields(route: Any, errors: Sequence[Mapping[str, Any]]) -> list[FieldProblem]:
+    """Powertools' validation errors for `route` as the API's field problems: each at the
+    field path the client wrote, the parameter's own type telling which parts of pydantic's
+    `loc` are its (memkit.models.problems)."""
+    groups: dict[tuple[Any, ...], tuple[Any, tuple[Any, ...], list[dict[str, Any]]]] = {}
+    for error in errors:
+        loc = tuple(error.get("loc", ()))
+        place, rest = (loc[0], loc[1:]) if loc and loc[0] in PLACES else ("", loc)
+        parameter, name = _parameter(route, place, rest) if place else (None, ())
+        key = (place, *name) if parameter is not None else (place, *rest)
+        relative = {**error, "loc": rest[len(name) :]}
+        groups.setdefault(key, (parameter, name, []))[2].append(relative)
+    problems: list[FieldProblem] = []
+    for (place, *where), (parameter, name, members) in groups.items():
+        if parameter is None:  # not a parameter of the route's: as Powertools names it
+            problems.extend(
+                FieldProblem(".".join(map(str, where)) or place or "body", str(e["msg"]))
+                for e in members
+            )
+        else:
+            problems.extend(field_problems(members, parameter.type_, name))
+    return problems
 
 
 def openapi_json(app: APIGatewayHttpResolver) -> str:
@@ -149,7 +183,7 @@ def build_app() -> APIGatewayHttpResolver:
     @app.exception_handler(RequestValidationError)
     def invalid_request(exc: RequestValidationError) -> Response[str]:
         # Unreadable bodies never get here: the handler's guard answers them first (400/415).
-        problems = [FieldProblem(_field(tuple(e.get("loc", ()))), e["msg"]) for e in exc.errors()]
+        problems = _invalid_fields(app.context.get("_route"), exc.errors())
         return _warned(
             app, error_response(422, "validation_error", "the request is not valid", problems)
         )

@@ -237,18 +237,14 @@ def _check_promotable(record: JsonObject, index: int) -> None:
     """A pending memory must make a valid long-term record (it is promoted to one), so what
     the indexer would refuse is a 422 now, not a record stuck in the stream's retries."""
     from memkit.models.memory import MemoryRecordIn  # only sessions with memories need it
+    from memkit.models.problems import field_problems
 
     try:
         MemoryRecordIn.model_validate(record)
     except PydanticValidationError as exc:
         raise ValidationFailed(
             f"memory {index} cannot become a long-term memory",
-            [
-                FieldProblem(
-                    ".".join(["memories", str(index), *(str(p) for p in e["loc"])]), e["msg"]
-                )
-                for e in exc.errors()
-            ],
+            field_problems(exc.errors(), MemoryRecordIn, ("memories", index)),
         ) from exc
 
 

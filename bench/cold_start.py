@@ -9,7 +9,8 @@ leaves out interpreter teardown (freeing a large heap costs 0.1-0.25 s here), wh
 never pays during a cold start.
 
 Where the `mcp` SDK is installed (the `mcp` extra), also the MCP function (functions/mcp):
-its cold start to the answer of a first tools/list, and what the API's cold start would pay
+its cold start to the answer of a first tools/list (a bearer JWT verified in the function,
+as AuthMode jwt deploys it), and what the API's cold start would pay
 with the MCP server in the same function (the same GET scratchpad, the server's module
 imported as well): the reason it is a function of its own.
 
@@ -94,7 +95,20 @@ def _child_environments(endpoint: str) -> tuple[dict[str, str], dict[str, str], 
     base.update({"MEMKIT_TABLE_NAME": TABLE, "MEMKIT_DYNAMODB_ENDPOINT": endpoint})
     pad = {**base, "BENCH_EVENT": json.dumps(http_event("GET", PAD_PATH))}
     health = {**base, "BENCH_EVENT": json.dumps(http_event("GET", "/v1/health"))}
-    tools = {**base, "BENCH_EVENT": json.dumps(mcp_event(request("tools/list")))}
+    # The MCP function as deployed with AuthMode jwt: it verifies the bearer token itself (an
+    # RS256 signature, the key set given inline: on AWS it is fetched once a container).
+    from tests.events import jwt_authorizer
+    from tests.tokens import AUDIENCE, ISSUER, bearer_for, key_set
+
+    signed = {"authorization": bearer_for(jwt_authorizer("default", "dev", "memory:read"))}
+    tools = {
+        **base,
+        "MEMKIT_AUTH_MODE": "jwt",
+        "MEMKIT_OAUTH_ISSUER": ISSUER,
+        "MEMKIT_JWT_AUDIENCE": AUDIENCE,
+        "MEMKIT_JWT_JWKS": json.dumps(key_set()),
+        "BENCH_EVENT": json.dumps(mcp_event(request("tools/list"), headers=signed)),
+    }
     return pad, health, tools
 
 

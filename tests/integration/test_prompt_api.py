@@ -401,6 +401,44 @@ def test_tool_calls_and_results_are_left_out_when_asked(world: MemoryWorld) -> N
     ]
 
 
+def test_a_system_message_stays_a_system_message_in_its_place(world: MemoryWorld) -> None:
+    # Given a conversation with the assistant's instructions as system and developer messages
+    start = datetime.now(UTC) - timedelta(minutes=5)
+    turns = [
+        ("system", "You are a travel agent."),
+        ("user", "I want to fly to Oslo in May."),
+        ("assistant", "Oslo in May it is."),
+        ("developer", "Answer in one sentence."),
+    ]
+    _append(
+        world,
+        "chat",
+        [
+            {
+                "id": f"i{i}",
+                "role": role,
+                "content": text,
+                "created_at": (start + timedelta(seconds=i)).isoformat(),
+            }
+            for i, (role, text) in enumerate(turns)
+        ],
+    )
+    world.settle()
+
+    # When the next turn's prompt is hydrated
+    prompt = _prompt(world, query="Which airline?", session=_session(), long_term_search=False)
+
+    # Then the instructions come back as system messages where they were said, never as
+    # something the assistant said
+    assert [(m["role"], m["content"]["text"]) for m in prompt["messages"]] == [
+        ("system", "You are a travel agent."),
+        ("user", "I want to fly to Oslo in May."),
+        ("assistant", "Oslo in May it is."),
+        ("system", "Answer in one sentence."),
+        ("user", "Which airline?"),
+    ]
+
+
 @pytest.mark.parametrize("position", ["prepend", "append", "interleave"])
 def test_recalled_messages_go_where_the_caller_asks(world: MemoryWorld, position: str) -> None:
     # Given a session that mentioned a passport long ago

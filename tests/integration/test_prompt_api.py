@@ -439,6 +439,25 @@ def test_a_system_message_stays_a_system_message_in_its_place(world: MemoryWorld
     ]
 
 
+def test_a_system_message_is_never_one_of_the_users_memories(world: MemoryWorld) -> None:
+    # Given Ada's other session, which starts with the assistant's instructions
+    _append(
+        world,
+        "other",
+        [
+            {"id": "o1", "role": "system", "content": "You are a travel agent for trips to Oslo"},
+            {"id": "o2", "role": "user", "content": "I love the night train to Oslo"},
+        ],
+    )
+    world.settle()
+
+    # When this session's prompt asks about Oslo
+    prompt = _prompt(world, query="Trips to Oslo?", session=_session(), recall_k=0)
+
+    # Then Ada's own words are among her memories, the instructions are not
+    assert _long_term_lines(prompt) == ["- I love the night train to Oslo (ID: o2)"]
+
+
 @pytest.mark.parametrize("position", ["prepend", "append", "interleave"])
 def test_recalled_messages_go_where_the_caller_asks(world: MemoryWorld, position: str) -> None:
     # Given a session that mentioned a passport long ago

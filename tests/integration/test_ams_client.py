@@ -475,6 +475,45 @@ async def test_memory_prompt_hydrates_a_session_with_the_users_memories(
     assert [m["id"] for m in prompt["long_term_memories"]] == [tea_id]
 
 
+async def test_a_system_message_reads_back_and_hydrates_as_a_system_message(
+    stack: LocalStack, ns: str
+) -> None:
+    async with client(stack, ns) as c:
+        # Given a session whose first message is the assistant's instructions
+        await c.put_working_memory(
+            "agent",
+            WorkingMemory(
+                session_id="agent",
+                user_id="u1",
+                messages=[
+                    message("i1", "You are a travel agent.", role="system", seconds_ago=3),
+                    message("i2", "I want to fly to Oslo", seconds_ago=2),
+                    message("i3", "Oslo it is", role="assistant", seconds_ago=1),
+                ],
+            ),
+        )
+
+        # When the client reads it back and hydrates the next query
+        document = await c.get_working_memory("agent", user_id="u1", namespace=ns)
+        prompt = await c.memory_prompt(
+            "Which airline?", session_id="agent", user_id="u1", long_term_search={"limit": 1}
+        )
+
+    # Then the instructions are a system message in both, in their place
+    assert [(m.id, m.role) for m in document.messages] == [
+        ("i1", "system"),
+        ("i2", "user"),
+        ("i3", "assistant"),
+    ]
+    turns = [(m["role"], m["content"]["text"]) for m in prompt["messages"][-4:]]
+    assert turns == [
+        ("system", "You are a travel agent."),
+        ("user", "I want to fly to Oslo"),
+        ("assistant", "Oslo it is"),
+        ("user", "Which airline?"),
+    ]
+
+
 async def test_hydrate_memory_prompt_searches_long_term_memory_by_its_filters(
     stack: LocalStack, ns: str
 ) -> None:

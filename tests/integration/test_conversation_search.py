@@ -169,6 +169,29 @@ def test_a_turn_the_index_does_not_hold_is_no_ones_context(world: MemoryWorld) -
     assert _search(world, "tomorrow", "pins", search_mode="keyword") == ["s2"]
 
 
+def test_a_system_message_is_kept_but_never_found_nor_the_next_turns_context(
+    world: MemoryWorld,
+) -> None:
+    # Given a session that starts with the assistant's instructions, then the user's turn
+    messages = [
+        {"id": "i1", "role": "system", "content": "You are a travel agent for Fjordline."},
+        {"id": "i2", "role": "user", "content": "I want to sail to Bergen"},
+    ]
+    body = {"user_id": "ada", "messages": messages}
+    _ok(world.api("PUT", "/v1/working-memory/agent", query=NS, body=body))
+    _settled(world)
+
+    # Then a search finds the user's turn, never the instructions, nor the turn through them
+    assert _search(world, "fjordline", "agent", search_mode="keyword") == []
+    assert _search(world, "bergen", "agent", search_mode="keyword") == ["i2"]
+    # and the session keeps them, as a system message
+    document = _ok(world.api("GET", "/v1/working-memory/agent", query=NS))
+    assert [(m["id"], m["role"]) for m in document["messages"]] == [
+        ("i1", "system"),
+        ("i2", "user"),
+    ]
+
+
 def test_a_turn_whose_text_changes_gives_its_reply_the_new_context(
     world: MemoryWorld, dynamodb_table: str
 ) -> None:

@@ -5,6 +5,7 @@ with a real provider (the local model, or Bedrock Converse on botocore's Stubber
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -273,6 +274,112 @@ def test_extracted_facts_become_records_and_the_messages_are_marked(curation: Cu
     assert texts["Ada moved to Lisbon"]["event_date"].startswith("2026-11-16")
     assert texts["Ada works as a nurse"]["extracted_from"] == ["m000"]
     assert texts["Ada works as a nurse"]["session_id"] == "chat-1"
+    assert {m["discrete_memory_extracted"] for m in log["messages"]} == {"t"}
+
+
+_TURN = re.compile(r'<turn id="([^"]+)"[^>]*>\n(.*?)\n</turn>', re.DOTALL)
+_SENTENCE = re.compile(r"[^.!?]+[.!?]")
+
+
+def _credulous_model() -> Any:
+    """A Converse model whose Bedrock believes everything it is shown: each sentence of three
+    words or more in a turn of the conversation comes back as a memory from that turn (what
+    a model may do with whatever it is given as the user's conversation). The model runs for
+    real; only the endpoint is answered, from the request, before anything is sent."""
+    from memkit.llm.bedrock import ConverseModel
+
+    client = boto3.client("bedrock-runtime", region_name="us-east-1")
+
+    class Answered:
+        status_code = 200
+
+    def answer(params: dict[str, Any], **_: Any) -> tuple[Any, dict[str, Any]]:
+        body = json.loads(params["body"])
+        if "curate long-term memory" not in body["system"][0]["text"]:
+            return Answered(), {**_converse_answer("no"), "ResponseMetadata": {}}
+        shown = body["messages"][0]["content"][0]["text"]
+        memories = [
+            {"text": sentence.strip(), "memory_type": "semantic", "source_ids": [turn_id]}
+            for turn_id, content in _TURN.findall(shown)
+            for sentence in _SENTENCE.findall(content)
+            if len(sentence.split()) >= 3
+        ]
+        found = json.dumps({"memories": memories})
+        return Answered(), {**_converse_answer(found), "ResponseMetadata": {}}
+
+    client.meta.events.register("before-call.bedrock-runtime.Converse", answer)
+    return ConverseModel(client, "amazon.nova-lite-v1:0", sleep=lambda _: None)
+
+
+def _post(world: MemoryWorld, *turns: tuple[str, str, str]) -> None:
+    messages = [{"id": i, "role": role, "content": text} for i, role, text in turns]
+    body = {"messages": messages, "user_id": "ada"}
+    response = world.api("POST", f"{SESSION}/messages", body=body)
+    assert response.status == 201, response.body
+
+
+def _extract_credulously(curation: Curation, *turns: tuple[str, str, str]) -> dict[str, Any]:
+    """Post `turns` (id, role, text) to a titled session, then run the extraction they call
+    for with a model that believes whatever it is shown; the worker's answer."""
+    world = curation.world
+    _titled(world)
+    _post(world, *turns)
+    curation.curate()
+    response = curation.work(model=_credulous_model())
+    world.settle()
+    return response
+
+
+def _records(world: MemoryWorld) -> dict[str, dict[str, Any]]:
+    found = world.api(
+        "POST",
+        "/v1/long-term-memory/search",
+        body={"text": "", "user_id": {"eq": "ada"}, "memory_type": {"ne": "message"}},
+    ).body
+    return {m["text"]: m for m in found["memories"]}
+
+
+def test_a_system_message_is_never_mined_for_facts_about_the_user(curation: Curation) -> None:
+    # Given a conversation that starts with the assistant's instructions, when curation
+    # extracts memories with a model that believes whatever it is shown
+    world = curation.world
+    response = _extract_credulously(
+        curation,
+        ("s0", "system", "You are a travel agent. The user is a vegetarian."),
+        ("m1", "user", "I live in Bergen with my two cats."),
+        ("m2", "assistant", "Hi!"),
+    )
+
+    # Then what the user said is remembered, and nothing of the instructions
+    assert response == {"batchItemFailures": []}
+    records = _records(world)
+    assert set(records) == {"I live in Bergen with my two cats."}
+    assert records["I live in Bergen with my two cats."]["extracted_from"] == ["m1"]
+    # and every message, the instructions included, is marked read
+    log = world.api("GET", f"{SESSION}/messages", query={"limit": 100}).body
+    assert {m["id"]: m["discrete_memory_extracted"] for m in log["messages"]} == {
+        "s0": "t",
+        "m1": "t",
+        "m2": "t",
+    }
+
+
+def test_a_session_whose_only_facts_are_instructions_gives_no_memories(
+    curation: Curation,
+) -> None:
+    # Given a session where only the developer's instructions state anything, when
+    # curation extracts memories with a model that believes whatever it is shown
+    world = curation.world
+    response = _extract_credulously(
+        curation,
+        ("s0", "developer", "You are a travel agent. The user is a vegetarian."),
+        ("s1", "system", "Always answer in Norwegian."),
+    )
+
+    # Then no memory is made of them, and they are marked read
+    assert response == {"batchItemFailures": []}
+    assert _records(world) == {}
+    log = world.api("GET", f"{SESSION}/messages", query={"limit": 100}).body
     assert {m["discrete_memory_extracted"] for m in log["messages"]} == {"t"}
 
 

@@ -242,6 +242,31 @@ def test_a_session_and_its_prompt_through_the_tools(mcp: Any, world: MemoryWorld
     assert any("Oslo" in text for text in texts[1:-1])
 
 
+def test_a_system_message_stays_a_system_message_in_the_prompt_tool(
+    mcp: Any, world: MemoryWorld
+) -> None:
+    messages = [
+        {"role": "system", "content": "You are a travel agent."},
+        {"role": "user", "content": "I am flying to Oslo on Friday"},
+    ]
+    mcp(tool_call("set_working_memory", {"session_id": "agent", "messages": messages}))
+    world.settle()
+
+    prompt = mcp(
+        tool_call(
+            "memory_prompt",
+            {"query": "which seat?", "session_id": {"eq": "agent"}, "model_name": "gpt-4o"},
+        )
+    )
+
+    turns = [(m["role"], m["content"]["text"]) for m in prompt.structured["messages"][-3:]]
+    assert turns == [
+        ("system", "You are a travel agent."),
+        ("user", "I am flying to Oslo on Friday"),
+        ("user", "which seat?"),
+    ]
+
+
 def test_a_prompt_without_a_session_searches_with_the_filters_given(
     mcp: Any, world: MemoryWorld
 ) -> None:

@@ -48,6 +48,20 @@ def _delete_behind_the_indexers_back(table: str, key: keys.Key) -> None:
     client.delete_item(TableName=table, Key={"PK": {"S": key[0]}, "SK": {"S": key[1]}})
 
 
+def _update_message(table: str, message_id: str, update: str, **values: dict[str, str]) -> None:
+    """Change a message of chat-1 in the table directly (what no API route does); `role`,
+    a reserved word, is written #role."""
+    pk, sk = keys.message_key("default", "default", "chat-1", message_id)
+    names = {"ExpressionAttributeNames": {"#role": "role"}} if "#role" in update else {}
+    boto3.client("dynamodb", region_name=REGION).update_item(
+        TableName=table,
+        Key={"PK": {"S": pk}, "SK": {"S": sk}},
+        UpdateExpression=update,
+        ExpressionAttributeValues={f":{name}": value for name, value in values.items()},
+        **names,
+    )
+
+
 def _stray_doc(world: MemoryWorld) -> None:
     """A vector whose pk/sk never existed in the table."""
     pk, sk = keys.record_key("default", "ghost")
@@ -148,18 +162,30 @@ def test_the_sweep_covers_the_index_over_runs_from_its_cursor(
 def test_an_expired_session_message_is_an_orphan(world: MemoryWorld, dynamodb_table: str) -> None:
     # Given a message whose item expired (TTL has not deleted it yet)
     _stock(world)
-    pk, sk = keys.message_key("default", "default", "chat-1", "m1")
-    boto3.client("dynamodb", region_name=REGION).update_item(
-        TableName=dynamodb_table,
-        Key={"PK": {"S": pk}, "SK": {"S": sk}},
-        UpdateExpression="SET expires_at = :past",
-        ExpressionAttributeValues={":past": {"N": "1000"}},
-    )
+    _update_message(dynamodb_table, "m1", "SET expires_at = :past", past={"N": "1000"})
 
     outcome = _sweep(world)
 
     assert outcome.counts[FOUND] == 1
     assert "m1" not in _ids(world)
+
+
+def test_a_system_message_indexed_before_they_were_left_out_is_an_orphan(
+    world: MemoryWorld, dynamodb_table: str
+) -> None:
+    # Given an indexed message that is now a system message in the table (as one indexed
+    # before memkit left system messages out of the index)
+    _stock(world)
+    _update_message(dynamodb_table, "m0", "SET #role = :system", system={"S": "system"})
+    world.settle()
+    assert _ids(world) == ALL_IDS
+
+    # When the sweep runs
+    outcome = _sweep(world)
+
+    # Then its vector is removed and every other stays
+    assert outcome.counts[REMOVED] == 1
+    assert _ids(world) == ALL_IDS - {"m0"}
 
 
 def test_the_cleanup_run_includes_the_orphan_phase(dynamodb_table: str) -> None:

@@ -401,6 +401,63 @@ def test_tool_calls_and_results_are_left_out_when_asked(world: MemoryWorld) -> N
     ]
 
 
+def test_a_system_message_stays_a_system_message_in_its_place(world: MemoryWorld) -> None:
+    # Given a conversation with the assistant's instructions as system and developer messages
+    start = datetime.now(UTC) - timedelta(minutes=5)
+    turns = [
+        ("system", "You are a travel agent."),
+        ("user", "I want to fly to Oslo in May."),
+        ("assistant", "Oslo in May it is."),
+        ("developer", "Answer in one sentence."),
+    ]
+    _append(
+        world,
+        "chat",
+        [
+            {
+                "id": f"i{i}",
+                "role": role,
+                "content": text,
+                "created_at": (start + timedelta(seconds=i)).isoformat(),
+            }
+            for i, (role, text) in enumerate(turns)
+        ],
+    )
+    world.settle()
+
+    # When the next turn's prompt is hydrated
+    prompt = _prompt(world, query="Which airline?", session=_session(), long_term_search=False)
+
+    # Then the instructions come back as system messages where they were said, never as
+    # something the assistant said
+    assert [(m["role"], m["content"]["text"]) for m in prompt["messages"]] == [
+        ("system", "You are a travel agent."),
+        ("user", "I want to fly to Oslo in May."),
+        ("assistant", "Oslo in May it is."),
+        ("system", "Answer in one sentence."),
+        ("user", "Which airline?"),
+    ]
+
+
+def test_a_system_message_is_never_one_of_the_users_memories(world: MemoryWorld) -> None:
+    # Given Ada's other session, which starts with the assistant's instructions
+    _append(
+        world,
+        "other",
+        [
+            {"id": "o1", "role": "system", "content": "You are a travel agent for trips to Oslo"},
+            {"id": "o2", "role": "user", "content": "I love the night train to Oslo"},
+        ],
+    )
+    world.settle()
+
+    # When this session's prompt asks about Oslo
+    prompt = _prompt(world, query="Trips to Oslo?", session=_session(), recall_k=0)
+
+    # Then Ada's own words are among her memories, the instructions are not
+    assert _long_term_lines(prompt) == ["- I love the night train to Oslo (ID: o2)"]
+
+
 @pytest.mark.parametrize("position", ["prepend", "append", "interleave"])
 def test_recalled_messages_go_where_the_caller_asks(world: MemoryWorld, position: str) -> None:
     # Given a session that mentioned a passport long ago

@@ -128,6 +128,24 @@ def test_a_reindex_with_new_dimensions_holds_every_record_and_indexed_message(
     assert _nearest(local_world.vector_index, embedder, "passport number") == "m1"
 
 
+def test_a_reindex_leaves_system_messages_out(local_world: MemoryWorld) -> None:
+    # Given records and messages, and a session's system message (stamped for indexing
+    # like every message of its session)
+    _stock(local_world)
+    system = {"id": "s0", "role": "system", "content": "You are a travel agent."}
+    body = {"messages": [system], "user_id": "ada"}
+    response = local_world.api("POST", "/v1/working-memory/chat-2/messages", body=body)
+    assert response.status == 201, response.body
+    local_world.settle()
+
+    # When the index is rebuilt from the table
+    report = Reindexer(local_world.store, local_world.vector_index, LocalEmbedder()).run()
+
+    # Then it holds the records and the messages, not the instructions
+    assert report.switched
+    assert local_world.index_ids() == ALL_IDS
+
+
 def test_searches_answer_from_the_old_index_until_the_switch(local_world: MemoryWorld) -> None:
     _stock(local_world)
     during: list[list[str]] = []

@@ -272,6 +272,27 @@ def test_a_hydrated_prompt_holds_the_scratchpad_and_the_users_memories(ada: Memk
     assert prompt.total_tokens <= prompt.token_budget
 
 
+def test_a_system_message_comes_back_as_one_in_the_hydrated_prompt(ada: MemkitClient) -> None:
+    ada.append_messages(
+        "agent",
+        [
+            {"role": "system", "content": "You are a travel agent."},
+            {"role": "user", "content": "I fly to Oslo on Monday"},
+        ],
+        user_id="ada",
+    )
+
+    prompt = ada.memory_prompt(
+        "Which seat?", session={"session_id": "agent", "user_id": "ada"}, long_term_search=False
+    )
+
+    assert [(m.role, m.content.text) for m in prompt.messages] == [
+        ("system", "You are a travel agent."),
+        ("user", "I fly to Oslo on Monday"),
+        ("user", "Which seat?"),
+    ]
+
+
 def test_the_tool_definitions_fit_each_model_sdk(ada: MemkitClient) -> None:
     chat = ada.tools("openai", session_id="tools-chat")
     responses = ada.tools("openai-responses", session_id="tools-chat")

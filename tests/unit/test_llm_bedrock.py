@@ -203,6 +203,24 @@ def test_summarize_extends_the_previous_summary(
     assert text.endswith(".")
 
 
+def test_a_summary_is_told_that_system_turns_are_instructions_not_the_users_words(
+    bedrock: Any, model: ConverseModel, sent: list[dict[str, Any]]
+) -> None:
+    # Given turns that start with the assistant's instructions (a developer message)
+    turns = (Turn("i0", "developer", "You are a travel agent.", "2024-05-03T09:59:00Z"), *TURNS)
+    with Stubber(bedrock) as stub:
+        stub.add_response("converse", _answer("The user moved to Lisbon."), _expected(124))
+
+        # When they are summarised
+        model.summarize(None, turns, max_words=30)
+
+    # Then the instructions go as a system turn, and the prompt says what that is
+    assert '<turn id="i0" role="system"' in _user_text(sent[0])
+    system = _system_text(sent[0])
+    assert '"system" holds the operator\'s instructions to the assistant' in system
+    assert "never as something the user said" in system
+
+
 def test_a_summary_cut_by_the_token_limit_keeps_its_complete_sentences(
     bedrock: Any, model: ConverseModel
 ) -> None:

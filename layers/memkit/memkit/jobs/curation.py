@@ -16,6 +16,8 @@ stream and queues jobs; the memory worker runs them with the configured MemoryMo
   are marked read only once what the model found in them is stored (an unusable answer
   fails the job, an answer cut short is asked again with half the turns). A job reads at
   most EXTRACT_LIMIT unread messages; a longer backlog continues with the next write's job.
+  A system (or developer) message instructs the assistant: it is never given to the model as
+  evidence about the user, only marked read with the rest.
 - title: a session with two or more messages and no title gets one from its first turns.
 - describe: a long-term record created without topics or entities gets them from the model.
 """
@@ -38,7 +40,7 @@ from memkit.llm.protocol import (
     Turn,
     fact_key,
 )
-from memkit.models.domain import Owner, SessionMeta, StoredMessage
+from memkit.models.domain import Owner, SessionMeta, StoredMessage, is_instruction
 from memkit.models.memory import CreateMemories, MemoryEdit, MemoryRecordIn, SearchRequest
 from memkit.observability import logger, metrics
 from memkit.store.changes import ItemChange, RecordValue, SessionValue, Value
@@ -375,7 +377,12 @@ class Curator:
         strategy, instructions = _strategy(meta.strategy)
         found = 0
         pending = self._store.unextracted_messages(owner, meta, EXTRACT_LIMIT)
-        chunks = [pending[i : i + EXTRACT_CHUNK] for i in range(0, len(pending), EXTRACT_CHUNK)]
+        # The assistant's instructions say nothing about the user: read, never mined.
+        said = [m for m in pending if not is_instruction(m.role)]
+        instructing = [m.id for m in pending if is_instruction(m.role)]
+        if instructing:
+            self._store.mark_extracted(owner, meta, instructing)
+        chunks = [said[i : i + EXTRACT_CHUNK] for i in range(0, len(said), EXTRACT_CHUNK)]
         kept: set[str] = set()
         while chunks:
             chunk = chunks.pop(0)

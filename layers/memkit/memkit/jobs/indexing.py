@@ -2,7 +2,10 @@
 
 What reaches it (template.yaml's FilterCriteria): long-term records, session messages
 stamped for indexing (`idx`), and pending memories of sessions, which it promotes to
-long-term records (the record's own stream event then indexes it).
+long-term records (the record's own stream event then indexes it). A system (or developer)
+message is never indexed: it is the assistant's instructions, not something said in the
+conversation, and a search for the user's messages must not find it (nor a prompt show it
+as one of the user's memories).
 
 A batch is handled whole where providers allow it: every text embedded in as few calls as
 the embedder takes (Cohere: 96 a call), one `upsert` and one `remove` on the index (one

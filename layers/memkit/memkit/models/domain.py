@@ -22,6 +22,15 @@ PROFILE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 DEFAULT_PROFILE = "default"
 DEFAULT_NAMESPACE = "default"
 MAX_TOKENS_LIMIT = 64_000
+# Roles of messages that instruct the assistant rather than speak in the conversation
+# (`developer` is OpenAI's newer name for `system`).
+INSTRUCTION_ROLES = frozenset({"system", "developer"})
+
+
+def is_instruction(role: str | None) -> bool:
+    """Whether a message of `role` instructs the assistant (system, developer) rather than
+    speaks in the conversation (docs/sessions.md "Roles")."""
+    return role in INSTRUCTION_ROLES
 
 
 class Model(BaseModel):

@@ -142,8 +142,8 @@ class TextContent(Model):
 
 
 class PromptMessage(Model):
-    """One message of the hydrated prompt, in AMS's shape (tool and other roles are sent as
-    assistant, as AMS does)."""
+    """One message of the hydrated prompt, in AMS's shape: a system (or developer) message
+    stays system; tool and other roles are sent as assistant, as AMS does."""
 
     role: Role
     content: TextContent

@@ -19,7 +19,10 @@ The prompt, in order:
 `recalled_position` moves part 3: `prepend` (where listed), `append` (after the recent
 turns) or `interleave` (among the recent turns, by time). `tool_calls: drop` leaves out tool
 results (role tool or function, or a tool_call_id) and assistant messages that call tools.
-Messages keep AMS's shape; every role other than user and assistant is sent as assistant.
+Messages keep AMS's shape: a user message is sent as user, a system message (role system or
+developer) as system, in its place among the turns, and every other role (tool, function...)
+as assistant. AMS sends system messages as assistant, which made the assistant's own
+instructions read as something it said.
 
 The token budget (default: the model's window less room for the answer, a quarter of the
 window and at most 4,096 tokens; 8,000 when no window is known) is split as follows. The query
@@ -55,7 +58,7 @@ from datetime import datetime
 from typing import Protocol
 
 from memkit.errors import BadRequest, FieldProblem, NotFound, ValidationFailed
-from memkit.models.domain import MessageRef, Owner, StoredMessage
+from memkit.models.domain import MessageRef, Owner, StoredMessage, is_instruction
 from memkit.models.memory import MAX_QUERY, MemoryHit, MemoryResults, SearchRequest
 from memkit.models.prompt import (
     HydratedPrompt,
@@ -165,9 +168,16 @@ def _message(role: Role, text: str) -> PromptMessage:
     return PromptMessage(role=role, content=TextContent(text=text))
 
 
+def _role(role: str) -> Role:
+    """A stored message's role in the prompt: user and system (or developer) keep theirs,
+    every other role (tool, function...) is assistant, as AMS sends them."""
+    if role == "user":
+        return "user"
+    return "system" if is_instruction(role) else "assistant"
+
+
 def _turn(message: StoredMessage) -> PromptMessage:
-    """A stored message as AMS shows it: user stays user, every other role is assistant."""
-    return _message("user" if message.role == "user" else "assistant", message.content)
+    return _message(_role(message.role), message.content)
 
 
 def _is_tool_call(message: StoredMessage) -> bool:

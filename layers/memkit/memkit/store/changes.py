@@ -23,6 +23,7 @@ from memkit.models.domain import (
     MessageRef,
     PendingMemoryRef,
     RecordRef,
+    is_instruction,
 )
 
 # Who deletes an item whose TTL passed (a stream record's userIdentity.principalId).
@@ -66,7 +67,8 @@ class RecordValue:
 
 @dataclass(frozen=True)
 class MessageValue:
-    """A session's message, and whether it is stamped for indexing."""
+    """A session's message, and whether the index holds it (stamped for indexing, and not
+    a system message)."""
 
     ref: MessageRef
     user_id: str | None
@@ -228,7 +230,8 @@ def _value(image: dict[str, Any] | None) -> Value | None:
             user_id=_text(image, "user_id"),
             content=str(image["content"]),
             message_at=_text(image, "message_at"),
-            indexed=image.get("idx") == "1",
+            # a system message is kept with the session's, never searchable
+            indexed=image.get("idx") == "1" and not is_instruction(_text(image, "role")),
             version=_version(image),
             order=_text(image, "LSI1SK"),
             gen=_text(image, "gen"),

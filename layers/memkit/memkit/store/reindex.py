@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from memkit.errors import BadRequest, Throttled
-from memkit.models.domain import ItemRef, RecordRef
+from memkit.models.domain import ItemRef, RecordRef, is_instruction
 from memkit.store import keys
 from memkit.store.base import BATCH_GET_LIMIT
 from memkit.store.changes import ItemChange, scanned_changes
@@ -32,6 +32,7 @@ BATCH_GET_ROUNDS = 8
 
 # What the index holds: records, and session messages stamped for indexing (idx "1"),
 # as the indexer's stream filter lets through; live ones only (TTL deletes days late).
+# System messages pass this filter and are left out as the indexer leaves them out.
 _INDEXABLE = (
     "(#kind = :record OR (#kind = :message AND #idx = :one)) "
     "AND (attribute_not_exists(#expires) OR #expires > :now)"
@@ -118,7 +119,8 @@ class ReindexTable(CurationTable):
 
     def indexed_sources(self, wanted: Sequence[ItemRef]) -> set[ItemRef]:
         """Which of these items the index may hold: they exist, are live, and are still
-        indexable (a record; a message stamped idx "1"). One BatchGet per 100 keys."""
+        indexable (a record; a message stamped idx "1" that is not a system message). One
+        BatchGet per 100 keys."""
         refs = {_key_of(ref): ref for ref in wanted}
         unique = list(refs)
         client = self._items.connection.client
@@ -131,8 +133,8 @@ class ReindexTable(CurationTable):
                 table: {
                     "Keys": [{"PK": {"S": pk}, "SK": {"S": sk}} for pk, sk in chunk],
                     "ConsistentRead": True,
-                    "ProjectionExpression": "PK, SK, #kind, #idx, expires_at",
-                    "ExpressionAttributeNames": {"#kind": "kind", "#idx": "idx"},
+                    "ProjectionExpression": "PK, SK, #kind, #idx, #role, expires_at",
+                    "ExpressionAttributeNames": {"#kind": "kind", "#idx": "idx", "#role": "role"},
                 }
             }
             for _ in range(BATCH_GET_ROUNDS):
@@ -161,4 +163,9 @@ def _indexable(item: dict[str, Any], now: float) -> bool:
     if expires is not None and float(expires) <= now:
         return False
     kind = item.get("kind", {}).get("S")
-    return bool(kind == "record" or (kind == "message" and item.get("idx", {}).get("S") == "1"))
+    if kind == "record":
+        return True
+    # a system message is kept with the session's, never searchable (one indexed before
+    # memkit left them out is an orphan)
+    stamped = item.get("idx", {}).get("S") == "1"
+    return kind == "message" and stamped and not is_instruction(item.get("role", {}).get("S"))

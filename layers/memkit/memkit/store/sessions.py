@@ -40,6 +40,7 @@ from memkit.models.domain import (
     Profile,
     SessionMeta,
     StoredMessage,
+    is_instruction,
 )
 from memkit.observability import metrics
 from memkit.scratchpad import resolution
@@ -88,6 +89,12 @@ def _loads(raw: str | None) -> Any:
 
 def _int(value: Any) -> int | None:
     return None if value is None else int(value)
+
+
+def _searchable(item: Any) -> bool:
+    """A message item the index holds: stamped for indexing, and not the assistant's
+    instructions (a system message is kept, never searchable)."""
+    return getattr(item, "idx", None) == "1" and not is_instruction(getattr(item, "role", None))
 
 
 class SessionTable(TableBase):
@@ -540,8 +547,7 @@ class SessionTable(TableBase):
                     if (item.gen or "0") != (message.gen or "0"):
                         waiting.append(message)  # a leftover of an earlier life: not its turn
                         continue
-                    indexed = getattr(item, "idx", None) == "1"
-                    found[message.ref] = item.content if indexed else ""
+                    found[message.ref] = item.content if _searchable(item) else ""
                 pending = waiting
                 if item.order in wanted:
                     pending.append(wanted[item.order])
@@ -594,7 +600,7 @@ class SessionTable(TableBase):
                 if following is None:
                     continue
                 ref = MessageRef(tenant, namespace, session_id, following.message_id)
-                if getattr(following, "idx", None) == "1" and ref not in skip:
+                if _searchable(following) and ref not in skip:
                     touched += self._touch(following)
         return touched
 

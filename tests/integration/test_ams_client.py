@@ -330,6 +330,48 @@ async def test_append_through_a_trimmed_window_keeps_the_whole_log(
     assert [m["content"] for m in log(stack, ns, "long")][-1] == "one more"
 
 
+async def test_a_window_given_on_a_put_is_the_one_the_session_is_summarised_against(
+    stack: LocalStack, ns: str
+) -> None:
+    # Given 120 turns of about 70 tokens (8,500): within the server's 16,000-token window
+    turns = [
+        message(
+            f"t{i:03d}",
+            f"Turn {i:03d}: we planned the garden in Lisbon, the roses, the tomatoes, the basil "
+            "and the watering schedule for the hot weeks of the summer, and what we might "
+            "plant next spring on the small sunny balcony by the old kitchen window upstairs.",
+            role="user" if i % 2 == 0 else "assistant",
+            seconds_ago=200 - i,
+        )
+        for i in range(120)
+    ]
+    # When the client PUTs them with its 2,000-token window, as AMS summarises against it
+    async with client(stack, ns) as c:
+        await c.put_working_memory(
+            "garden", WorkingMemory(session_id="garden", messages=turns), context_window_max=2000
+        )
+        # Then the background curator summarises the session and trims its view
+        summarised(stack, ns, "garden")
+        memory = await c.get_working_memory("garden")
+
+    assert memory.context
+    assert 0 < len(memory.messages) < len(turns)
+    assert ids(memory)[-1] == "t119"
+    assert len(log(stack, ns, "garden")) == len(turns)
+
+
+def summarised(stack: LocalStack, ns: str, session_id: str, timeout: float = 120.0) -> None:
+    """Wait until the session has a running summary (generous, as `searchable`)."""
+    deadline = time.monotonic() + timeout
+    url = f"{stack.url}/v1/working-memory/{session_id}"
+    while True:
+        body = httpx.get(url, params={"namespace": ns}, timeout=30.0).json()
+        if body.get("context") or time.monotonic() > deadline:
+            assert body.get("context"), f"no summary after {timeout} s"
+            return
+        time.sleep(0.1)
+
+
 # -- long-term memory --------------------------------------------------------------------------
 
 

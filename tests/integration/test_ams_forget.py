@@ -1,4 +1,5 @@
-"""Conformance: agent-memory-client's forget_long_term_memories against the local stack over
+"""Conformance: agent-memory-client's forget_long_term_memories, and the compaction request
+AMS's own tools send (the client 0.14.0 has no compact call), against the local stack over
 HTTP (conftest's `stack`, as tests/integration/test_ams_client.py uses it). Each test has a
 namespace of its own."""
 
@@ -10,7 +11,7 @@ from uuid import uuid4
 import httpx
 import pytest
 from agent_memory_client import MemoryAPIClient, MemoryClientConfig
-from agent_memory_client.models import ClientMemoryRecord, ForgetPolicy
+from agent_memory_client.models import ClientMemoryRecord, ForgetPolicy, MemoryTypeEnum
 
 from memkit_dev.local.stack import LocalStack
 
@@ -100,3 +101,29 @@ async def test_a_forget_with_dry_run_false_deletes(stack: LocalStack, ns: str) -
     assert response.json() == {"scanned": 2, "deleted": 1, "deleted_ids": [old], "dry_run": False}
     assert not stored(stack, old)
     assert stored(stack, new)
+
+
+async def test_a_compaction_as_the_reference_servers_tools_send_it_merges(
+    stack: LocalStack, ns: str
+) -> None:
+    # AMS's compact route has no dry run, and its CLI sends only namespace and user_id.
+    first, copy = f"{ns}-first", f"{ns}-copy"
+    fact = {"text": "The user takes tea without sugar.", "memory_type": MemoryTypeEnum.SEMANTIC}
+    async with client(stack, ns) as c:
+        await c.create_long_term_memory([memory(first, ns, 3).model_copy(update=fact)])
+        await c.create_long_term_memory(
+            [memory(copy, ns, 1).model_copy(update=fact)], deduplicate=False
+        )
+    assert stored(stack, copy)
+
+    response = httpx.post(
+        f"{stack.url}/v1/long-term-memory/compact",
+        params={"namespace": ns, "user_id": "u1"},
+        timeout=30.0,
+    )
+
+    assert response.status_code == 200, response.text
+    assert response.json()["dry_run"] is False
+    assert response.json()["merged"] == [{"kept": first, "removed": [copy], "reason": "exact"}]
+    assert stored(stack, first)
+    assert not stored(stack, copy)

@@ -17,6 +17,7 @@ from memkit.handlers.curator import make_lambda_handler as make_curator_handler
 from memkit.handlers.worker import make_lambda_handler as make_worker_handler
 from memkit.jobs.curation import Curator, Job, Policy, Queueing
 from memkit.service.long_term import LongTermService
+from memkit.service.windows import message_tokens
 from memkit_dev.local.event_filter import passes
 from memkit_dev.local.template import load_template
 from tests.conftest import LambdaContextStub
@@ -45,6 +46,7 @@ class Curation:
     queue_url: str
     sqs: Any
     model: Any
+    policy: Policy = POLICY
 
     def curate(self) -> list[Job]:
         """Deliver session writes to the curator; the jobs it queued."""
@@ -57,7 +59,7 @@ class Curation:
             sent.append(job)
             self.sqs.send_message(QueueUrl=self.queue_url, MessageBody=job.to_json())
 
-        handler = make_curator_handler(lambda: Queueing(store, send, POLICY))
+        handler = make_curator_handler(lambda: Queueing(store, send, self.policy))
         if records:
             assert handler({"Records": records}, LambdaContextStub()) == {"batchItemFailures": []}
         return sent
@@ -67,7 +69,7 @@ class Curation:
         long_term = LongTermService(
             self.world.store, lambda: self.world.vector_index, lambda: self.world.embedder
         )
-        curator = Curator(self.world.store, long_term, model or self.model, POLICY)
+        curator = Curator(self.world.store, long_term, model or self.model, self.policy)
         handler = make_worker_handler(lambda: curator)
         messages = self.sqs.receive_message(
             QueueUrl=self.queue_url, MaxNumberOfMessages=10, AttributeNames=["All"]
@@ -105,6 +107,13 @@ def curation(world: MemoryWorld, dynamodb_table: str) -> Curation:
     sqs = boto3.client("sqs", region_name="us-east-1")
     url = sqs.create_queue(QueueName="work", Attributes={"VisibilityTimeout": "0"})["QueueUrl"]
     return Curation(world, StreamReader(dynamodb_table), url, sqs, LocalModel())
+
+
+@pytest.fixture
+def server_window(curation: Curation) -> Curation:
+    """Curation with the server's default window (summary_window_tokens, 16,000 tokens)."""
+    curation.policy = Policy(quiet_seconds=0)
+    return curation
 
 
 def _titled(world: MemoryWorld) -> None:
@@ -205,6 +214,106 @@ def test_extraction_waits_for_the_session_to_be_quiet(curation: Curation) -> Non
     assert response == {"batchItemFailures": []}
     log = world.api("GET", f"{SESSION}/messages", query={"limit": 100}).body
     assert {m["discrete_memory_extracted"] for m in log["messages"]} == {"f"}
+
+
+# -- the session's own window (a write's context_window_max or model_name, as on AMS) ---------
+
+# 120 messages of about 70 tokens (8,500 in all): past 70% of a 2,000-token window, well
+# within 70% of the server's 16,000.
+TURNS = [
+    {
+        "id": f"t{i:03d}",
+        "role": "user" if i % 2 == 0 else "assistant",
+        "content": f"Turn {i:03d}: we planned the garden in Lisbon, the roses, the tomatoes, "
+        "the basil and the watering schedule for the hot weeks of the summer, and what we "
+        "might plant next spring on the small sunny balcony by the old kitchen window upstairs.",
+    }
+    for i in range(120)
+]
+
+
+def _put(world: MemoryWorld, messages: list[dict[str, Any]], **query: Any) -> dict[str, Any]:
+    body = {"user_id": "ada", "messages": messages, "title": "Garden"}
+    response = world.api("PUT", SESSION, query=query, body=body)
+    assert response.status == 200, response.body
+    return dict(response.body)
+
+
+def _tokens(document: dict[str, Any]) -> int:
+    return sum(message_tokens(m["role"], m["content"]) for m in document["messages"])
+
+
+def test_a_put_with_a_context_window_is_summarised_against_it(server_window: Curation) -> None:
+    world = server_window.world
+    assert 8_000 < sum(message_tokens(t["role"], t["content"]) for t in TURNS) < 9_000
+
+    put = _put(world, TURNS, context_window_max=2000)
+    queued = server_window.curate()
+    response = server_window.work()
+    document = world.api("GET", SESSION).body
+
+    assert put["context_window_max"] == 2000
+    assert "summarize" in [job.kind for job in queued]
+    assert response == {"batchItemFailures": []}
+    assert document["context"]  # the older turns, folded into the running summary
+    assert document["messages"][-1]["id"] == "t119"  # the newest stay in view
+    assert 0 < _tokens(document) <= 0.4 * 2000  # the view keeps 40% of the session's window
+    assert document["message_count"] == len(TURNS)  # the log keeps every message
+    assert document["context_window_max"] == 2000
+
+
+def test_a_session_that_gave_no_window_is_summarised_against_the_servers(
+    server_window: Curation,
+) -> None:
+    world = server_window.world
+
+    put = _put(world, TURNS)
+    queued = server_window.curate()
+    server_window.work()
+    document = world.api("GET", SESSION).body
+
+    assert put["context_window_max"] is None
+    assert "summarize" not in [job.kind for job in queued]
+    assert document["context"] is None
+    assert [m["id"] for m in document["messages"]] == [t["id"] for t in TURNS]
+
+
+def test_a_later_put_with_a_smaller_window_summarises_the_same_messages(
+    server_window: Curation,
+) -> None:
+    world = server_window.world
+    _put(world, TURNS)
+    server_window.curate()
+    server_window.work()
+
+    _put(world, TURNS, context_window_max=2000)  # no new message: only the window changes
+    queued = server_window.curate()
+    server_window.work()
+    document = world.api("GET", SESSION).body
+
+    assert [job.kind for job in queued] == ["summarize"]
+    assert document["context"]
+    assert 0 < _tokens(document) <= 0.4 * 2000
+
+
+def test_a_write_without_a_window_keeps_the_sessions(server_window: Curation) -> None:
+    world = server_window.world
+    _put(world, TURNS[:2], model_name="gpt-4")  # an 8,192-token window
+
+    _put(world, TURNS[:4])  # agent-memory-client's data helpers send none
+    appended = world.api("POST", f"{SESSION}/messages", body={"messages": TURNS[4:6]})
+    shown = world.api("GET", SESSION).body["context_window_max"]
+    world.api(
+        "POST",
+        f"{SESSION}/messages",
+        query={"context_window_max": 3000},
+        body={"messages": TURNS[6:8]},
+    )
+    changed = world.api("GET", SESSION).body["context_window_max"]
+
+    assert appended.status == 201, appended.body
+    assert shown == 8192
+    assert changed == 3000
 
 
 # -- extraction with Bedrock Converse (botocore's Stubber, real shapes) -------------------------

@@ -239,7 +239,8 @@ def test_compaction_merges_exact_duplicates_into_the_oldest(world: MemoryWorld) 
     assert not {"mid", "last"} & world.index_ids()
 
 
-def test_a_compaction_dry_run_reports_and_changes_nothing(world: MemoryWorld) -> None:
+def two_copies(world: MemoryWorld) -> None:
+    """Records a (older, topic x) and b (topic y) that say the same of the same user."""
     text = "Ada takes her coffee black."
     remember(
         world,
@@ -247,8 +248,37 @@ def test_a_compaction_dry_run_reports_and_changes_nothing(world: MemoryWorld) ->
         record("b", text, created_at=days_ago(1), topics=["y"]),
     )
 
-    response = world.api("POST", COMPACT)
 
+def test_a_compaction_without_dry_run_compacts_as_the_reference_server_does(
+    world: MemoryWorld,
+) -> None:
+    # AMS's compact route has no dry run: a client that sends none expects the merge.
+    two_copies(world)
+
+    response = world.api("POST", COMPACT)
+    world.settle()
+
+    assert response.status == 200, response.body
+    assert response.body["dry_run"] is False
+    assert response.body["merged"] == [{"kept": "a", "removed": ["b"], "reason": "exact"}]
+    assert present(world, "a", "b") == {"a"}
+    assert sorted(read(world, "a")["topics"]) == ["x", "y"]
+    assert "b" not in world.index_ids()
+
+
+@pytest.mark.parametrize(
+    "request_args",
+    [{"query": {"dry_run": "true"}}, {"body": {"dry_run": True}}],
+    ids=["query", "body"],
+)
+def test_a_compaction_dry_run_reports_and_changes_nothing(
+    world: MemoryWorld, request_args: dict[str, Any]
+) -> None:
+    two_copies(world)
+
+    response = world.api("POST", COMPACT, **request_args)
+
+    assert response.status == 200, response.body
     assert response.body["dry_run"] is True
     assert response.body["merged"] == [{"kept": "a", "removed": ["b"], "reason": "exact"}]
     assert present(world, "a", "b") == {"a", "b"}
@@ -351,6 +381,28 @@ def test_a_bad_compact_request_is_a_422_naming_the_field(
 
     assert response.status == 422, response.body
     assert field in {e["field"] for e in response.body["errors"]}
+
+
+@pytest.mark.parametrize(
+    ("body", "query", "field"),
+    [
+        ({"dry_run": True}, {"dry_run": "false"}, "dry_run"),
+        ({"dry_run": "perhaps"}, {}, "dry_run"),
+        ({"dryrun": True}, {}, "dryrun"),
+        ([True], {}, "body"),
+    ],
+    ids=["disagreeing", "not-a-boolean", "unknown-field", "not-an-object"],
+)
+def test_a_bad_compact_body_is_a_422_and_nothing_is_merged(
+    world: MemoryWorld, body: Any, query: dict[str, Any], field: str
+) -> None:
+    two_copies(world)
+
+    response = world.api("POST", COMPACT, query=query, body=body)
+
+    assert response.status == 422, response.body
+    assert field in {e["field"] for e in response.body["errors"]}
+    assert present(world, "a", "b") == {"a", "b"}
 
 
 def test_a_cursor_of_another_scope_is_refused(world: MemoryWorld) -> None:

@@ -308,22 +308,23 @@ def test_the_scratchpad_through_its_tools(mcp: Any) -> None:
     assert not empty.structured["content"]
 
 
-def test_compaction_is_a_dry_run_unless_asked_and_needs_an_admin(mcp: Any) -> None:
+def test_compaction_merges_unless_a_dry_run_is_asked_and_needs_an_admin(mcp: Any) -> None:
+    # As the reference server's tool, which has no dry run: without one, it merges.
     text = {"text": "Ada likes tea", "user_id": "ada"}
     mcp(tool_call("create_long_term_memories", {"memories": [text]}, HANDSHAKE), who=OPS)
     mcp(tool_call("create_long_term_memories", {"memories": [text], "deduplicate": False}), who=OPS)
 
     as_ada = mcp(tool_call("compact_long_term_memories", {}))
-    dry = mcp(tool_call("compact_long_term_memories", {"user_id": "ada"}), who=OPS)
-    done = mcp(
-        tool_call("compact_long_term_memories", {"user_id": "ada", "dry_run": False}), who=OPS
-    )
+    dry = mcp(tool_call("compact_long_term_memories", {"user_id": "ada", "dry_run": True}), who=OPS)
+    done = mcp(tool_call("compact_long_term_memories", {"user_id": "ada"}), who=OPS)
+    again = mcp(tool_call("compact_long_term_memories", {"user_id": "ada"}), who=OPS)
 
     assert as_ada.status == 403
     assert dry.structured["dry_run"] is True
     assert len(dry.structured["merged"]) == 1
     assert done.structured["dry_run"] is False
     assert len(done.structured["merged"]) == 1
+    assert again.structured["merged"] == []  # the duplicate is gone
 
 
 def test_the_datetime_is_now_in_utc(mcp: Any) -> None:

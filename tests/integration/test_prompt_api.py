@@ -351,6 +351,29 @@ def test_context_window_max_arrives_as_a_string_and_sets_the_budget(world: Memor
     assert default["token_budget"] == 8_000
 
 
+def test_a_prompt_naming_no_window_fits_the_window_the_sessions_writes_gave(
+    world: MemoryWorld,
+) -> None:
+    # Given a session whose client gave its window on a write (as agent-memory-client's PUT)
+    put = world.api(
+        "PUT",
+        "/v1/working-memory/chat",
+        query={"context_window_max": "4000"},
+        body={"user_id": "ada", "messages": _conversation(3)},
+    )
+    assert put.status == 200, put.body
+
+    # When prompts name no window, then another, then a session that gave none
+    own = _prompt(world, query="hi", session=_session())
+    named = _prompt(world, query="hi", session=_session(model_name="gpt-4"))
+    other = _prompt(world, query="hi", session=_session(session_id="other"))
+
+    # Then the session's window sets the budget, unless the request names one
+    assert own["token_budget"] == 3_000
+    assert named["token_budget"] == 8_192 - 2_048
+    assert other["token_budget"] == 8_000
+
+
 def test_an_unknown_model_without_a_window_is_refused(world: MemoryWorld) -> None:
     response = _post(world, {"query": "hi", "session": _session(model_name="no-such-model")})
 

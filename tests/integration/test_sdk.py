@@ -126,6 +126,21 @@ def test_a_session_document_is_written_read_changed_and_deleted(ada: MemkitClien
         ada.get_session("doc")
 
 
+def test_a_window_given_on_a_write_becomes_the_sessions(ada: MemkitClient) -> None:
+    hello = [{"role": "user", "content": "hi"}]
+
+    put = ada.put_session("windowed", {"user_id": "ada", "messages": hello}, model_name="gpt-4")
+    kept = ada.append_messages("windowed", [{"role": "user", "content": "still there?"}])
+    kept_view = ada.get_session("windowed")
+    ada.append_messages("windowed", [{"role": "user", "content": "bye"}], context_window_max=3000)
+    changed = ada.get_session("windowed")
+
+    assert put.context_window_max == 8192  # gpt-4's window
+    assert kept.message_count == 2
+    assert kept_view.context_window_max == 8192  # a write that gives none keeps it
+    assert changed.context_window_max == 3000
+
+
 def test_the_api_decides_who_may_read_and_says_why(
     jwt_stack: LocalStack, dev_keys: Path, ada: MemkitClient
 ) -> None:

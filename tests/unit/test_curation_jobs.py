@@ -34,8 +34,8 @@ def jobs_for(
     return jobs_for_values(_decoded(old), decoded, policy, view)
 
 
-def _session(count: int, title: str | None = None) -> dict[str, Any]:
-    return {
+def _session(count: int, title: str | None = None, window: int | None = None) -> dict[str, Any]:
+    image = {
         "kind": "session",
         "tenant": "t",
         "namespace": "ns",
@@ -44,6 +44,7 @@ def _session(count: int, title: str | None = None) -> dict[str, Any]:
         "message_count": count,
         "title": title,
     }
+    return image if window is None else image | {"window_tokens": window}
 
 
 def _kinds(jobs: list[Job]) -> list[tuple[str, int]]:
@@ -65,6 +66,29 @@ def test_a_view_past_the_threshold_queues_a_summary_at_once() -> None:
     jobs = jobs_for(_session(8, title="Trip"), _session(9, title="Trip"), POLICY, lambda: 700)
 
     assert _kinds(jobs) == [("extract", 30), ("summarize", 0)]
+
+
+def test_a_session_is_summarised_against_the_window_its_client_gave() -> None:
+    # 700 tokens: within 70% of the server's 1,000 here, past 70% of the session's 800
+    before, after = _session(8, "Trip", window=800), _session(9, "Trip", window=800)
+
+    jobs = jobs_for(before, after, POLICY, lambda: 700)
+
+    assert _kinds(jobs) == [("extract", 30), ("summarize", 0)]
+
+
+def test_a_window_change_alone_queues_only_a_summary_when_the_view_passes_it() -> None:
+    shrunk = jobs_for(_session(9, "Trip"), _session(9, "Trip", window=800), POLICY, lambda: 700)
+    grown = jobs_for(_session(9, "Trip"), _session(9, "Trip", window=4000), POLICY, lambda: 700)
+
+    assert _kinds(shrunk) == [("summarize", 0)]
+    assert grown == []
+
+
+def test_a_tiny_window_is_summarised_against_the_floor() -> None:
+    assert POLICY.window_for(None) == 1000
+    assert POLICY.window_for(40) == 500
+    assert POLICY.window_for(2000) == 2000
 
 
 def test_no_extraction_is_queued_when_the_model_cannot_extract() -> None:

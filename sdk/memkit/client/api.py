@@ -295,7 +295,9 @@ class MemkitAPI:
         if_match: Version | None = None,
     ) -> Plan[SessionView]:
         """Replace the session's document (creates the session). Messages without an id get
-        one here, so a resent PUT is the same PUT. With `if_match`, 409 if it moved on."""
+        one here, so a resent PUT is the same PUT. With `if_match`, 409 if it moved on. A
+        window given (`context_window_max`, or `model_name`'s) trims the answer and becomes
+        the session's summary window."""
         body = jsonable(document)
         if isinstance(document, SessionWrite):
             body["messages"] = message_bodies(document.messages)
@@ -357,15 +359,23 @@ class MemkitAPI:
         user_id: str | None = None,
         ttl_seconds: int | None = None,
         profile: str | None = None,
+        model_name: str | None = None,
+        context_window_max: int | None = None,
     ) -> Plan[AppendView]:
         """Append messages (creates the session), 100 a request: the answer adds up every
         request's. Idempotent by message id: a message without one gets a ULID here, before
-        the first try, so a resent append stores nothing twice."""
+        the first try, so a resent append stores nothing twice. A window given
+        (`context_window_max`, or `model_name`'s) becomes the session's summary window."""
         bodies = message_bodies(messages)
         if not bodies:
             raise ValueError("no messages to append")
         path = f"{self._session_path(session_id)}/messages"
-        params = query(namespace=self._ns(namespace), user_id=user_id)
+        params = query(
+            namespace=self._ns(namespace),
+            user_id=user_id,
+            model_name=model_name,
+            context_window_max=context_window_max,
+        )
         views: list[AppendView] = []
         for batch in batches(bodies, MAX_APPEND_MESSAGES):
             body = query(messages=list(batch), ttl_seconds=ttl_seconds, profile=profile)

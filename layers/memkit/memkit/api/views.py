@@ -33,6 +33,7 @@ def session_view(document: SessionDocument) -> SessionView:
         title=meta.title,
         metadata=meta.metadata or {},
         index_messages=meta.index_messages,
+        context_window_max=meta.window_tokens,
         scratchpad=(
             SessionScratchpad(
                 profile=pad.profile.name,

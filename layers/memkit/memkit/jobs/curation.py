@@ -4,9 +4,11 @@ stream and queues jobs; the memory worker runs them with the configured MemoryMo
 
 - summarize: when the messages in a session's view pass `threshold` of the window, the
   older ones are folded into the session's `context` (the running summary), keeping the
-  newest `keep` share of the window in view. The messages stay in the log; only the view
-  moves (`view_from`). The write is conditional on the session's version, and a job that
-  finds the view already small does nothing, so retries and duplicates are harmless.
+  newest `keep` share of the window in view. The window is the session's own when its
+  client gave one (a write's context_window_max or model_name, as on AMS), else the
+  server's. The messages stay in the log; only the view moves (`view_from`). The write is
+  conditional on the session's version, and a job that finds the view already small does
+  nothing, so retries and duplicates are harmless.
 - extract: debounced. Each write queues a job delayed by the quiet period, stamped with the
   session's `updated_at`; a job that finds a newer write does nothing (that write's own job
   follows). Messages not yet read for memories are given to the model by the session's
@@ -54,6 +56,9 @@ TITLE_TURNS = 6
 SAVE_ATTEMPTS = 5
 # Words a summary may take: about 0.75 words a token, of the share of the window it holds.
 WORDS_PER_TOKEN = 0.75
+# The smallest window a session's summaries work against (the server setting's floor too),
+# so a tiny window a client gives cannot make every write a model call.
+MIN_WINDOW_TOKENS = 500
 
 
 @dataclass(frozen=True)
@@ -71,6 +76,12 @@ class Policy:
     # and descriptions of new records (each one re-indexes its record).
     extract: bool = True
     describe: bool = True
+
+    def window_for(self, session_window: int | None) -> int:
+        """The window a session is summarised against: its own, else the server's."""
+        if session_window is None:
+            return self.window_tokens
+        return max(MIN_WINDOW_TOKENS, session_window)
 
 
 @dataclass(frozen=True)
@@ -180,24 +191,27 @@ def jobs_for(
 ) -> list[Job]:
     """The jobs a write calls for, from what the item was and is now.
 
-    A session: only writes that added messages call for any, so the worker's own writes (a
-    summary, a title) queue nothing. A long-term record: a new one without topics or
-    entities is described (the worker's edit is not new, so it queues nothing)."""
+    A session: only writes that added messages, or changed the session's window, call for
+    any, so the worker's own writes (a summary, a title) queue nothing. A long-term record:
+    a new one without topics or entities is described (the worker's edit is not new, so it
+    queues nothing)."""
     if isinstance(new, RecordValue):
         return _describe_jobs(old, new) if policy.describe else []
     if not isinstance(new, SessionValue):
         return []
-    before = old.message_count if isinstance(old, SessionValue) else 0
-    if new.message_count - before <= 0:
+    earlier = old if isinstance(old, SessionValue) else None
+    added = new.message_count - (earlier.message_count if earlier else 0) > 0
+    resized = earlier is not None and earlier.window_tokens != new.window_tokens
+    if not added and not resized:
         return []
 
     def job(kind: JobKind, delay: int = 0) -> Job:
         return Job(kind, new.tenant, new.namespace, new.session_id, new.updated_at, delay)
 
-    jobs = [job("extract", policy.quiet_seconds)] if policy.extract else []
-    if not new.title and new.message_count >= 2:
+    jobs = [job("extract", policy.quiet_seconds)] if policy.extract and added else []
+    if added and not new.title and new.message_count >= 2:
         jobs.append(job("title"))
-    if view_tokens() >= policy.threshold * policy.window_tokens:
+    if view_tokens() >= policy.threshold * policy.window_for(new.window_tokens):
         jobs.append(job("summarize"))
     return jobs
 
@@ -299,14 +313,15 @@ class Curator:
     def _summarize(self, owner: Owner, meta: SessionMeta) -> str:
         policy = self._policy
         for _ in range(SAVE_ATTEMPTS):
+            window = policy.window_for(meta.window_tokens)
             view = self._store.view_messages(owner, meta)
-            if sum(m.tokens for m in view) < policy.threshold * policy.window_tokens:
+            if sum(m.tokens for m in view) < policy.threshold * window:
                 return "within window"
-            kept = _newest_within(view, int(policy.keep * policy.window_tokens))
+            kept = _newest_within(view, int(policy.keep * window))
             folded = view[: len(view) - len(kept)]
             if not folded:
                 return "within window"
-            words = max(50, int(policy.summary_share * policy.window_tokens * WORDS_PER_TOKEN))
+            words = max(50, int(policy.summary_share * window * WORDS_PER_TOKEN))
             summary = self._model.summarize(meta.context, _turns(folded), words)
             try:
                 self._store.save_meta(

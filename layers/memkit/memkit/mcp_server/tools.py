@@ -512,15 +512,15 @@ def delete_long_term_memories(
 def compact_long_term_memories(
     namespace: ScopeId | None = None,
     user_id: ScopeId | None = None,
-    dry_run: bool = True,
+    dry_run: bool = False,
     near_duplicates: bool = True,
     limit: Annotated[int, Field(ge=1, le=1_000)] = 50,
     distance_threshold: Annotated[float, Field(ge=0, le=2)] = DEFAULT_NEAR_DISTANCE,
     cursor: Annotated[str, Field(max_length=4096)] | None = None,
 ) -> CompactResult:
     """Merge duplicate long-term memories (exact copies into the oldest; near duplicates when
-    the model confirms, else flagged) among the `limit` records after `cursor`. A dry run
-    (what would merge) unless dry_run is false. Needs memory:admin."""
+    the model confirms, else flagged) among the `limit` records after `cursor`, as the
+    reference server does; dry_run=true only reports what would merge. Needs memory:admin."""
     from memkit.api.routes.lifecycle import compact  # loads on first use
 
     call = current()

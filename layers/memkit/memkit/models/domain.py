@@ -246,6 +246,9 @@ class SessionMeta:
     children_expire_at: int | None = None
     # This session's own choice to index its messages (None: the server's setting).
     index_messages: bool | None = None
+    # The context window (tokens) its client last gave on a write (context_window_max, or its
+    # model_name's): what background summarisation works against (None: the server's).
+    window_tokens: int | None = None
     version: int = 0
 
 

@@ -114,6 +114,17 @@ class ForgetRequest(Model):
     )
 
 
+class CompactRequest(Model):
+    """POST /v1/long-term-memory/compact body, optional (AMS sends none; `dry_run` may also
+    be a query parameter)."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    dry_run: bool | None = Field(
+        default=None, description="report what would merge, change nothing (default: false)"
+    )
+
+
 class ForgetResult(Model):
     """AMS's ForgetResponse: in a dry run, `deleted` and `deleted_ids` are what would go."""
 

@@ -52,7 +52,9 @@ class PromptSession(Model):
         default=None,
         min_length=1,
         max_length=256,
-        description="the default token budget is this model's window less room for the answer",
+        description="the default token budget is this model's window less room for the answer "
+        "(without model_name or context_window_max: the session's window, if its writes gave "
+        "one)",
     )
     # agent-memory-client sends a string; pydantic's lax mode reads "4000" as 4000.
     context_window_max: int | None = Field(

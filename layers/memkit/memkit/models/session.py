@@ -283,6 +283,12 @@ class SessionView(Model):
     title: str | None
     metadata: dict[str, Any]
     index_messages: bool | None = None
+    context_window_max: int | None = Field(
+        default=None,
+        description="the session's context window in tokens, as the last write that gave "
+        "model_name or context_window_max set it: background summarisation keeps the "
+        "session within it; null: the server's (summary_window_tokens)",
+    )
     scratchpad: SessionScratchpad | None
     created_at: str
     updated_at: str

@@ -25,7 +25,8 @@ as assistant. AMS sends system messages as assistant, which made the assistant's
 instructions read as something it said.
 
 The token budget (default: the model's window less room for the answer, a quarter of the
-window and at most 4,096 tokens; 8,000 when no window is known) is split as follows. The query
+window and at most 4,096 tokens; the window is the request's, else the one the session's
+writes gave, else 8,000 is the budget) is split as follows. The query
 is always whole; of the rest, each part may use at most its share, which no other part can
 take from it:
 
@@ -158,6 +159,7 @@ class _SessionView:
     recent: tuple[StoredMessage, ...] = ()
     user_id: str | None = None
     exists: bool = False
+    window_tokens: int | None = None
 
 
 def _tokens(message: PromptMessage) -> int:
@@ -205,18 +207,23 @@ def cut_text(text: str, role: str, limit: int, mark: str = CUT_MARK) -> str | No
     return start + mark if start else None
 
 
-def token_budget(request: PromptRequest) -> int:
-    """The caller's budget; else the model's window less room for the answer; else 8,000."""
-    if request.token_budget is not None:
-        return request.token_budget
+def asked_window(request: PromptRequest) -> int | None:
+    """The window the request names (its session's model_name or context_window_max)."""
     session = request.session
     if session is None:
-        return DEFAULT_BUDGET
+        return None
     try:
-        window = effective_window(session.model_name, session.context_window_max)
+        return effective_window(session.model_name, session.context_window_max)
     except ValidationFailed as exc:
         problems = [FieldProblem(f"session.{p.field}", p.reason) for p in exc.errors]
         raise ValidationFailed(exc.detail, problems) from exc
+
+
+def token_budget(request: PromptRequest, window: int | None) -> int:
+    """The caller's budget; else the window (the request's, else the session's) less room
+    for the answer; else 8,000."""
+    if request.token_budget is not None:
+        return request.token_budget
     if window is None:
         return DEFAULT_BUDGET
     return max(1, window - min(MAX_ANSWER_ROOM, int(window * ANSWER_SHARE)))
@@ -267,7 +274,7 @@ class PromptService:
         """The prompt for `request` (see the module docstring), `owner` being the session's
         scope (tenant, namespace, the caller's user)."""
         _require_source(request)
-        budget = token_budget(request)
+        window = asked_window(request)  # an unknown model is refused before any read
         text = request.query.strip()[:MAX_QUERY]
         session = request.session
         with ThreadPoolExecutor(max_workers=self._workers) as pool:
@@ -290,6 +297,8 @@ class PromptService:
                 searches = self._search(pool, owner, request, text, view.user_id)
             recalled_hits = recall.result().memories if recall and view.exists else []
             long_term_hits = self._merged([f.result() for f in searches])
+            # A request that names no window gets the session's (the one its writes gave).
+            budget = token_budget(request, window if window is not None else view.window_tokens)
             prompt = self._assemble(
                 pool, owner, request, budget, view, recalled_hits, long_term_hits, searches
             )
@@ -318,6 +327,7 @@ class PromptService:
             recent=recent,
             user_id=owner.user_id or meta.user_id,
             exists=True,
+            window_tokens=meta.window_tokens,
         )
 
     def _recall_request(self, owner: Owner, request: PromptRequest, text: str) -> SearchRequest:

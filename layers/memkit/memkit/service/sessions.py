@@ -389,13 +389,15 @@ class SessionService:
         model_name: str | None = None,
         context_window_max: int | None = None,
     ) -> SessionDocument:
-        """Replace the document (API.md PUT); returns it as a GET with the same window would."""
+        """Replace the document (API.md PUT); returns it as a GET with the same window would.
+        A window given (`context_window_max`, or `model_name`'s) becomes the session's: the
+        one background summarisation works against, as AMS summarises a PUT against it."""
         if body.session_id is not None and body.session_id != session_id:
             raise ValidationFailed(
                 "session_id differs from the path",
                 [FieldProblem("session_id", "must equal the session id in the path")],
             )
-        effective_window(model_name, context_window_max)  # an unknown model fails first
+        window = effective_window(model_name, context_window_max)  # an unknown model fails first
         messages = _unique_messages(body.messages)
         records = _check_memories(body.memories)
         _check_data(body.data)
@@ -459,6 +461,7 @@ class SessionService:
                     body.index_messages if "index_messages" in fields else meta.index_messages
                 ),
                 profile=body.profile or meta.profile,
+                window_tokens=window if window is not None else meta.window_tokens,
                 memory_ids=tuple(digests),
                 memory_digests=tuple(digests.values()),
                 view_from=view_from,
@@ -493,7 +496,7 @@ class SessionService:
         shown = _within_budget(outcome["document"], DOCUMENT_BYTE_BUDGET)
         return SessionDocument(
             meta,
-            fit(shown, effective_window(model_name, context_window_max)),
+            fit(shown, window),
             outcome["memories"],
             self._pad_of(ref),
             created=created,
@@ -544,8 +547,17 @@ class SessionService:
         self._write(owner, session_id, [], body.profile, if_match, change, changes_profile=True)
         return self.get(owner, session_id)
 
-    def append(self, owner: Owner, session_id: str, body: AppendMessages) -> AppendResult:
-        """Add messages (idempotent by id); creates the session if needed."""
+    def append(
+        self,
+        owner: Owner,
+        session_id: str,
+        body: AppendMessages,
+        model_name: str | None = None,
+        context_window_max: int | None = None,
+    ) -> AppendResult:
+        """Add messages (idempotent by id); creates the session if needed. A window given
+        becomes the session's, as on a PUT."""
+        window = effective_window(model_name, context_window_max)
         incoming = [stored_message(m) for m in _unique_messages(body.messages)]
         outcome: dict[str, Any] = {}
 
@@ -575,6 +587,7 @@ class SessionService:
                 user_id=meta.user_id or owner.user_id,
                 ttl_seconds=body.ttl_seconds or meta.ttl_seconds,
                 profile=meta.profile or body.profile,
+                window_tokens=window if window is not None else meta.window_tokens,
                 message_count=count + len(new) - len(pruned),
             )
             return SessionChange(

@@ -106,6 +106,8 @@ class SessionValue:
     updated_at: str
     message_count: int
     title: str | None
+    # The session's own summary window (SessionMeta.window_tokens; None: the server's).
+    window_tokens: int | None = None
 
 
 Value = RecordValue | MessageValue | PendingMemoryValue | SessionValue
@@ -187,6 +189,10 @@ def _text(image: dict[str, Any], name: str) -> str | None:
     return None if value is None else str(value)
 
 
+def _whole(value: Any) -> int | None:
+    return int(value) if isinstance(value, Decimal | int) else None
+
+
 def _iso_us(value: str | None) -> int:
     if not value:
         return 0
@@ -255,6 +261,7 @@ def _value(image: dict[str, Any] | None) -> Value | None:
             updated_at=str(image.get("updated_at") or ""),
             message_count=int(image.get("message_count") or 0),
             title=_text(image, "title"),
+            window_tokens=_whole(image.get("window_tokens")),
         )
     if kind is None:
         raise KeyError("kind")

@@ -165,6 +165,7 @@ def bind_items(
         # The earliest expires_at of the session's other items (they must outlive it).
         children_expire_at = NumberAttribute(null=True)
         index_messages = BooleanAttribute(null=True)
+        window_tokens = NumberAttribute(null=True)
 
     class ScratchpadItem(TableItem, discriminator="scratchpad"):
         profile = UnicodeAttribute()

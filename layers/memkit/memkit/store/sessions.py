@@ -174,6 +174,7 @@ class SessionTable(TableBase):
             view_from=meta.view_from,
             children_expire_at=meta.children_expire_at,
             index_messages=meta.index_messages,
+            window_tokens=meta.window_tokens,
         )
         if meta.version:  # else unset: the write requires that no item exists
             item.version = meta.version
@@ -207,6 +208,7 @@ class SessionTable(TableBase):
             view_from=item.view_from,
             children_expire_at=_int(item.children_expire_at),
             index_messages=item.index_messages,
+            window_tokens=_int(item.window_tokens),
             version=int(item.version or 0),
         )
 

@@ -17,6 +17,7 @@ from memkit.models.domain import ID_PATTERN, Owner
 from memkit.models.lifecycle import (
     DEFAULT_NEAR_DISTANCE,
     MAX_SCAN,
+    CompactRequest,
     CompactResult,
     ForgetRequest,
     ForgetResult,
@@ -33,10 +34,27 @@ MAX_COMPACT = 1_000
 API_JUDGEMENTS = 10
 
 NamespacePath = Annotated[str, Path(min_length=1, max_length=256, pattern=ID_PATTERN)]
-DryRun = Annotated[
-    bool | None,
-    Query(description="report what would happen, change nothing (default: true)"),
+# Each route keeps AMS's default: forgetting is a dry run unless told otherwise, compaction
+# (AMS has no dry run there) merges unless told otherwise.
+ForgetDryRun = Annotated[
+    bool | None, Query(description="report what would happen, change nothing (default: true)")
 ]
+CompactDryRun = Annotated[
+    bool | None,
+    Query(description="report what would merge, change nothing (default: false, as AMS)"),
+]
+
+
+def chosen_dry_run(query: bool | None, body: bool | None, default: bool) -> bool:
+    """The dry_run of a request that may give it in the query, the body, both (they must
+    agree) or neither (the route's default, AMS's)."""
+    if query is not None and body is not None and query != body:
+        raise ValidationFailed(
+            "dry_run differs between query and body",
+            [FieldProblem("dry_run", "query and body differ")],
+        )
+    given = query if query is not None else body
+    return default if given is None else given
 
 
 @router.post(
@@ -52,23 +70,17 @@ def forget_memories(
     user_id: UserIdQuery = None,
     session_id: SessionIdQuery = None,
     limit: Annotated[int, Query(ge=1, le=MAX_SCAN, description="records scanned")] = 1000,
-    dry_run: DryRun = None,
+    dry_run: ForgetDryRun = None,
 ) -> ForgetResult:
     services = services_of(router)
     owner = owner_of(router, namespace, user_id)
-    if dry_run is not None and body.dry_run is not None and dry_run != body.dry_run:
-        raise ValidationFailed(
-            "dry_run differs between query and body",
-            [FieldProblem("dry_run", "query and body differ")],
-        )
-    chosen = dry_run if dry_run is not None else body.dry_run
     return services.forgetting.forget(
         owner,
         body.policy,
         pinned_ids=body.pinned_ids or (),
         session_id=session_id,
         limit=limit,
-        dry_run=True if chosen is None else chosen,
+        dry_run=chosen_dry_run(dry_run, body.dry_run, default=True),
     )
 
 
@@ -76,10 +88,11 @@ def forget_memories(
     "/v1/long-term-memory/compact",
     tags=TAGS,
     summary="Merge duplicate long-term memories (exact: into the oldest; near: when the "
-    "model confirms, else flagged); a dry run unless dry_run=false",
+    "model confirms, else flagged), as AMS does; dry_run=true only reports",
     responses=documented_errors(),
 )
 def compact_memories(
+    body: Annotated[CompactRequest | None, Body()] = None,
     namespace: NamespaceQuery = None,
     user_id: UserIdQuery = None,
     limit: Annotated[
@@ -90,7 +103,7 @@ def compact_memories(
             description="records scanned (with near_duplicates, each costs a vector search)",
         ),
     ] = 50,
-    dry_run: DryRun = None,
+    dry_run: CompactDryRun = None,
     near_duplicates: Annotated[
         bool, Query(description="also look for near duplicates (one vector search a record)")
     ] = True,
@@ -101,7 +114,7 @@ def compact_memories(
     cursor: Annotated[str | None, Query(max_length=4096)] = None,
 ) -> CompactResult:
     owner = owner_of(router, namespace, user_id)
-    chosen = True if dry_run is None else dry_run
+    chosen = chosen_dry_run(dry_run, body.dry_run if body else None, default=False)
     return compact(
         services_of(router), owner, limit, chosen, near_duplicates, distance_threshold, cursor
     )

@@ -41,6 +41,25 @@ WindowMax = Annotated[
     int | None,
     Query(ge=1, le=100_000_000, description="a context window in tokens (wins over model_name)"),
 ]
+# On a write, the window also becomes the session's (as AMS summarises a PUT against it).
+WriteModelName = Annotated[
+    str | None,
+    Query(
+        min_length=1,
+        max_length=256,
+        description="the client's model: its context window becomes the session's, which "
+        "background summarisation works against (kept until a write gives another)",
+    ),
+]
+WriteWindowMax = Annotated[
+    int | None,
+    Query(
+        ge=1,
+        le=100_000_000,
+        description="the session's context window in tokens (wins over model_name), which "
+        "background summarisation works against (kept until a write gives another)",
+    ),
+]
 
 
 # API Gateway routes /v1/working-memory to the same route (a route path cannot end with a
@@ -100,8 +119,8 @@ def put_session(
     body: Annotated[SessionWrite, Body()],
     namespace: NamespaceQuery = None,
     user_id: UserIdQuery = None,
-    model_name: ModelName = None,
-    context_window_max: WindowMax = None,
+    model_name: WriteModelName = None,
+    context_window_max: WriteWindowMax = None,
     if_match: IfMatch = None,
 ) -> Response[SessionView]:
     services = services_of(router)
@@ -157,10 +176,12 @@ def append_messages(
     body: Annotated[AppendMessages, Body()],
     namespace: NamespaceQuery = None,
     user_id: UserIdQuery = None,
+    model_name: WriteModelName = None,
+    context_window_max: WriteWindowMax = None,
 ) -> Response[AppendView]:
     services = services_of(router)
     owner = owner_of(router, namespace, user_id, body.namespace, body.user_id)
-    result = services.sessions.append(owner, session_id, body)
+    result = services.sessions.append(owner, session_id, body, model_name, context_window_max)
     view = AppendView(
         session_id=session_id,
         namespace=owner.namespace,

@@ -5,12 +5,19 @@ addressed by its path; over real HTTP: test_awkward_ids.py."""
 
 from __future__ import annotations
 
+import io
+import json
 from collections.abc import Callable
 
 import pytest
 
+from memkit.client import MemkitClient
+from memkit.models.domain import Owner
+from memkit.models.session import SessionWrite
+from memkit_dev.transfer.export import UNADDRESSABLE, Exporter
 from tests.awkward_ids import TAKEN
-from tests.conftest import ApiResponse
+from tests.conftest import ApiResponse, handler_transport
+from tests.integration.memory_world import MemoryWorld
 
 pytestmark = pytest.mark.integration
 
@@ -42,3 +49,23 @@ def test_the_handler_addresses_every_id_api_gateway_delivers(api: Call, value: s
     assert session.status == 200, session.body
     assert session_read.body["session_id"] == value
     assert session_deleted.status < 300, session_deleted.body
+
+
+def test_an_export_leaves_out_what_ids_stored_before_the_rule_name_and_counts_it(
+    world: MemoryWorld,
+) -> None:
+    # Given data stored before the id rule: a session and a user whose ids hold a '/'
+    sessions = world.services.sessions
+    sessions.put(Owner("default"), "legacy/1", SessionWrite())
+    sessions.put(Owner("default", user_id="team/ada"), "kept", SessionWrite())
+    assert world.api("PUT", "/v1/profiles/per-user", body={"scope": "user"}).status == 200
+    out = io.StringIO()
+
+    # When the namespace is exported
+    with MemkitClient("http://memkit", transport=handler_transport(world.api_handler)) as client:
+        counts = Exporter(client, out).run(["default"], None)
+
+    # Then what a path can name is exported, and the rest is counted as left out
+    exported = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert [e["session_id"] for e in exported if e["kind"] == "session"] == ["kept"]
+    assert counts[UNADDRESSABLE] == 2  # the session, and the user's scratchpad

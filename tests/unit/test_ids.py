@@ -76,3 +76,21 @@ def test_an_id_the_rule_refuses_says_why_and_would_not_survive_a_path(
             routed, raw_path = request_paths(path.encode())
             # Routed as one segment and delivered as the id: never both.
             assert [routed.split("/")[3:], raw_path.split("/")[3:]] != [[value], [value]]
+
+
+def test_the_sdk_encodes_an_id_in_a_path_and_never_sends_one_no_path_could_name() -> None:
+    from memkit.client import MemkitClient, NotFoundError
+
+    sent: list[bytes] = []
+
+    def gateway(request: httpx.Request) -> httpx.Response:
+        sent.append(request.url.raw_path)
+        return httpx.Response(404, json={"detail": "gone", "code": "not_found", "errors": []})
+
+    with MemkitClient("http://memkit", transport=httpx.MockTransport(gateway)) as client:
+        with pytest.raises(NotFoundError):
+            client.get_memory("tea☕ #1")
+        with pytest.raises(ValueError, match="must not contain '\\?'"):
+            client.get_memory("tea?")
+
+    assert sent == [b"/v1/long-term-memory/tea%E2%98%95%20%231"]

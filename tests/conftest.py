@@ -64,6 +64,34 @@ def call_api(handler: Any, method: str, path: str, **kwargs: Any) -> ApiResponse
     return ApiResponse(result["statusCode"], result.get("headers") or {}, parsed)
 
 
+def handler_transport(handler: Any) -> Any:
+    """An httpx transport that hands each request to an API lambda_handler as the event API
+    Gateway builds for it (its path decoded), so an HTTP client runs over the handler."""
+    import httpx
+
+    from tests.events import http_event
+
+    def send(request: httpx.Request) -> httpx.Response:
+        query: dict[str, list[str]] = {}
+        for name, value in request.url.params.multi_items():
+            query.setdefault(name, []).append(value)
+        event = http_event(
+            request.method,
+            request.url.path,
+            query=query,
+            headers=dict(request.headers),
+            raw_body=request.content.decode() or None,
+        )
+        result = handler(event, LambdaContextStub())
+        return httpx.Response(
+            result["statusCode"],
+            headers=result.get("headers") or {},
+            content=(result.get("body") or "").encode(),
+        )
+
+    return httpx.MockTransport(send)
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """A module that sets ENGINES = ("moto", "dynamodb-local") runs each of its tests that
     use `dynamodb_table` on each engine (the DynamoDB Local tier; see dynamodb_table)."""

@@ -24,11 +24,24 @@ def http_event(
     headers: dict[str, str] | None = None,
     raw_body: str | None = None,
     authorizer: dict[str, Any] | None = None,
+    route: str | None = None,
 ) -> dict[str, Any]:
     """An API Gateway HTTP API (payload 2.0) event, built from events/api_request.json;
-    `authorizer`: what the gateway verified (requestContext.authorizer), e.g. a JWT's claims."""
+    `authorizer`: what the gateway verified (requestContext.authorizer), e.g. a JWT's claims.
+
+    `path` is what API Gateway sends: decoded (`/v1/long-term-memory/tea☕` for a client's
+    `/v1/long-term-memory/tea%E2%98%95`; docs/api.md#ids). `route`: the template's route
+    that matched it (`/v1/long-term-memory/{memory_id}`), which gives the event its
+    routeKey and pathParameters; None: the $default route, which has neither."""
     event = copy.deepcopy(load_event("api_request.json"))
-    event["routeKey"] = "$default"
+    event["routeKey"] = event["requestContext"]["routeKey"] = (
+        "$default" if route is None else f"{method} {route}"
+    )
+    parameters = _path_parameters(route, path) if route is not None else {}
+    if parameters:
+        event["pathParameters"] = parameters
+    else:
+        event.pop("pathParameters", None)
     event["rawPath"] = path
     event["requestContext"]["http"]["method"] = method
     event["requestContext"]["http"]["path"] = path
@@ -53,6 +66,14 @@ def http_event(
     else:
         event.pop("body", None)
     return event
+
+
+def _path_parameters(route: str, path: str) -> dict[str, str]:
+    """The values of `route`'s {parameters} in `path`, one segment each."""
+    names = route.strip("/").split("/")
+    values = path.strip("/").split("/")
+    assert len(names) == len(values), f"{path} is not a path of {route}"
+    return {n[1:-1]: v for n, v in zip(names, values, strict=True) if n.startswith("{")}
 
 
 def authorizer_event(authorization: str | None) -> dict[str, Any]:

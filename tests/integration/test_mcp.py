@@ -622,6 +622,24 @@ def test_bad_arguments_are_a_tool_error_naming_the_field_never_the_input(
     assert secret not in capsys.readouterr().out + caplog.text
 
 
+def test_an_id_no_path_could_name_is_a_tool_error_naming_the_rule(mcp: Any) -> None:
+    # Given ids the API refuses (memkit.ids), in each kind of argument that names one
+    record = mcp(tool_call("create_long_term_memories", {"memories": [{"id": "a/b", "text": "x"}]}))
+    session = mcp(tool_call("set_working_memory", {"session_id": "trip?", "messages": []}))
+    pad = mcp(
+        tool_call("update_scratchpad", {"session_id": "s", "namespace": "..", "content": "x"})
+    )
+
+    # Then each is refused, saying which argument, what and the rule
+    for refused, argument, reason in [
+        (record, "memories.0.id", "must not contain '/'"),
+        (session, "session_id", "must not contain '?'"),
+        (pad, "namespace", "must not be '..'"),
+    ]:
+        assert argument in refused.tool_error
+        assert f"{reason}: an id is used as one URL path segment" in refused.tool_error
+
+
 def test_logs_carry_tool_names_never_arguments_or_results(
     capsys: pytest.CaptureFixture[str],
     caplog: pytest.LogCaptureFixture,

@@ -16,8 +16,7 @@ import pytest
 from boto3.dynamodb.conditions import Key
 
 from memkit.store import keys
-from tests.conftest import LambdaContextStub
-from tests.events import http_event
+from tests.conftest import handler_transport
 from tests.integration.memory_world import MemoryWorld, build_world
 
 pytestmark = pytest.mark.integration
@@ -564,31 +563,13 @@ def _client(world: MemoryWorld) -> Any:
     """agent-memory-client whose HTTP requests go to the API handler as API Gateway events."""
     from agent_memory_client import MemoryAPIClient, MemoryClientConfig
 
-    def send(request: httpx.Request) -> httpx.Response:
-        query: dict[str, list[str]] = {}
-        for name, value in request.url.params.multi_items():
-            query.setdefault(name, []).append(value)
-        event = http_event(
-            request.method,
-            request.url.path,
-            query=query,
-            headers=dict(request.headers),
-            raw_body=request.content.decode() or None,
-        )
-        result = world.api_handler(event, LambdaContextStub())
-        return httpx.Response(
-            result["statusCode"],
-            headers=result.get("headers") or {},
-            content=(result.get("body") or "").encode(),
-        )
-
     client = MemoryAPIClient(MemoryClientConfig(base_url="http://memkit", timeout=30.0))
     # The client builds its own httpx client; this one has the same base URL and headers
     # and hands each request to the handler instead of a socket.
     client._client = httpx.AsyncClient(
         base_url="http://memkit",
         headers=client._client.headers,
-        transport=httpx.MockTransport(send),
+        transport=handler_transport(world.api_handler),
     )
     return client
 

@@ -523,6 +523,44 @@ def test_a_bad_line_is_reported_with_its_number_and_the_rest_goes_in(
         assert reader.get_memory("bad-file-3").text == "Fay swims"
 
 
+def test_an_id_no_path_could_name_is_reported_and_the_rest_goes_in(
+    target: LocalStack, dev_keys: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a file whose ids the API refuses (memkit.ids) beside a good record
+    record = {"kind": "memory", "text": "Gil keeps bees", "user_id": "gil", "namespace": "ids"}
+    lines = [
+        {"kind": "memkit-export", "version": 1},
+        {**record, "id": "ids-good"},
+        {**record, "id": "ids/slash"},
+        {**record, "id": "100%"},
+        {**record, "id": "ids-good?"},  # in a path: cut at '?', naming ids-good
+        {"kind": "session", "session_id": "trip/2", "namespace": "ids"},
+        {"kind": "end", "counts": {}},
+    ]
+    path = tmp_path / "ids.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+    # When it is imported
+    status, _, err = memkit(capsys, target, token(dev_keys, "ops", ADMIN), "import", str(path))
+
+    # Then each refused id is reported with the rule, and the import goes on to the end
+    assert status == 1
+    assert "stopped" not in err
+    for line, reason in [
+        (3, "must not contain '/'"),
+        (4, "must not contain '%'"),
+        (5, "must not contain '?'"),
+        (6, "must not contain '/'"),
+    ]:
+        reported = err.split(f"line {line}:")[1].splitlines()[0]
+        assert reason in reported
+        assert "one URL path segment" in reported
+    assert "1 memories" in err
+    assert "4 failed" in err
+    with client(target, dev_keys) as reader:
+        assert reader.get_memory("ids-good").text == "Gil keeps bees"
+
+
 def test_search_prints_json_lines_when_piped_and_doctor_checks_the_stack(
     populated: LocalStack, dev_keys: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -114,6 +114,8 @@ def test_a_new_key_object_never_shows_the_key_when_printed() -> None:
         ({"tenant": "acme", "scopes": ["memory:delete"], "user_id": "ada"}, "scopes"),
         ({"tenant": "acme", "scopes": ["memory:read"], "user_id": None}, "user_id"),
         ({"tenant": "acme", "scopes": ["memory:read"], "user_id": "u" * 257}, "user_id"),
+        ({"tenant": "acme", "scopes": ["memory:read"], "user_id": "ada/ops"}, "user_id"),
+        ({"tenant": "acme", "scopes": ["memory:read"], "user_id": ".."}, "user_id"),
         ({"tenant": "acme", "scopes": ["memory:read"], "user_id": "ada", "name": "a\x00"}, "name"),
         (
             {"tenant": "acme", "scopes": ["memory:read"], "user_id": "ada", "expires_days": 0},

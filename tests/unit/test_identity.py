@@ -72,6 +72,13 @@ def test_a_jwt_caller_without_a_usable_tenant_is_401(authorizer: dict[str, Any] 
         caller_of(_event(authorizer), JWT)
 
 
+@pytest.mark.parametrize("user", ["a\x00b", "u" * 257, "team/ada", "ada?", "50%", ".."])
+def test_a_jwt_caller_whose_user_no_path_could_name_is_401(user: str) -> None:
+    # memkit.ids: a user id the API would refuse in a request is no usable identity either
+    with pytest.raises(Unauthenticated, match="not a usable user id"):
+        caller_of(_event(_claims(sub=user, **{"custom:tenant": "acme"})), JWT)
+
+
 def test_an_iam_caller_is_its_accounts_tenant_or_the_patterns_and_holds_every_scope() -> None:
     iam = {
         "iam": {

@@ -87,3 +87,22 @@ def test_a_component_too_long_for_a_key_keeps_a_prefix_and_a_digest() -> None:
     pk, sk = keys.message_key(long_id, long_id, long_id, long_id)
     assert len(pk.encode()) <= 2_048
     assert len(sk.encode()) <= 1_024
+
+
+def test_sort_keys_built_of_several_long_ids_fit_and_keys_that_fitted_are_unchanged() -> None:
+    from memkit.store.forgetting import policy_position
+
+    long_id = "\U0001d11e" * 256  # 1,024 bytes each
+    session_pk = keys.session_pk(long_id[:128], long_id, long_id)
+
+    built = [
+        keys.record_listing_sk(long_id, 1_700_000_000_000_000, long_id),
+        keys.expiry_entry(session_pk, 1_700_000_000)[1],
+        policy_position(long_id[:128], long_id),
+    ]
+
+    assert all(len(sk.encode()) <= keys.MAX_SORT_KEY_BYTES for sk in built)
+    assert keys.record_listing_sk(long_id, 1, long_id) != keys.record_listing_sk(long_id, 1, "x")
+    assert keys.record_listing_sk("ada", 7, "r#1") == "ada#0000000000000007#r%231"
+    assert keys.expiry_entry("T#t#S#ns#s", 9)[1] == "0000000009#T#t#S#ns#s"
+    assert policy_position("t", "ns") == "t#ns"

@@ -3,7 +3,8 @@
 Routes come from the template's AWS::ApiGatewayV2::Route resources, each to the function its
 integration names (the API's, the MCP server's), so a path the template does not wire is a
 404 here as on AWS. CORS is the template's CorsConfiguration with the origins the stack is
-given (CorsAllowedOrigins on AWS), answered as API Gateway answers it.
+given (CorsAllowedOrigins on AWS), answered as API Gateway answers it. The path is read as
+API Gateway reads it (`request_paths`): decoded twice, and cut at a decoded `?`.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import unquote_to_bytes
 
 from werkzeug.wrappers import Request, Response
 
@@ -37,6 +39,34 @@ MAX_PAYLOAD_BYTES = 10 * 1024 * 1024
 # quota), so a body between about 6 and 10 MB never reaches the function either.
 MAX_EVENT_BYTES = 6 * 1024 * 1024
 INTEGRATION_TIMEOUT_SECONDS = 30.0
+
+
+# A `%` that does not start an escape: the path cannot be decoded.
+_BAD_ESCAPE = re.compile(rb"%(?![0-9A-Fa-f]{2})")
+
+
+class Undecodable(ValueError):
+    """A request path API Gateway cannot decode: it answers 400."""
+
+
+def _decoded(path: bytes) -> str:
+    if _BAD_ESCAPE.search(path):
+        raise Undecodable("a '%' that starts no escape")
+    try:
+        return unquote_to_bytes(path).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise Undecodable("escapes that are not UTF-8") from exc
+
+
+def request_paths(target: bytes) -> tuple[str, str]:
+    """What an HTTP API makes of a request target's path (bytes as sent, percent-encoded):
+    the path it routes on and the one it sends (rawPath, requestContext.http.path, the path
+    parameters). Live captures of API Gateway (docs/api.md#ids) show the path decoded, cut
+    at a decoded `?` (`/a%3Fb` arrives as `/a`), then decoded again (`/a%2541` arrives as
+    `/aA`, `/a%25zz` is refused with 400); `%2F` becomes a `/` that routing sees as a
+    segment boundary. Raises Undecodable for a path either decoding refuses."""
+    routed = _decoded(target.split(b"?", 1)[0]).split("?", 1)[0]
+    return routed, _decoded(routed.encode("utf-8"))
 
 
 @dataclass(frozen=True)
@@ -198,16 +228,20 @@ class HttpApiGateway:
         self._cors = cors
 
     def _match(self, method: str, path: str) -> tuple[Route, dict[str, str], LocalFunction] | None:
+        """The route for `path` as routed (decoded once), its parameters as sent (decoded
+        again), and the function its integration invokes."""
         for route, function in self._routes:
             found = route.pattern.match(path)
             if found and route.method in (method, "ANY"):
-                return route, found.groupdict(), function
+                parameters = {k: _decoded(v.encode()) for k, v in found.groupdict().items()}
+                return route, parameters, function
         return None
 
     def event(
-        self, request: Request, route: Route, path_parameters: dict[str, str]
+        self, request: Request, route: Route, path_parameters: dict[str, str], path: str
     ) -> dict[str, Any]:
-        """The payload format 2.0 event API Gateway would send for `request`."""
+        """The payload format 2.0 event API Gateway would send for `request`, whose path
+        it reads as `path` (request_paths)."""
         body = request.get_data(cache=False)
         headers: dict[str, str] = {}
         for name, value in request.headers.items():
@@ -221,7 +255,7 @@ class HttpApiGateway:
         event: dict[str, Any] = {
             "version": "2.0",
             "routeKey": route.key,
-            "rawPath": request.path,
+            "rawPath": path,
             "rawQueryString": request.query_string.decode("latin-1"),
             "headers": headers,
             "requestContext": {
@@ -231,7 +265,7 @@ class HttpApiGateway:
                 "domainPrefix": request.host.split(".")[0],
                 "http": {
                     "method": request.method,
-                    "path": request.path,
+                    "path": path,
                     "protocol": request.environ.get("SERVER_PROTOCOL", "HTTP/1.1"),
                     "sourceIp": request.remote_addr or "127.0.0.1",
                     "userAgent": request.headers.get("User-Agent", ""),
@@ -297,12 +331,18 @@ class HttpApiGateway:
         """What API Gateway answers `request`: its own refusal, or the function's response."""
         if (request.content_length or 0) > MAX_PAYLOAD_BYTES:
             return _json(413, "Request Entity Too Large")
-        matched = self._match(request.method, request.path)
+        # The target as the client sent it (the WSGI server decodes PATH_INFO once).
+        target = request.environ.get("REQUEST_URI") or request.environ.get("RAW_URI") or "/"
+        try:
+            routed, path = request_paths(target.encode("latin-1"))
+            matched = self._match(request.method, routed)
+        except Undecodable:
+            return _json(400, "Bad Request")
         if matched is None:
             return _json(404, "Not Found")
         started = time.monotonic()
         route, path_parameters, function = matched
-        event = self.event(request, route, path_parameters)
+        event = self.event(request, route, path_parameters, path)
         # A route the scope table does not list is not public: it is authorized (fail closed).
         public = ALL_ROUTE_SCOPES.get(route.key, "unlisted") is PUBLIC
         # POST /mcp: no authorizer at the gateway in the modes served here (jwt, apikey); its
@@ -329,7 +369,7 @@ class HttpApiGateway:
         except Exception:  # the function crashed: API Gateway answers 500 without details
             return _json(500, "Internal Server Error")
         response = self.response(result)
-        if self._local_health is not None and request.path == HEALTH_PATH:
+        if self._local_health is not None and path == HEALTH_PATH:
             response = self._with_local_health(response)
         response.headers["X-Local-Latency-Ms"] = f"{(time.monotonic() - started) * 1000:.1f}"
         return response

@@ -16,7 +16,7 @@ from typing import IO, TextIO
 from memkit.client import MemkitClientError
 from memkit_dev import connect
 from memkit_dev.progress import Progress
-from memkit_dev.transfer.export import Exporter
+from memkit_dev.transfer.export import UNADDRESSABLE, Exporter
 from memkit_dev.transfer.importer import SUMMARY_KINDS, Importer
 from memkit_dev.transfer.shapes import FORMATS, Defaults, Reader, Unreadable, decoded
 
@@ -100,6 +100,12 @@ def export_command(args: argparse.Namespace) -> int:
             return 0
     elapsed = time.monotonic() - started
     print(f"exported {summary(counts)} in {elapsed:.1f} s", file=sys.stderr)
+    if counts[UNADDRESSABLE]:
+        print(
+            f"left out {counts[UNADDRESSABLE]} sessions or scratchpads whose ids were stored "
+            "before the id rule: no path can name them (docs/api.md#ids)",
+            file=sys.stderr,
+        )
     return 0
 
 

@@ -21,6 +21,9 @@ from memkit_dev.progress import Progress
 from memkit_dev.transfer import format as fmt
 
 PAGE = 100
+# What could not be read: sessions and scratchpads named by ids stored before the id rule
+# (docs/api.md#ids), which no path can name.
+UNADDRESSABLE = "unaddressable"
 
 
 @dataclass
@@ -90,6 +93,9 @@ class Exporter:
             view = self._client.get_session(session_id, namespace=namespace)
         except NotFoundError:  # deleted or expired since it was listed
             return None
+        except ValueError:  # an id stored before the id rule: no path can name it
+            self.counts[UNADDRESSABLE] += 1
+            return None
         shown = len(view.messages)
         self._write(
             fmt.session_line(view, shown if shown < view.message_count else None), "sessions"
@@ -125,6 +131,9 @@ class Exporter:
                     user_id=user_id, namespace=namespace, profile=profile
                 )
         except (NotFoundError, PermissionDeniedError):  # another user's, or no such pad
+            return
+        except ValueError:  # a user id stored before the id rule: no path can name it
+            self.counts[UNADDRESSABLE] += 1
             return
         if not fmt.empty(pad.content):
             self._write(fmt.scratchpad_line(pad), "scratchpads")

@@ -342,6 +342,8 @@ class Importer:
                 return self.client.get_memory(memory_id)
             except (NotFoundError, PermissionDeniedError):
                 return None
+            except ValueError:  # an id no path can name: the create refuses it, saying why
+                return None
 
         try:
             with ThreadPoolExecutor(max_workers=READERS) as pool:

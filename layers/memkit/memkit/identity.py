@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from memkit.errors import FieldProblem, Forbidden, Unauthenticated
+from memkit.ids import MAX_ID_LENGTH, id_problem
 
 AuthMode = Literal["none", "jwt", "iam", "apikey"]
 READ = "memory:read"
@@ -130,7 +131,8 @@ def _tenant(value: Any, source: str) -> str:
 def _user(value: Any) -> str | None:
     if not isinstance(value, str) or not value:
         return None
-    if len(value) > 256 or _CONTROL.search(value):
+    # The API's rule for ids (memkit.ids): a user must be addressable in a path, as itself.
+    if len(value) > MAX_ID_LENGTH or id_problem(value) is not None:
         raise Unauthenticated("the credential's user is not a usable user id")
     return value
 

@@ -1,4 +1,20 @@
-"""ULIDs (26 characters, Crockford base32): sortable by creation time, made with the stdlib."""
+"""Ids: the rule every id a client gives must follow, and ULIDs (26 characters, Crockford
+base32, sortable by creation time, made with the stdlib) for those memkit gives itself.
+
+The rule. An id (of a session, a message, a record, a user, a namespace) is free text, up to
+256 characters: UUIDs, emails, slugs, any language. But every one of them may later be named
+in a URL path, percent-encoded, and must arrive there as itself. Behind API Gateway (HTTP API)
+it would not when it holds
+- `/`: the gateway decodes `%2F` before routing, so the id becomes two path segments (another
+  route, or a 404);
+- `?`: the gateway cuts the decoded path at it (`a%3Fb` reaches the function as `a`);
+- `%`: the gateway decodes the path twice (`a%2541` reaches the function as `aA`, `a%25zz`
+  is a 400);
+and clients (browsers, httpx, urllib3) resolve the segments `.` and `..` before sending.
+Control characters were never ids. So those are refused wherever an id is given, in bodies
+and queries alike, and every id memkit stores can be addressed. (Live captures of API
+Gateway's decoding: docs/api.md#ids.)
+"""
 
 from __future__ import annotations
 
@@ -6,6 +22,35 @@ import os
 import time
 
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+
+MAX_ID_LENGTH = 256
+# Characters no id may hold: they do not survive a URL path behind API Gateway.
+NOT_IN_IDS = "/?%"
+# The rule as a regular expression for the OpenAPI document (no look-around, which many
+# engines lack): some character that is not a dot, or only dots but at least three.
+# `id_problem` says in words which part a value breaks.
+_ALLOWED = r"[^\x00-\x1f\x7f/?%]"
+ID_PATTERN = rf"^(?:{_ALLOWED}*[^\x00-\x1f\x7f/?%.]{_ALLOWED}*|\.{{3,}})$"
+# What ids were before the rule (any text without control characters): such an id, stored
+# then, can still be named where naming it only removes it.
+STORED_ID_PATTERN = r"^[^\x00-\x1f\x7f]+$"
+ID_RULE = (
+    "an id is used as one URL path segment, so it holds no '/', '?', '%' or control "
+    "character and is not '.' or '..'"
+)
+
+
+def id_problem(value: str) -> str | None:
+    """Why `value` cannot be an id (in words naming what is wrong and the rule), or None.
+    Its length is checked where the id is declared (1 to MAX_ID_LENGTH characters)."""
+    for char in value:
+        if char in NOT_IN_IDS:
+            return f"must not contain {char!r}: {ID_RULE}"
+        if char < " " or char == "\x7f":
+            return f"must not contain a control character: {ID_RULE}"
+    if value in (".", ".."):
+        return f"must not be {value!r}: {ID_RULE}"
+    return None
 
 
 def new_ulid(now_ms: int | None = None) -> str:

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, TypeVar, cast, overload
 from urllib.parse import quote
 
+from memkit.ids import id_problem
+
 if TYPE_CHECKING:
     from memkit.client.aio import AsyncMemkitClient
     from memkit.client.sync import MemkitClient
@@ -31,8 +33,12 @@ P = ParamSpec("P")
 
 
 def segment(value: str) -> str:
-    """One path segment: ids are free text (slashes, spaces, any language), so all of it is
-    percent-encoded."""
+    """One path segment: ids are free text (spaces, any language), so all of it is
+    percent-encoded. An id the API refuses (memkit.ids: '/', '?', '%', '.', '..') raises
+    ValueError: in a path it would reach another id or route, never this one."""
+    problem = id_problem(value)
+    if problem is not None:
+        raise ValueError(f"{value!r} cannot be named in a path: it {problem}")
     return quote(value, safe="")
 
 

@@ -6,17 +6,14 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Header, Path, Query
 
-from memkit.models.domain import ID_PATTERN, PROFILE_PATTERN
+from memkit.models.domain import PROFILE_PATTERN, Id
 
-SessionId = Annotated[str, Path(min_length=1, max_length=256, pattern=ID_PATTERN)]
-UserIdPath = Annotated[str, Path(min_length=1, max_length=256, pattern=ID_PATTERN)]
+SessionId = Annotated[Id, Path()]
+UserIdPath = Annotated[Id, Path()]
 ProfileNamePath = Annotated[str, Path(min_length=1, max_length=64, pattern=PROFILE_PATTERN)]
-NamespaceQuery = Annotated[
-    str | None,
-    Query(min_length=1, max_length=256, pattern=ID_PATTERN, description='default: "default"'),
-]
-UserIdQuery = Annotated[str | None, Query(min_length=1, max_length=256, pattern=ID_PATTERN)]
-SessionIdQuery = Annotated[str | None, Query(min_length=1, max_length=256, pattern=ID_PATTERN)]
+NamespaceQuery = Annotated[Id | None, Query(description='default: "default"')]
+UserIdQuery = Annotated[Id | None, Query()]
+SessionIdQuery = Annotated[Id | None, Query()]
 ProfileQuery = Annotated[
     str | None,
     Query(

@@ -8,7 +8,7 @@ from aws_lambda_powertools.event_handler import Response, content_types
 
 from memkit.api.views import session_view
 from memkit.errors import FieldProblem, MemkitError
-from memkit.models.api import ErrorBody, FieldError, ProfileView, ScratchpadView
+from memkit.models.api import ErrorBody, FieldError, GatewayAnswer, ProfileView, ScratchpadView
 from memkit.models.domain import Profile
 from memkit.models.session import SessionView
 from memkit.service.scratchpad import ScratchpadResult
@@ -54,9 +54,10 @@ def error_response(
 
 
 REASONS = {
-    400: "Malformed request: the body is not readable JSON, or a cursor is not ours",
+    400: "Malformed request: the body is not readable JSON, or a cursor is not ours; or, "
+    "in API Gateway's body, a path it cannot decode",
     403: "Refused: a read-only profile, or another user's session",
-    404: "Not found",
+    404: "Not found; or, in API Gateway's body, a path it routes nowhere",
     409: "Version conflict: If-Match does not name the current version",
     413: "Too large: over the profile's max_tokens or the item size",
     415: "The body is not application/json",
@@ -66,6 +67,9 @@ REASONS = {
     503: "A backing service (DynamoDB, OpenSearch, Bedrock) is unavailable after retries: "
     "wait Retry-After seconds, then retry",
 }
+# Statuses API Gateway also answers itself, in its own body, for a path with an id the API
+# refuses (docs/api.md#ids): one it cannot decode (400) or routes nowhere (404).
+GATEWAY_STATUSES = (400, 404)
 # Every route can meet these: a malformed request, invalid parameters, throttling, an outage.
 ALWAYS = (400, 422, 429, 503)
 # Every 429 and 503 the app sends carries Retry-After (memkit.errors: the seconds).
@@ -81,9 +85,10 @@ def documented_errors(*statuses: int, success: int = 200) -> dict[int, OpenAPIRe
     error statuses, all in the one error body."""
     documented: dict[int, OpenAPIResponse] = {success: {"description": "Success"}}
     for status in sorted({*ALWAYS, *statuses}):
+        body: Any = ErrorBody | GatewayAnswer if status in GATEWAY_STATUSES else ErrorBody
         documented[status] = {
             "description": REASONS[status],
-            "content": {content_types.APPLICATION_JSON: {"model": ErrorBody}},
+            "content": {content_types.APPLICATION_JSON: {"model": body}},
         }
         if status in RETRY_STATUSES:
             documented[status]["headers"] = {"Retry-After": RETRY_AFTER}

@@ -53,7 +53,7 @@ from memkit.identity import ADMIN, READ, WRITE, Caller
 from memkit.ids import new_ulid
 from memkit.mcp_server.asgi import Message, Receive, Scope, Send
 from memkit.mcp_server.resource import INSUFFICIENT_SCOPE
-from memkit.models.domain import ID_PATTERN, PROFILE_PATTERN, Owner, PadRef
+from memkit.models.domain import PROFILE_PATTERN, Id, Owner, PadRef, StoredId
 from memkit.models.lifecycle import DEFAULT_NEAR_DISTANCE, CompactResult
 from memkit.models.memory import (
     MAX_CREATE,
@@ -198,7 +198,6 @@ def _tool(
 
 # -- shared argument shapes -----------------------------------------------------------------
 
-ScopeId = Annotated[str, Field(min_length=1, max_length=256, pattern=ID_PATTERN)]
 TextFilter = Annotated[
     dict[TextOp, Any] | str,
     Field(description='{"eq": "x"}, {"any": ["x", "y"]}, {"ne": "x"} ... or the value itself'),
@@ -218,17 +217,13 @@ Weight = Annotated[float, Field(ge=0, le=1)]
 class NewMemory(MemoryRecordIn):
     """A long-term memory to create; without an id, memkit gives it one."""
 
-    id: str | None = Field(  # type: ignore[assignment]
-        default=None, min_length=1, max_length=256, pattern=ID_PATTERN
-    )
+    id: Id | None = None  # type: ignore[assignment]
 
 
 class NewPendingMemory(PendingMemory):
     """A memory waiting in a session to be promoted; without an id, memkit gives it one."""
 
-    id: str | None = Field(  # type: ignore[assignment]
-        default=None, min_length=1, max_length=256, pattern=ID_PATTERN
-    )
+    id: Id | None = None  # type: ignore[assignment]
 
 
 def _given(**values: Any) -> dict[str, Any]:
@@ -401,13 +396,13 @@ def memory_prompt(
 
 @_tool(WRITE, destructive=True)
 def set_working_memory(
-    session_id: ScopeId,
+    session_id: Id,
     memories: Annotated[list[NewPendingMemory], Field(max_length=1_000)] | None = None,
     messages: Annotated[list[SessionMessage], Field(max_length=10_000)] | None = None,
     context: str | None = None,
     data: dict[str, Any] | None = None,
-    namespace: ScopeId | None = None,
-    user_id: ScopeId | None = None,
+    namespace: Id | None = None,
+    user_id: Id | None = None,
     ttl_seconds: Annotated[int, Field(ge=1)] | None = None,
     long_term_memory_strategy: MemoryStrategy | None = None,
 ) -> SessionView:
@@ -436,9 +431,9 @@ def set_working_memory(
 
 @_tool(READ, read_only=True)
 def get_working_memory(
-    session_id: ScopeId,
-    user_id: ScopeId | None = None,
-    namespace: ScopeId | None = None,
+    session_id: Id,
+    user_id: Id | None = None,
+    namespace: Id | None = None,
     recent_messages_limit: Annotated[int, Field(ge=1, le=100_000)] | None = None,
     model_name: str | None = None,
     context_window_max: Annotated[int, Field(ge=1)] | None = None,
@@ -455,7 +450,7 @@ def get_working_memory(
 
 
 @_tool(READ, read_only=True)
-def get_long_term_memory(memory_id: ScopeId) -> MemoryRecordView:
+def get_long_term_memory(memory_id: Id) -> MemoryRecordView:
     """Read one long-term memory by its id (with whether it is searchable yet)."""
     call = current()
     return call.services.long_term.get(call.caller.tenant, memory_id, reader=call.caller)
@@ -463,14 +458,14 @@ def get_long_term_memory(memory_id: ScopeId) -> MemoryRecordView:
 
 @_tool(WRITE)
 def edit_long_term_memory(
-    memory_id: ScopeId,
+    memory_id: Id,
     text: str | None = None,
     topics: list[str] | None = None,
     entities: list[str] | None = None,
     memory_type: MemoryType | None = None,
-    namespace: ScopeId | None = None,
-    user_id: ScopeId | None = None,
-    session_id: ScopeId | None = None,
+    namespace: Id | None = None,
+    user_id: Id | None = None,
+    session_id: Id | None = None,
     event_date: datetime | None = None,
     pinned: bool | None = None,
 ) -> MemoryRecordView:
@@ -500,7 +495,7 @@ def edit_long_term_memory(
 
 @_tool(WRITE, destructive=True)
 def delete_long_term_memories(
-    memory_ids: Annotated[list[ScopeId], Field(min_length=1, max_length=MAX_DELETE)],
+    memory_ids: Annotated[list[StoredId], Field(min_length=1, max_length=MAX_DELETE)],
 ) -> Ack:
     """Delete long-term memories by id, for good (their search entries follow). Ids you may
     not see count as absent."""
@@ -510,8 +505,8 @@ def delete_long_term_memories(
 
 @_tool(ADMIN, destructive=True)
 def compact_long_term_memories(
-    namespace: ScopeId | None = None,
-    user_id: ScopeId | None = None,
+    namespace: Id | None = None,
+    user_id: Id | None = None,
     dry_run: bool = False,
     near_duplicates: bool = True,
     limit: Annotated[int, Field(ge=1, le=1_000)] = 50,
@@ -559,9 +554,9 @@ Profile = Annotated[str, Field(pattern=PROFILE_PATTERN)]
 
 @_tool(READ, read_only=True)
 def get_scratchpad(
-    session_id: ScopeId | None = None,
-    user_id: ScopeId | None = None,
-    namespace: ScopeId | None = None,
+    session_id: Id | None = None,
+    user_id: Id | None = None,
+    namespace: Id | None = None,
     profile: Profile | None = None,
 ) -> dict[str, Any]:
     """Read the scratchpad ("working memory" in VoltAgent and Mastra): the session's
@@ -580,9 +575,9 @@ def update_scratchpad(
         ),
     ],
     mode: Literal["merge", "replace"] = "merge",
-    session_id: ScopeId | None = None,
-    user_id: ScopeId | None = None,
-    namespace: ScopeId | None = None,
+    session_id: Id | None = None,
+    user_id: Id | None = None,
+    namespace: Id | None = None,
     profile: Profile | None = None,
 ) -> dict[str, Any]:
     """Change the scratchpad: merge (the default) or replace its content. Its profile decides
@@ -593,9 +588,9 @@ def update_scratchpad(
 
 @_tool(WRITE, destructive=True)
 def clear_scratchpad(
-    session_id: ScopeId | None = None,
-    user_id: ScopeId | None = None,
-    namespace: ScopeId | None = None,
+    session_id: Id | None = None,
+    user_id: Id | None = None,
+    namespace: Id | None = None,
     profile: Profile | None = None,
 ) -> dict[str, Any]:
     """Empty the scratchpad."""

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, StrictInt, StrictStr, field_validator
 
-from memkit.models.domain import ID_PATTERN, PROFILE_PATTERN, ArrayMerge, Model, PadFormat, Scope
+from memkit.models.domain import PROFILE_PATTERN, ArrayMerge, Id, Model, PadFormat, Scope
 from memkit.models.memory import MAX_QUERY, MAX_TAGS, MAX_TEXT, Tag
 from memkit.models.session import MemoryType
 
@@ -26,6 +26,13 @@ class ErrorBody(Model):
     detail: str
     code: str
     errors: list[FieldError] = Field(default_factory=list)
+
+
+class GatewayAnswer(Model):
+    """API Gateway's own answer, sent before or instead of memkit's function (docs/api.md):
+    e.g. a 404 for a path it routes nowhere, a 400 for one it cannot decode."""
+
+    message: str
 
 
 class Health(Model):
@@ -78,8 +85,8 @@ class ScratchpadWrite(Model):
     content: str | dict[str, Any] | None = Field(
         description="text for markdown/text scratchpads, an object for json ones"
     )
-    namespace: str | None = Field(default=None, min_length=1, max_length=256, pattern=ID_PATTERN)
-    user_id: str | None = Field(default=None, min_length=1, max_length=256, pattern=ID_PATTERN)
+    namespace: Id | None = None
+    user_id: Id | None = None
 
 
 class ScratchpadView(Model):
@@ -119,9 +126,9 @@ class ToolCall(Model):
 
     name: str = Field(min_length=1, max_length=128)
     arguments: dict[str, Any] | str | None = None
-    session_id: str | None = Field(default=None, min_length=1, max_length=256, pattern=ID_PATTERN)
-    user_id: str | None = Field(default=None, min_length=1, max_length=256, pattern=ID_PATTERN)
-    namespace: str | None = Field(default=None, min_length=1, max_length=256, pattern=ID_PATTERN)
+    session_id: Id | None = None
+    user_id: Id | None = None
+    namespace: Id | None = None
     profile: str | None = Field(default=None, pattern=PROFILE_PATTERN)
 
 

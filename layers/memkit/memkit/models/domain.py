@@ -5,19 +5,27 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 
 from memkit.errors import FieldProblem, ValidationFailed
+from memkit.ids import ID_PATTERN, MAX_ID_LENGTH, STORED_ID_PATTERN, id_problem
 from memkit.models.budget import envelope_bytes
 
 JsonObject = dict[str, Any]
 # Scratchpad content: text for markdown/text, an object for json, None when empty.
 Content = str | JsonObject | None
 
-# Ids are free text (AMS clients send UUIDs, emails, slugs) but never control characters.
-ID_PATTERN = r"^[^\x00-\x1f\x7f]+$"
 PROFILE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 DEFAULT_PROFILE = "default"
 DEFAULT_NAMESPACE = "default"
@@ -31,6 +39,25 @@ def is_instruction(role: str | None) -> bool:
     """Whether a message of `role` instructs the assistant (system, developer) rather than
     speaks in the conversation (docs/sessions.md "Roles")."""
     return role in INSTRUCTION_ROLES
+
+
+def _an_id(value: str) -> str:
+    problem = id_problem(value)
+    if problem is not None:
+        raise PydanticCustomError("id_rule", problem)
+    return value
+
+
+# An id a client gives, wherever it gives it (memkit.ids: the rule). The pattern is for the
+# OpenAPI document; the validator refuses in words that name what breaks the rule.
+Id = Annotated[
+    str,
+    AfterValidator(_an_id),
+    Field(min_length=1, max_length=MAX_ID_LENGTH, json_schema_extra={"pattern": ID_PATTERN}),
+]
+# An id that only names something stored, to remove it: also one stored before the rule
+# (any text without control characters), so what was made then can still be deleted.
+StoredId = Annotated[str, Field(min_length=1, max_length=MAX_ID_LENGTH, pattern=STORED_ID_PATTERN)]
 
 
 class Model(BaseModel):

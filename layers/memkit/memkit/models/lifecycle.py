@@ -10,7 +10,7 @@ from typing import Annotated
 
 from pydantic import ConfigDict, Field, StrictInt
 
-from memkit.models.domain import ID_PATTERN, Model
+from memkit.models.domain import Id, Model
 from memkit.models.session import MemoryType
 
 # Days may be fractional (AMS reads them as floats); a century and a half is "forever".
@@ -24,7 +24,7 @@ MAX_SCAN = 5_000
 DEFAULT_NEAR_DISTANCE = 0.15
 
 Days = Annotated[float, Field(strict=True, ge=0, le=MAX_DAYS, allow_inf_nan=False)]
-RecordId = Annotated[str, Field(min_length=1, max_length=256, pattern=ID_PATTERN)]
+RecordId = Id
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, StrictBool, StrictStr, field_validator, model_validator
 
-from memkit.models.domain import ID_PATTERN, Model
+from memkit.models.domain import Id, Model
 from memkit.models.session import MemoryType, as_utc, creation_time, not_blank
 
 # One create request: agent-memory-client's bulk create sends 100 records a request.
@@ -27,7 +27,6 @@ MAX_OFFSET = 9_800  # offset + limit + 1 stays within OpenSearch's 10,000 window
 MAX_MESSAGE_RANGE = 10
 
 Tag = StrictStr
-ScopeId = Field(default=None, min_length=1, max_length=256, pattern=ID_PATTERN)
 
 
 def _tags(values: list[str] | None) -> list[str] | None:
@@ -47,9 +46,9 @@ class RecordFields(Model):
     memory_type: MemoryType | None = None
     topics: list[Tag] | None = Field(default=None, max_length=MAX_TAGS)
     entities: list[Tag] | None = Field(default=None, max_length=MAX_TAGS)
-    session_id: str | None = ScopeId
-    user_id: str | None = ScopeId
-    namespace: str | None = ScopeId
+    session_id: Id | None = None
+    user_id: Id | None = None
+    namespace: Id | None = None
     event_date: datetime | None = None
     pinned: StrictBool | None = None
     extracted_from: list[StrictStr] | None = Field(default=None, max_length=MAX_TAGS)
@@ -70,7 +69,7 @@ class MemoryRecordIn(RecordFields):
     """A record to create. `id` is required (AMS); the client's `created_at` and
     `last_accessed` are kept (an import keeps its history; neither may be in the future)."""
 
-    id: str = Field(min_length=1, max_length=256, pattern=ID_PATTERN)
+    id: Id
     text: StrictStr = Field(min_length=1, max_length=MAX_TEXT)
     created_at: datetime | None = None
     last_accessed: datetime | None = None

@@ -19,7 +19,7 @@ from pydantic import (
     field_validator,
 )
 
-from memkit.models.domain import ID_PATTERN, Model
+from memkit.models.domain import Id, Model
 from memkit.models.memory import MAX_MESSAGE_RANGE, MAX_TEXT, MemoryHit, SearchRequest
 
 MAX_RECALL = 20
@@ -34,9 +34,7 @@ Role = Literal["system", "user", "assistant"]
 
 
 def _scope(description: str) -> Any:
-    return Field(
-        default=None, min_length=1, max_length=256, pattern=ID_PATTERN, description=description
-    )
+    return Field(default=None, description=description)
 
 
 class PromptSession(Model):
@@ -45,9 +43,9 @@ class PromptSession(Model):
 
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
-    session_id: str = Field(min_length=1, max_length=256, pattern=ID_PATTERN)
-    namespace: str | None = _scope('default "default"')
-    user_id: str | None = _scope("the caller's user: 403 if the session is another's")
+    session_id: Id
+    namespace: Id | None = _scope('default "default"')
+    user_id: Id | None = _scope("the caller's user: 403 if the session is another's")
     model_name: str | None = Field(
         default=None,
         min_length=1,

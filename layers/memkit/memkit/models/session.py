@@ -16,7 +16,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field, StrictStr, field_validator
 
 from memkit.ids import new_ulid
-from memkit.models.domain import ID_PATTERN, PROFILE_PATTERN, Model
+from memkit.models.domain import PROFILE_PATTERN, Id, Model
 
 # API.md: a message more than 300 s in the future is refused (clock skew allowance).
 MAX_FUTURE_SECONDS = 300
@@ -30,8 +30,6 @@ MAX_DOCUMENT_MESSAGES = 20_000
 MAX_TOKENS = 2**53
 # Ten years: long enough for "keep", short enough that expires_at stays an epoch second.
 MAX_TTL_SECONDS = 10 * 365 * 86_400
-
-Id = Field(min_length=1, max_length=256, pattern=ID_PATTERN)
 
 
 def _now() -> datetime:
@@ -80,7 +78,7 @@ class Message(Model):
 
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
-    id: str = Field(default_factory=new_ulid, min_length=1, max_length=256, pattern=ID_PATTERN)
+    id: Id = Field(default_factory=new_ulid)
     role: StrictStr = Field(min_length=1, max_length=64)
     content: StrictStr = Field(min_length=1)
     created_at: datetime = Field(default_factory=_now)
@@ -127,15 +125,15 @@ class PendingMemory(Model):
 
     model_config = ConfigDict(extra="ignore", defer_build=True)
 
-    id: str = Id
+    id: Id
     text: StrictStr = Field(min_length=1, max_length=100_000)
     memory_type: MemoryType = MemoryType.SEMANTIC
     topics: list[StrictStr] | None = Field(default=None, max_length=100)
     entities: list[StrictStr] | None = Field(default=None, max_length=100)
     event_date: datetime | None = None
-    user_id: str | None = Field(default=None, min_length=1, max_length=256, pattern=ID_PATTERN)
-    namespace: str | None = Field(default=None, min_length=1, max_length=256, pattern=ID_PATTERN)
-    session_id: str | None = Field(default=None, min_length=1, max_length=256, pattern=ID_PATTERN)
+    user_id: Id | None = None
+    namespace: Id | None = None
+    session_id: Id | None = None
     memory_hash: str | None = Field(default=None, max_length=256)
     extracted_from: list[StrictStr] | None = None
     discrete_memory_extracted: Literal["t", "f"] = "f"
@@ -167,9 +165,7 @@ class MemoryStrategy(Model):
 
 
 def _scope_field(description: str) -> Any:
-    return Field(
-        default=None, min_length=1, max_length=256, pattern=ID_PATTERN, description=description
-    )
+    return Field(default=None, description=description)
 
 
 class SessionFields(Model):
@@ -177,8 +173,8 @@ class SessionFields(Model):
 
     model_config = ConfigDict(extra="ignore", defer_build=True)
 
-    namespace: str | None = _scope_field('the session\'s namespace (default "default")')
-    user_id: str | None = _scope_field("the session's owner")
+    namespace: Id | None = _scope_field('the session\'s namespace (default "default")')
+    user_id: Id | None = _scope_field("the session's owner")
     data: dict[str, Any] | None = Field(default=None, description="free JSON")
     context: StrictStr | None = Field(default=None, description="the running summary")
     ttl_seconds: int | None = Field(
@@ -208,7 +204,7 @@ class SessionWrite(SessionFields):
     stored values when left out, so its GET-then-PUT round trips cannot erase them.
     """
 
-    session_id: str | None = _scope_field("must equal the path's session id when given")
+    session_id: Id | None = _scope_field("must equal the path's session id when given")
     messages: list[Message] = Field(default_factory=list, max_length=MAX_DOCUMENT_MESSAGES)
     memories: list[PendingMemory] = Field(default_factory=list, max_length=MAX_PENDING_MEMORIES)
     tokens: int = Field(
@@ -234,8 +230,8 @@ class AppendMessages(Model):
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
     messages: list[Message] = Field(min_length=1, max_length=MAX_APPEND_MESSAGES)
-    namespace: str | None = _scope_field('default "default"')
-    user_id: str | None = _scope_field("the owner, when the append creates the session")
+    namespace: Id | None = _scope_field('default "default"')
+    user_id: Id | None = _scope_field("the owner, when the append creates the session")
     ttl_seconds: int | None = Field(default=None, ge=1, le=MAX_TTL_SECONDS)
     profile: str | None = Field(default=None, pattern=PROFILE_PATTERN)
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from memkit.errors import FieldProblem, NotFound, ValidationFailed, VersionConflict
+from memkit.ids import MAX_ID_LENGTH, STORED_ID_PATTERN, id_problem
 from memkit.models.api_keys import ADMIN, SCOPES, ApiKey, NewApiKey
 from memkit.store.apikeys import ApiKeyTable
 from memkit.times import now_iso
@@ -191,18 +192,16 @@ def _valid(
     expires_days: int | None,
 ) -> tuple[str, ...]:
     """The scopes in canonical order, or ValidationFailed naming every bad field."""
-    from memkit.models.domain import ID_PATTERN  # the API's rule for ids (not at cold start)
-
     problems: list[FieldProblem] = []
-
-    def check_id(field: str, value: str, longest: int) -> None:
-        if not 1 <= len(value) <= longest or not re.fullmatch(ID_PATTERN, value):
-            problems.append(FieldProblem(field, f"1 to {longest} characters, no control ones"))
-
-    check_id("tenant", tenant, 128)
-    if user_id is not None:
-        check_id("user_id", user_id, 256)
-    if name and (len(name) > 128 or not re.fullmatch(ID_PATTERN, name)):
+    if not 1 <= len(tenant) <= 128 or re.fullmatch(STORED_ID_PATTERN, tenant) is None:
+        problems.append(FieldProblem("tenant", "1 to 128 characters, no control ones"))
+    if user_id is not None:  # the key's user: the API's rule for ids
+        problem = id_problem(user_id)
+        if not 1 <= len(user_id) <= MAX_ID_LENGTH:
+            problems.append(FieldProblem("user_id", f"1 to {MAX_ID_LENGTH} characters"))
+        elif problem is not None:
+            problems.append(FieldProblem("user_id", problem))
+    if name and (len(name) > 128 or re.fullmatch(STORED_ID_PATTERN, name) is None):
         problems.append(FieldProblem("name", "at most 128 characters, no control ones"))
     wanted = set(scopes)
     unknown = sorted(wanted - set(SCOPES))

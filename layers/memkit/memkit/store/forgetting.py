@@ -32,7 +32,7 @@ def policy_key(tenant: str, namespace: str) -> keys.Key:
 
 def policy_position(tenant: str, namespace: str) -> str:
     """A policy's GSI3SK in the POLICIES partition."""
-    return f"{keys.part(tenant)}#{keys.part(namespace)}"
+    return keys.sort_key(f"{keys.part(tenant)}#", keys.part(namespace))
 
 
 class ForgettingTable(CurationTable):

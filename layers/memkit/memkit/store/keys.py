@@ -48,21 +48,33 @@ TIME_DIGITS = 16
 # DynamoDB keys hold 2,048 (partition) and 1,024 (sort) bytes. An id of 256 characters can
 # take 1,024 bytes in UTF-8, so a longer component keeps a prefix and a digest of the whole.
 MAX_PART_BYTES = 600
+MAX_SORT_KEY_BYTES = 1_024
 
 
-def part(value: str) -> str:
-    """A key component with `%` and `#` escaped, and at most MAX_PART_BYTES long.
+def _within(text: str, limit: int) -> str:
+    """`text`, or when it is longer than `limit` bytes its first bytes plus a SHA-256 digest
+    of the whole (unique, no longer order-preserving), `limit` bytes in all."""
+    raw = text.encode()
+    if len(raw) <= limit:
+        return text
+    digest = hashlib.sha256(raw).hexdigest()
+    prefix = raw[: limit - len(digest) - 1].decode(errors="ignore")
+    return f"{prefix}~{digest}"
+
+
+def part(value: str, limit: int = MAX_PART_BYTES) -> str:
+    """A key component with `%` and `#` escaped, and at most `limit` bytes long.
 
     Escaping is reversible and keeps order; a component that would be too long becomes its
-    first bytes plus a SHA-256 digest of the whole (unique, no longer order-preserving).
-    Items keep their ids as attributes, so nothing is ever parsed back out of a key."""
-    escaped = value.replace("%", "%25").replace("#", "%23")
-    raw = escaped.encode()
-    if len(raw) <= MAX_PART_BYTES:
-        return escaped
-    digest = hashlib.sha256(raw).hexdigest()
-    prefix = raw[: MAX_PART_BYTES - len(digest) - 1].decode(errors="ignore")
-    return f"{prefix}~{digest}"
+    first bytes plus a digest of the whole. Items keep their ids as attributes, so nothing
+    is ever parsed back out of a key."""
+    return _within(value.replace("%", "%25").replace("#", "%23"), limit)
+
+
+def sort_key(head: str, tail: str) -> str:
+    """`head` + `tail` within DynamoDB's sort key size: `tail` is shortened (a digest) only
+    when the whole would not fit, so every sort key that fitted before is unchanged."""
+    return head + _within(tail, MAX_SORT_KEY_BYTES - len(head.encode()))
 
 
 def profiles_pk(tenant: str, namespace: str) -> str:
@@ -188,7 +200,7 @@ def expiry_pk(shard: int) -> str:
 
 def expiry_entry(pk: str, expires_at: int) -> Key:
     """The GSI3 keys of a session meta that expires at `expires_at` (epoch seconds)."""
-    return expiry_pk(expiry_shard(pk)), f"{expires_at:0{EXPIRY_DIGITS}d}#{pk}"
+    return expiry_pk(expiry_shard(pk)), sort_key(f"{expires_at:0{EXPIRY_DIGITS}d}#", pk)
 
 
 def expiry_before(expires_at: int) -> str:
@@ -212,4 +224,5 @@ def user_records_prefix(user_id: str | None) -> str:
 
 
 def record_listing_sk(user_id: str | None, created_us: int, record_id: str) -> str:
-    return f"{user_records_prefix(user_id)}{created_us:0{TIME_DIGITS}d}#{part(record_id)}"
+    head = f"{user_records_prefix(user_id)}{created_us:0{TIME_DIGITS}d}#"
+    return sort_key(head, part(record_id))

@@ -13,7 +13,7 @@ from memkit.api.params import NamespaceQuery, SessionIdQuery, UserIdQuery
 from memkit.api.responses import documented_errors
 from memkit.errors import FieldProblem, ValidationFailed
 from memkit.models.api import Status
-from memkit.models.domain import ID_PATTERN, Owner
+from memkit.models.domain import Id, Owner
 from memkit.models.lifecycle import (
     DEFAULT_NEAR_DISTANCE,
     MAX_SCAN,
@@ -33,7 +33,7 @@ MAX_COMPACT = 1_000
 # flagged, and the scheduled run judges them without this limit).
 API_JUDGEMENTS = 10
 
-NamespacePath = Annotated[str, Path(min_length=1, max_length=256, pattern=ID_PATTERN)]
+NamespacePath = Annotated[Id, Path()]
 # Each route keeps AMS's default: forgetting is a dry run unless told otherwise, compaction
 # (AMS has no dry run there) merges unless told otherwise.
 ForgetDryRun = Annotated[

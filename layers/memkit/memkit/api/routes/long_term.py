@@ -10,7 +10,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from memkit.api.context import caller_of, confined_memories, confined_search, services_of
 from memkit.api.responses import documented_errors
-from memkit.models.domain import ID_PATTERN
+from memkit.models.domain import Id, StoredId
 from memkit.models.memory import (
     Ack,
     CreatedAck,
@@ -23,7 +23,7 @@ from memkit.models.memory import (
 
 router = APIGatewayHttpRouter()
 TAGS = ["long-term memory"]
-MemoryId = Annotated[str, Path(min_length=1, max_length=256, pattern=ID_PATTERN)]
+MemoryId = Annotated[Id, Path()]
 OptimizeQuery = Annotated[
     bool,
     Query(description="agent-memory-client always sends it; memkit does not rewrite queries"),
@@ -92,8 +92,12 @@ def edit_memory(memory_id: MemoryId, body: Annotated[MemoryEdit, Body()]) -> Mem
 )
 def delete_memories(
     memory_ids: Annotated[
-        list[Annotated[str, Query(min_length=1, max_length=256, pattern=ID_PATTERN)]] | None,
-        Query(max_length=100, description="repeat the key for each id"),
+        list[StoredId] | None,
+        Query(
+            max_length=100,
+            description="repeat the key for each id; also takes an id stored before the id "
+            "rule (docs/api.md#ids), so such a record can still be deleted",
+        ),
     ] = None,
 ) -> Ack:
     services = services_of(router)

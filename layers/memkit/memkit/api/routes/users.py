@@ -12,7 +12,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from memkit.api.context import caller_of, owner_of, services_of
 from memkit.api.params import NamespaceQuery, UserIdPath
 from memkit.api.responses import documented_errors
-from memkit.models.domain import ID_PATTERN
+from memkit.ids import ID_PATTERN
 from memkit.models.users import (
     JobView,
     UserDeleted,
@@ -24,6 +24,7 @@ from memkit.models.users import (
 router = APIGatewayHttpRouter()
 TAGS = ["lifecycle"]
 
+# Jobs are named by memkit (ULIDs); the pattern only keeps a path parameter an id.
 JobId = Annotated[str, Path(min_length=1, max_length=64, pattern=ID_PATTERN)]
 
 

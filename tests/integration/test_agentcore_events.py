@@ -509,3 +509,19 @@ def test_a_page_of_events_stops_before_it_outgrows_a_lambda_answer(api: Any) -> 
     assert 0 < len(first.body["events"]) < 40
     rest = _list(api, memory, maxResults=100, nextToken=first.body["nextToken"])
     assert len(first.body["events"]) + len(rest.body["events"]) == 40
+
+
+def test_a_memory_too_large_for_one_item_is_refused_not_a_storage_failure(api: Any) -> None:
+    huge = {"semanticOverride": {"extraction": {"appendToPrompt": "x" * 200_000}}}
+    strategy = {"customMemoryStrategy": {"name": "mine", "configuration": huge}}
+
+    refused = api(
+        "POST",
+        "/memories/create",
+        OPS,
+        body={"name": "big", "eventExpiryDuration": 3, "memoryStrategies": [strategy]},
+    )
+
+    assert refused.status == 400
+    assert refused.body["fieldList"][0]["name"] == "memoryStrategies"
+    assert api("POST", "/memories", OPS, body={}).body == {"memories": []}

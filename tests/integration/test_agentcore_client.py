@@ -187,3 +187,195 @@ def test_an_operation_memkit_does_not_serve_answers_the_services_error(
     with pytest.raises(ops.exceptions.ValidationException) as raised:
         ops.start_memory_extraction_job(memoryId=memory_id, extractionJob={"jobId": "j1"})
     assert "does not serve StartMemoryExtractionJob" in str(raised.value)
+
+
+def _session(client: Any, memory_id: str, session: str, count: int, **extra: Any) -> list[str]:
+    """`count` events of ada in `session`, a second apart: their ids, oldest first."""
+    return [
+        client.create_event(
+            memoryId=memory_id,
+            actorId="ada",
+            sessionId=session,
+            eventTimestamp=WHEN.replace(second=n),
+            payload=[_turn(f"turn {n}")],
+            **extra,
+        )["event"]["eventId"]
+        for n in range(count)
+    ]
+
+
+def test_the_list_events_paginator_walks_every_page_newest_first(
+    clients: dict[str, Any], memory_id: str
+) -> None:
+    ada = clients["ada"]
+    ids = _session(ada, memory_id, "paged", 5)
+
+    pages = list(
+        ada.get_paginator("list_events").paginate(
+            memoryId=memory_id,
+            actorId="ada",
+            sessionId="paged",
+            PaginationConfig={"PageSize": 2},
+        )
+    )
+
+    assert [len(page["events"]) for page in pages] == [2, 2, 1]
+    assert [e["eventId"] for page in pages for e in page["events"]] == list(reversed(ids))
+
+
+def test_list_events_filters_by_metadata_and_leaves_payloads_out_when_asked(
+    clients: dict[str, Any], memory_id: str
+) -> None:
+    ada = clients["ada"]
+    tagged = _session(ada, memory_id, "tagged", 1, metadata={"mood": {"stringValue": "calm"}})
+    _session(ada, memory_id, "tagged", 1)  # same time, no metadata: another event
+
+    listed = ada.list_events(
+        memoryId=memory_id,
+        actorId="ada",
+        sessionId="tagged",
+        includePayloads=False,
+        filter={
+            "eventMetadata": [
+                {
+                    "left": {"metadataKey": "mood"},
+                    "operator": "EQUALS_TO",
+                    "right": {"metadataValue": {"stringValue": "calm"}},
+                }
+            ]
+        },
+    )["events"]
+
+    assert [e["eventId"] for e in listed] == tagged
+    assert listed[0]["payload"] == []
+
+
+def test_a_branch_with_its_parents_through_boto3(clients: dict[str, Any], memory_id: str) -> None:
+    ada = clients["ada"]
+    main = _session(ada, memory_id, "forked", 3)
+    alt = ada.create_event(
+        memoryId=memory_id,
+        actorId="ada",
+        sessionId="forked",
+        eventTimestamp=WHEN.replace(second=30),
+        payload=[_turn("what if")],
+        branch={"name": "what-if", "rootEventId": main[0]},
+    )["event"]
+
+    def branch(**chosen: Any) -> list[str]:
+        found = ada.list_events(
+            memoryId=memory_id, actorId="ada", sessionId="forked", filter={"branch": chosen}
+        )["events"]
+        return [e["eventId"] for e in found]
+
+    assert branch(name="what-if") == [alt["eventId"]]
+    assert branch(name="what-if", includeParentBranches=True) == [alt["eventId"], main[0]]
+
+
+def test_a_retried_create_event_with_its_client_token_is_one_event(
+    clients: dict[str, Any], memory_id: str
+) -> None:
+    ada = clients["ada"]
+    sent = {
+        "memoryId": memory_id,
+        "actorId": "ada",
+        "sessionId": "retried",
+        "eventTimestamp": WHEN,
+        "payload": [_turn("only once")],
+        "clientToken": "3f1c2a9e-retry",
+    }
+
+    first = ada.create_event(**sent)["event"]
+    second = ada.create_event(**sent)["event"]
+
+    assert second == first
+    listed = ada.list_events(memoryId=memory_id, actorId="ada", sessionId="retried")["events"]
+    assert len(listed) == 1
+    with pytest.raises(ada.exceptions.ValidationException) as raised:
+        ada.create_event(**{**sent, "payload": [_turn("something else")]})
+    assert raised.value.response["reason"] == "IdempotentParameterMismatchException"
+
+
+def test_blob_payloads_come_back_as_the_document_sent(
+    clients: dict[str, Any], memory_id: str
+) -> None:
+    ada = clients["ada"]
+    blob = {"kind": "screenshot", "pages": [1, 2], "note": None}
+
+    made = ada.create_event(
+        memoryId=memory_id,
+        actorId="ada",
+        sessionId="blobs",
+        eventTimestamp=WHEN,
+        payload=[{"blob": blob}],
+    )["event"]
+    got = ada.get_event(
+        memoryId=memory_id, actorId="ada", sessionId="blobs", eventId=made["eventId"]
+    )["event"]
+
+    assert got["payload"] == [{"blob": blob}]
+
+
+def test_delete_event_then_get_event_is_resource_not_found(
+    clients: dict[str, Any], memory_id: str
+) -> None:
+    ada = clients["ada"]
+    [event_id] = _session(ada, memory_id, "deleting", 1)
+    named = {"memoryId": memory_id, "actorId": "ada", "sessionId": "deleting", "eventId": event_id}
+
+    assert ada.delete_event(**named)["eventId"] == event_id
+
+    with pytest.raises(ada.exceptions.ResourceNotFoundException):
+        ada.get_event(**named)
+
+
+def test_sessions_and_actors_page_through_their_paginators(
+    clients: dict[str, Any], memory_id: str
+) -> None:
+    ops = clients["ops"]
+    for n in range(3):
+        ops.create_event(
+            memoryId=memory_id,
+            actorId="carol",
+            sessionId=f"carol-{n}",
+            eventTimestamp=WHEN,
+            payload=[_turn("hi")],
+        )
+
+    sessions = [
+        s["sessionId"]
+        for page in ops.get_paginator("list_sessions").paginate(
+            memoryId=memory_id, actorId="carol", PaginationConfig={"PageSize": 2}
+        )
+        for s in page["sessionSummaries"]
+    ]
+    actors = [
+        a["actorId"]
+        for page in ops.get_paginator("list_actors").paginate(
+            memoryId=memory_id, PaginationConfig={"PageSize": 1}
+        )
+        for a in page["actorSummaries"]
+    ]
+
+    assert sorted(sessions) == ["carol-0", "carol-1", "carol-2"]
+    assert "carol" in actors
+    assert "ada" in actors
+    assert clients["bob"].list_actors(memoryId=memory_id)["actorSummaries"] == []
+
+
+def test_list_memories_pages_through_its_paginator(clients: dict[str, Any], memory_id: str) -> None:
+    control = clients["control"]
+    extra = control.create_memory(name="scratch", eventExpiryDuration=3)["memory"]["id"]
+
+    listed = [
+        m["id"]
+        for page in control.get_paginator("list_memories").paginate(
+            PaginationConfig={"PageSize": 1}
+        )
+        for m in page["memories"]
+    ]
+
+    assert {memory_id, extra} <= set(listed)
+    assert control.delete_memory(memoryId=extra)["status"] == "DELETING"
+    with pytest.raises(control.exceptions.ResourceNotFoundException):
+        control.get_memory(memoryId=extra)

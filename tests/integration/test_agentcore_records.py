@@ -225,6 +225,14 @@ def test_metadata_filters_narrow_a_retrieval_with_every_operator(
         expression("score", "GREATER_THAN_OR_EQUALS", numberValue=2),
     )
     assert both == {"export", "page"}
+    # an operator the key's type does not take, a system key compared but by time, and a
+    # blank query are refused
+    with pytest.raises(ops.exceptions.ValidationException):
+        found(expression("priority", "GREATER_THAN", numberValue=1))
+    with pytest.raises(ops.exceptions.ValidationException):
+        found(expression(created, "EXISTS"))
+    with pytest.raises(ops.exceptions.ValidationException):
+        _retrieved(ops, memory_id, "   ", namespace=space)
     # a key the memory does not index is refused, naming the filter
     with pytest.raises(ops.exceptions.ValidationException) as raised:
         found(expression("colour", "EQUALS_TO", stringValue="red"))

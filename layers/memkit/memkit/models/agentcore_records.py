@@ -9,7 +9,7 @@ import math
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, StrictStr, field_validator, model_validator
+from pydantic import AfterValidator, Field, StrictStr, model_validator
 
 from memkit.models.agentcore import (
     METADATA_PATTERN,
@@ -18,7 +18,7 @@ from memkit.models.agentcore import (
     NextToken,
     Wire,
 )
-from memkit.models.session import as_utc
+from memkit.models.session import as_utc, not_blank
 
 NAMESPACE_PATTERN = r"^[a-zA-Z0-9/*][a-zA-Z0-9_/*-]*(?::[a-zA-Z0-9_/*-]+)*[a-zA-Z0-9_/*-]*$"
 STRATEGY_ID_PATTERN = r"^[a-zA-Z0-9][a-zA-Z0-9_-]*$"
@@ -84,14 +84,9 @@ RecordMetadata = Annotated[
 class Content(Wire):
     """The MemoryContent union: text is its one member."""
 
-    text: StrictStr = Field(min_length=1, max_length=MAX_RECORD_TEXT)
-
-    @field_validator("text")
-    @classmethod
-    def _says_something(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("must not be empty or only whitespace")
-        return value
+    text: Annotated[StrictStr, AfterValidator(not_blank)] = Field(
+        min_length=1, max_length=MAX_RECORD_TEXT
+    )
 
 
 class RecordExpiry(Wire):
@@ -213,6 +208,9 @@ class FilterExpression(Wire):
 
     @model_validator(mode="after")
     def _operand(self) -> FilterExpression:
+        key = self.left.metadata_key
+        if key in SYSTEM_KEYS and self.operator not in ("BEFORE", "AFTER"):
+            raise ValueError(f"{key} is compared with BEFORE or AFTER")
         wanted = OPERANDS[self.operator]
         if not wanted:
             if self.right is not None:
@@ -221,9 +219,6 @@ class FilterExpression(Wire):
         given = self.right.metadata_value.wire() if self.right is not None else {}
         if not any(kind in given for kind in wanted):
             raise ValueError(f"{self.operator} compares with a right-hand {' or '.join(wanted)}")
-        key = self.left.metadata_key
-        if key in SYSTEM_KEYS and self.operator not in ("BEFORE", "AFTER"):
-            raise ValueError(f"{key} is compared with BEFORE or AFTER")
         return self
 
 
@@ -231,7 +226,9 @@ MetadataFilters = Annotated[list[FilterExpression], Field(min_length=1, max_leng
 
 
 class SearchCriteria(Wire):
-    search_query: StrictStr = Field(min_length=1, max_length=10_000)
+    search_query: Annotated[StrictStr, AfterValidator(not_blank)] = Field(
+        min_length=1, max_length=10_000
+    )
     memory_strategy_id: StrategyId | None = None
     top_k: int = Field(default=DEFAULT_TOP_K, ge=1, le=100)
     metadata_filters: MetadataFilters | None = None

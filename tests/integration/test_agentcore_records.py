@@ -444,3 +444,27 @@ def test_a_record_expiry_is_set_reapplied_and_removed(
             _record("short", "x", "/users/ada/facts"),
             recordExpirySpecification={"recordExpiryDurationDays": 7},
         )
+
+
+def test_a_request_the_service_refuses_names_its_field_and_writes_nothing(
+    clients: dict[str, Any], memory: dict[str, Any]
+) -> None:
+    ada, memory_id = clients["ada"], memory["id"]
+
+    with pytest.raises(ada.exceptions.ValidationException) as both:
+        ada.retrieve_memory_records(
+            memoryId=memory_id,
+            namespace="/users/ada/facts",
+            namespacePath="/users/ada",
+            searchCriteria={"searchQuery": "tea"},
+        )
+    twice = _record("same", "Ada writes twice", "/users/ada/facts")
+    with pytest.raises(ada.exceptions.ValidationException) as repeated:
+        ada.batch_create_memory_records(memoryId=memory_id, records=[twice, twice])
+
+    assert both.value.response["reason"] == "FieldValidationFailed"
+    assert both.value.response["fieldList"][0]["name"] == "namespacePath"
+    assert repeated.value.response["fieldList"][0]["name"] == "records"
+    assert "repeats" in repeated.value.response["fieldList"][0]["message"]
+    listed = _listed(clients["ops"], memory_id, namespace="/users/ada/facts")
+    assert "Ada writes twice" not in _texts(listed)

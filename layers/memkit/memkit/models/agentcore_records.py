@@ -9,7 +9,14 @@ import math
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, StrictStr, model_validator
+from pydantic import (
+    AfterValidator,
+    Field,
+    StrictStr,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from memkit.models.agentcore import (
     METADATA_PATTERN,
@@ -120,17 +127,22 @@ class BatchCreateInput(Wire):
     client_token: str | None = Field(default=None, min_length=1, max_length=500)
     record_expiry_specification: RecordExpiry | None = None
 
-    @model_validator(mode="after")
-    def _checked(self) -> BatchCreateInput:
-        spec = self.record_expiry_specification
-        if spec is not None and spec.action is not None:
-            raise ValueError("recordExpirySpecification: REMOVE does not apply when creating")
+    @field_validator("records")
+    @classmethod
+    def _identified_once(cls, records: list[RecordCreate]) -> list[RecordCreate]:
         seen: set[str] = set()
-        for record in self.records:
+        for record in records:
             if record.request_identifier in seen:
                 raise ValueError(f"requestIdentifier {record.request_identifier} repeats")
             seen.add(record.request_identifier)
-        return self
+        return records
+
+    @field_validator("record_expiry_specification")
+    @classmethod
+    def _no_removal(cls, spec: RecordExpiry | None) -> RecordExpiry | None:
+        if spec is not None and spec.action is not None:
+            raise ValueError("REMOVE does not apply when creating records")
+        return spec
 
 
 class RecordUpdate(Wire):
@@ -238,13 +250,16 @@ class NamespaceScope(Wire):
     """`namespace` (exactly) or `namespacePath` (a hierarchy): one of them."""
 
     namespace: Namespace | None = None
-    namespace_path: Namespace | None = None
+    namespace_path: Namespace | None = Field(default=None, validate_default=True)
 
-    @model_validator(mode="after")
-    def _one(self) -> NamespaceScope:
-        if (self.namespace is None) == (self.namespace_path is None):
+    @field_validator("namespace_path")
+    @classmethod
+    def _one(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if "namespace" not in info.data:  # refused already
+            return value
+        if (info.data["namespace"] is None) == (value is None):
             raise ValueError("give exactly one of namespace, namespacePath")
-        return self
+        return value
 
 
 class RetrieveInput(NamespaceScope):

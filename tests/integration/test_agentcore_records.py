@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import httpx
 import pytest
 
 from memkit.identity import ADMIN, READ, WRITE
@@ -468,3 +469,26 @@ def test_a_request_the_service_refuses_names_its_field_and_writes_nothing(
     assert "repeats" in repeated.value.response["fieldList"][0]["message"]
     listed = _listed(clients["ops"], memory_id, namespace="/users/ada/facts")
     assert "Ada writes twice" not in _texts(listed)
+
+
+def test_deleting_a_user_in_the_memory_s_namespace_takes_the_actor_s_records(
+    jwt_stack: LocalStack, clients: dict[str, Any], memory: dict[str, Any]
+) -> None:
+    ops, memory_id = clients["ops"], memory["id"]
+    (gone,) = _create(ops, memory_id, _record("d", "Dee keeps bees", "/users/dee/facts"))
+    (kept,) = _create(ops, memory_id, _record("e", "Eve keeps goats", "/users/eve/facts"))
+
+    # When memkit's own API deletes user dee in the memory's namespace
+    admin = _token(jwt_stack, "ops", ADMIN)
+    deleted = httpx.delete(
+        f"{jwt_stack.url}/v1/users/dee",
+        params={"namespace": memory_id},
+        headers={"authorization": f"Bearer {admin}"},
+        timeout=60,
+    )
+
+    # Then dee's records are gone and eve's are not
+    assert deleted.status_code == 200, deleted.text
+    with pytest.raises(ops.exceptions.ResourceNotFoundException):
+        ops.get_memory_record(memoryId=memory_id, memoryRecordId=gone)
+    assert ops.get_memory_record(memoryId=memory_id, memoryRecordId=kept)["memoryRecord"]

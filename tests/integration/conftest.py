@@ -12,6 +12,7 @@ from tests.conftest import ROOT, ApiResponse, call_api
 from tests.integration.memory_world import MemoryWorld, build_world
 
 if TYPE_CHECKING:
+    from memkit_dev.local.auth import IamPrincipal
     from memkit_dev.local.stack import LocalStack
 
 Call = Callable[..., ApiResponse]
@@ -76,6 +77,37 @@ def jwt_stack(request: pytest.FixtureRequest, dev_keys: Path) -> Iterator[LocalS
         **getattr(request.module, "JWT_STACK_OPTIONS", {}),
     }
     config = LocalStackConfig(auth="jwt", jwt=JwtSettings(data_dir=dev_keys), **options)
+    with LocalStack(config) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def iam_principals() -> tuple[IamPrincipal, IamPrincipal]:
+    """Two AWS principals of two accounts (so two tenants) an iam stack knows."""
+    from memkit_dev.local.auth import IamPrincipal
+
+    return (
+        IamPrincipal.user("111111111111", "agent-backend"),
+        IamPrincipal.user("222222222222", "agent-backend"),
+    )
+
+
+@pytest.fixture(scope="module")
+def iam_stack(
+    request: pytest.FixtureRequest, iam_principals: tuple[IamPrincipal, ...]
+) -> Iterator[LocalStack]:
+    """The local stack with `--auth iam`: SigV4 for execute-api checked by its gateway against
+    `iam_principals`' keys, one a test module; a module's IAM_STACK_OPTIONS adjust it."""
+    from memkit_dev.local.stack import LocalStack, LocalStackConfig
+
+    options = {
+        "port": 0,
+        "concurrency": 1,
+        "template": ROOT / "template.yaml",
+        "cleanup_interval_seconds": 0,
+        **getattr(request.module, "IAM_STACK_OPTIONS", {}),
+    }
+    config = LocalStackConfig(auth="iam", iam_principals=iam_principals, **options)
     with LocalStack(config) as running:
         yield running
 

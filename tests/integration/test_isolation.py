@@ -58,6 +58,60 @@ def _message(mid: str, text: str) -> dict[str, Any]:
     return {"id": mid, "role": "user", "content": text}
 
 
+# The victims' AgentCore memory and event, by user (set when the world is seeded: ids are
+# the server's).
+AGENTCORE: dict[str, tuple[str, str]] = {}
+MEMORY_BODY = {"name": "iso", "eventExpiryDuration": 30, "clientToken": "isolation"}
+EVENT_TIME = 1_750_000_000.5
+
+
+def _event_body(user: str, session: str, text: str, token: str) -> dict[str, Any]:
+    return {
+        "actorId": user,
+        "sessionId": session,
+        "eventTimestamp": EVENT_TIME,
+        "payload": [{"conversational": {"content": {"text": text}, "role": "USER"}}],
+        "metadata": {"topic": {"stringValue": "pin"}},
+        "clientToken": token,
+    }
+
+
+def _agentcore_probes(session: str, user: str) -> dict[str, list[Probe]]:
+    """Every AgentCore route, aimed at the victim's memory, actor, session and event."""
+    memory, event = AGENTCORE.get(user, ("iso-0123456789", "1750000000500#ab"))
+    m = {"memory_id": memory}
+    actor = {**m, "actor_id": user}
+    in_session = {**actor, "session_id": session}
+    one_event = {**in_session, "event_id": event}
+    return {
+        "POST /memories/create": [Probe({}, body=MEMORY_BODY)],
+        "POST /memories": [Probe({}, body={})],
+        "POST /memories/": [Probe({}, body={"maxResults": 5})],
+        "GET /memories/{memory_id}/details": [Probe(m)],
+        "PUT /memories/{memory_id}/update": [Probe(m, body={})],
+        "POST /memories/{memory_id}/events": [
+            Probe(m, body=_event_body(user, session, "planted", "planted"))
+        ],
+        "GET /memories/{memory_id}/actor/{actor_id}/sessions/{session_id}/events/{event_id}": [
+            Probe(one_event)
+        ],
+        "POST /memories/{memory_id}/actor/{actor_id}/sessions/{session_id}": [
+            Probe(in_session, body={}),
+            Probe(in_session, body={"filter": {"branch": {"name": "main"}}}),
+        ],
+        "POST /memories/{memory_id}/actor/{actor_id}/sessions": [Probe(actor, body={})],
+        "POST /memories/{memory_id}/actors": [Probe(m, body={})],
+        "POST /memories/{memory_id}/ingest": [Probe(m, body={})],
+        "POST /memories/{memory_id}/extractionJobs": [Probe(m, body={})],
+        "POST /memories/{memory_id}/extractionJobs/start": [Probe(m, body={})],
+        # deletions last (the owners' requests run in this order within a method)
+        "DELETE /memories/{memory_id}/actor/{actor_id}/sessions/{session_id}/events/{event_id}": [
+            Probe(one_event)
+        ],
+        "DELETE /memories/{memory_id}/delete": [Probe(m)],
+    }
+
+
 def _probes(session: str, user: str, record: str) -> dict[str, list[Probe]]:
     """Every non-public route, aimed at the victim's session, user and record."""
     s, u = {"session_id": session}, {"user_id": user}
@@ -158,6 +212,7 @@ def _probes(session: str, user: str, record: str) -> dict[str, list[Probe]]:
         "DELETE /v1/namespaces/{namespace}/lifecycle": [Probe({"namespace": "default"})],
         "DELETE /v1/users/{user_id}": [Probe(u)],
         "GET /v1/jobs/{job_id}": [Probe({"job_id": "01JOBOFANOTHERUSER0000000"})],
+        **_agentcore_probes(session, user),
     }
 
 
@@ -199,6 +254,24 @@ def _seed(world: MemoryWorld, who: dict[str, Any], session: str, user: str, secr
     me = {"profile": USER_PROFILE}
     ok("PUT", f"/v1/users/{user}/scratchpad", query=me, body={"content": secret})
     ok("POST", "/v1/long-term-memory/", body={"memories": [{"id": f"rec-{user}", "text": secret}]})
+    memory = AGENTCORE[user][0]
+    made = call_api(
+        world.api_handler,
+        "POST",
+        f"/memories/{memory}/events",
+        authorizer=who,
+        body=_event_body(user, session, secret, "seed"),
+    )
+    assert made.status == 201, made.body
+    AGENTCORE[user] = (memory, made.body["event"]["eventId"])
+
+
+def _agentcore_memory(world: MemoryWorld, admin: dict[str, Any], user: str) -> None:
+    made = call_api(
+        world.api_handler, "POST", "/memories/create", body=MEMORY_BODY, authorizer=admin
+    )
+    assert made.status == 202, made.body
+    AGENTCORE[user] = (made.body["memory"]["id"], "")
 
 
 def _user_profile(world: MemoryWorld, admin: dict[str, Any]) -> None:
@@ -230,6 +303,8 @@ def world(dynamodb_table: str) -> MemoryWorld:
     built = build_world(dynamodb_table, settings)
     _user_profile(built, A_ADMIN)
     _user_profile(built, B_ADMIN)
+    _agentcore_memory(built, A_ADMIN, "a2")
+    _agentcore_memory(built, B_ADMIN, "b1")
     _seed(built, A2, "s-a2", "a2", SECRET_A2)
     _seed(built, B1, "s-b", "b1", SECRET_B)
     built.settle()  # records and messages indexed: searches could find them
@@ -321,6 +396,11 @@ EXPECTED_OWNER_REFUSALS: set[tuple[str, int]] = {
     ("PATCH /v1/long-term-memory/{memory_id}", 403),
     ("POST /v1/long-term-memory/search", 403),
     ("GET /v1/jobs/{job_id}", 404),
+    # AgentCore operations memkit does not serve: ValidationException for everyone
+    ("PUT /memories/{memory_id}/update", 400),
+    ("POST /memories/{memory_id}/ingest", 400),
+    ("POST /memories/{memory_id}/extractionJobs", 400),
+    ("POST /memories/{memory_id}/extractionJobs/start", 400),
 }
 
 

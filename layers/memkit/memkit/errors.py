@@ -137,3 +137,23 @@ class Misconfigured(MemkitError):
 
     status = 500
     code = "misconfigured"
+
+
+class IdempotencyMismatch(ValidationFailed):
+    """A client token seen before, sent with other parameters (AgentCore's
+    IdempotentParameterMismatch)."""
+
+    code = "idempotent_mismatch"
+
+
+class ResourceConflict(ValidationFailed):
+    """The request names something that exists and belongs elsewhere (a session id of another
+    actor of the same memory)."""
+
+    code = "resource_conflict"
+
+
+class NotServed(BadRequest):
+    """An operation of a compatible API that memkit does not implement."""
+
+    code = "unknown_operation"

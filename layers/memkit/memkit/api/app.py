@@ -15,9 +15,11 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from aws_lambda_powertools.shared.json_encoder import Encoder
 
 from memkit import __version__
+from memkit.api.agentcore_errors import agentcore_error, speaks_agentcore
 from memkit.api.context import charge, services_of
 from memkit.api.responses import error_response
 from memkit.api.routes import (
+    agentcore,
     health,
     lifecycle,
     long_term,
@@ -52,6 +54,7 @@ ROUTERS = (
     prompt.router,
     users.router,
     lifecycle.router,
+    agentcore.router,
 )
 
 
@@ -104,6 +107,28 @@ def _warned(app: APIGatewayHttpResolver, response: Response[Any]) -> Response[An
     if isinstance(caller, Caller) and not caller.authenticated:
         response.headers[WARNING_HEADER] = UNAUTHENTICATED_WARNING
     return response
+
+
+def refuse(
+    app: APIGatewayHttpResolver,
+    status: int,
+    code: str,
+    detail: str,
+    problems: list[FieldProblem] | None = None,
+    retry_after: int | None = None,
+) -> Response[str]:
+    """The one error body of memkit's routes, or AgentCore's error shape on AgentCore's
+    routes (memkit.api.agentcore_errors): whatever failed, a client reads it as it expects."""
+    path = app.current_event.path
+    if speaks_agentcore(path):
+        shaped = agentcore_error(path, status, code, detail, problems, retry_after)
+        return Response(
+            status_code=shaped.status,
+            content_type="application/json",
+            body=shaped.body,
+            headers=shaped.headers,
+        )
+    return error_response(status, code, detail, problems, retry_after=retry_after)
 
 
 def authorize(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Response[Any]:
@@ -170,14 +195,10 @@ def build_app() -> APIGatewayHttpResolver:
         if exc.status >= 500:
             logger.error("request failed", extra={"code": exc.code, "reason": exc.detail})
             detail = "the service is not available" + ("; retry later" if exc.retry_after else "")
-            refusal = error_response(exc.status, exc.code, detail, retry_after=exc.retry_after)
-            return _warned(app, refusal)
+            return _warned(app, refuse(app, exc.status, exc.code, detail, None, exc.retry_after))
         logger.info("request refused", extra={"code": exc.code, "status": exc.status})
         return _warned(
-            app,
-            error_response(
-                exc.status, exc.code, exc.detail, exc.errors, retry_after=exc.retry_after
-            ),
+            app, refuse(app, exc.status, exc.code, exc.detail, exc.errors, exc.retry_after)
         )
 
     @app.exception_handler(RequestValidationError)
@@ -185,18 +206,18 @@ def build_app() -> APIGatewayHttpResolver:
         # Unreadable bodies never get here: the handler's guard answers them first (400/415).
         problems = _invalid_fields(app.context.get("_route"), exc.errors())
         return _warned(
-            app, error_response(422, "validation_error", "the request is not valid", problems)
+            app, refuse(app, 422, "validation_error", "the request is not valid", problems)
         )
 
     @app.not_found
     def not_found(exc: NotFoundError) -> Response[str]:
-        return error_response(404, "not_found", "no such route")
+        return refuse(app, 404, "not_found", "no such route")
 
     @app.exception_handler(Exception)
     def unexpected(exc: Exception) -> Response[str]:
         # The type only: an exception's text may quote stored content.
         logger.error("unhandled error", extra={"error_type": type(exc).__name__})
-        return _warned(app, error_response(500, "internal_error", "internal error"))
+        return _warned(app, refuse(app, 500, "internal_error", "internal error"))
 
     return app
 

@@ -18,7 +18,7 @@ from memkit.models.prompt import PromptRequest
 from memkit.service.profiles import ProfileService
 from memkit.service.scratchpad import ScratchpadService
 from memkit.service.sessions import SessionService
-from memkit.store.protocol import RecordStore, SessionStore, Store
+from memkit.store.protocol import AgentCoreStore, RecordStore, SessionStore, Store
 
 if TYPE_CHECKING:
     from memkit.embeddings.protocol import Embedder
@@ -26,13 +26,15 @@ if TYPE_CHECKING:
     from memkit.jobs.forget import Forgetting
     from memkit.jobs.policies import PolicyService
     from memkit.jobs.users import UserDeletion
+    from memkit.service.agentcore import AgentCoreService
     from memkit.service.long_term import LongTermService
     from memkit.service.tools import ToolService
     from memkit.vectors.protocol import VectorIndex
 
 
-class SessionsAndScratchpads(Store, SessionStore, RecordStore, Protocol):
-    """A store that keeps all of them (DynamoStore), and the request quotas."""
+class SessionsAndScratchpads(Store, SessionStore, RecordStore, AgentCoreStore, Protocol):
+    """A store that keeps all of them (DynamoStore), AgentCore's memories, and the request
+    quotas."""
 
     def take_request(self, tenant: str, limit: int) -> float | None: ...
 
@@ -69,6 +71,13 @@ class Services:
         from memkit.service.long_term import LongTermService
 
         return LongTermService(self.store, self.index, self.embedder)
+
+    @cached_property
+    def agentcore(self) -> AgentCoreService:
+        """AgentCore Memory's operations (memkit.service.agentcore), built on first use."""
+        from memkit.service.agentcore import AgentCoreService
+
+        return AgentCoreService(self.store, self.sessions)
 
     @cached_property
     def tools(self) -> ToolService:

@@ -64,6 +64,25 @@ ROUTE_SCOPES: dict[str, str | None] = {
     "DELETE /v1/namespaces/{namespace}/lifecycle": ADMIN,
     "DELETE /v1/users/{user_id}": ADMIN,
     "GET /v1/jobs/{job_id}": ADMIN,
+    # AgentCore Memory: the control plane's memory configuration (an agent reads its memory's
+    # strategies; making and deleting memories is an admin's) ...
+    "POST /memories/create": ADMIN,
+    "POST /memories": READ,
+    "POST /memories/": READ,
+    "GET /memories/{memory_id}/details": READ,
+    "DELETE /memories/{memory_id}/delete": ADMIN,
+    "PUT /memories/{memory_id}/update": ADMIN,
+    # ... and the data plane's events, sessions and actors (actorId is a user: memory:admin
+    # may name any of its tenant's)
+    "POST /memories/{memory_id}/events": WRITE,
+    "GET /memories/{memory_id}/actor/{actor_id}/sessions/{session_id}/events/{event_id}": READ,
+    "DELETE /memories/{memory_id}/actor/{actor_id}/sessions/{session_id}/events/{event_id}": WRITE,
+    "POST /memories/{memory_id}/actor/{actor_id}/sessions/{session_id}": READ,
+    "POST /memories/{memory_id}/actor/{actor_id}/sessions": READ,
+    "POST /memories/{memory_id}/actors": READ,
+    "POST /memories/{memory_id}/ingest": WRITE,
+    "POST /memories/{memory_id}/extractionJobs": READ,
+    "POST /memories/{memory_id}/extractionJobs/start": WRITE,
 }
 
 # The MCP function's routes (memkit.handlers.mcp). POST /mcp needs memory:read;

@@ -8,15 +8,24 @@ from typing import Any
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from memkit.api.agentcore_errors import agentcore_refusal, speaks_agentcore
 from memkit.api.app import app
 from memkit.api.context import Services
 from memkit.api.guard import body_problem, too_large_to_return
 from memkit.api.responses import refusal
+from memkit.api.routes.agentcore import routable
+from memkit.errors import MemkitError
 from memkit.handlers.http import after_invocation
 from memkit.handlers.wiring import production_services
 from memkit.observability import drop_disabled_metrics, logger, metrics
 
 Handler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
+
+
+def _refusal(event: dict[str, Any], error: MemkitError) -> dict[str, Any]:
+    """A request refused before routing, in the shape its API's clients read."""
+    path = str(event.get("rawPath") or "")
+    return agentcore_refusal(path, error) if speaks_agentcore(path) else refusal(error)
 
 
 def make_lambda_handler(services: Callable[[], Services] = production_services) -> Handler:
@@ -31,14 +40,16 @@ def make_lambda_handler(services: Callable[[], Services] = production_services) 
         try:
             problem = body_problem(event)
             if problem is not None:
-                return refusal(problem)
+                return _refusal(event, problem)
             app.append_context(services=services)
+            if speaks_agentcore(str(event.get("rawPath") or "")):
+                event = routable(event)
             response = app.resolve(event, context)
             oversized = too_large_to_return(response)
             if oversized is not None:
                 logger.warning("response too large", extra={"status": response["statusCode"]})
                 metrics.add_metric(name="ResponseTooLarge", unit="Count", value=1)
-                return refusal(oversized)
+                return _refusal(event, oversized)
             return response
         finally:
             after_invocation()

@@ -587,6 +587,22 @@ class SessionService:
         metrics.add_metric(name="MessagesAppended", unit="Count", value=len(outcome["new"]))
         return AppendResult(meta, created, outcome["new"], outcome["already"], outcome["pruned"])
 
+    def remove_messages(self, owner: Owner, session_id: str, message_ids: list[str]) -> list[str]:
+        """Delete these messages of the session (those it holds); the ids deleted. The session
+        stays, with its count lowered (an AgentCore DeleteEvent)."""
+        outcome: dict[str, list[str]] = {"removed": []}
+
+        def change(state: SessionWriteState, meta: SessionMeta) -> SessionChange:
+            if state.meta is None:
+                raise NotFound(f"session {session_id!r} does not exist")
+            removed = [message_id for message_id in message_ids if message_id in state.stored]
+            outcome["removed"] = removed
+            updated = replace(meta, message_count=max(0, meta.message_count - len(removed)))
+            return SessionChange(owner=owner, meta=updated, delete_messages=removed)
+
+        self._write(owner, session_id, list(message_ids), None, None, change)
+        return outcome["removed"]
+
     def delete(self, owner: Owner, session_id: str) -> int:
         """Remove the session and every item of it (messages, memories, its scratchpad), and
         its messages' vectors from the index at once (the stream's removals come later)."""

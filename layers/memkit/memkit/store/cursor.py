@@ -17,8 +17,11 @@ def encode_cursor(last_evaluated_key: dict[str, Any] | None) -> str | None:
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def decode_cursor(cursor: str | None, partition_key: str) -> dict[str, Any] | None:
-    """The start key a cursor stands for; 400 for anything not issued for this partition."""
+def decode_cursor(
+    cursor: str | None, partition_key: str, attribute: str = "PK"
+) -> dict[str, Any] | None:
+    """The start key a cursor stands for; 400 for anything not issued for this partition
+    (`attribute`: the key attribute naming it, GSI2PK for a listing of that index)."""
     if cursor is None or cursor == "":
         return None
     try:
@@ -29,7 +32,7 @@ def decode_cursor(cursor: str | None, partition_key: str) -> dict[str, Any] | No
     valid = (
         isinstance(key, dict)
         and all(isinstance(v, dict) and set(v) == {"S"} for v in key.values())
-        and key.get("PK", {}).get("S") == partition_key
+        and key.get(attribute, {}).get("S") == partition_key
     )
     if not valid:
         raise BadRequest("invalid cursor", [FieldProblem("cursor", "not a cursor for this list")])

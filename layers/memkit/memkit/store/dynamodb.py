@@ -20,6 +20,7 @@ from memkit.models.domain import (
     Scratchpad,
 )
 from memkit.store import keys
+from memkit.store.agentcore import AgentCoreTable
 from memkit.store.cursor import decode_cursor, encode_cursor
 from memkit.store.expiry import ExpiryTable
 from memkit.store.failures import translated
@@ -31,11 +32,14 @@ from memkit.store.users import UserTable
 from memkit.times import now_iso
 
 
-class DynamoStore(ExpiryTable, ForgettingTable, UserTable, ReindexTable, QuotaTable):
+class DynamoStore(
+    ExpiryTable, ForgettingTable, UserTable, ReindexTable, QuotaTable, AgentCoreTable
+):
     """memkit's single table: scratchpads and profiles here, sessions in SessionTable,
     long-term records in RecordTable, background curation's reads in CurationTable, and the
     lifecycle's in ExpiryTable, ForgettingTable, UserTable and ReindexTable (each a
-    CurationTable), the request quotas in QuotaTable."""
+    CurationTable), the request quotas in QuotaTable, AgentCore's memories and event reads in
+    AgentCoreTable."""
 
     # -- reads -------------------------------------------------------------------------------
 

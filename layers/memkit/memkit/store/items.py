@@ -59,6 +59,8 @@ class ItemClasses:
     memory: Any
     record: Any
     index_state: Any
+    agent_memory: Any
+    agent_actor: Any
     # For TransactWrite: the same botocore client, timeouts and retries as the items.
     connection: Connection
 
@@ -247,6 +249,19 @@ def bind_items(
         failed_us = NumberAttribute(null=True)
         reason = UnicodeAttribute(null=True)
 
+    class AgentMemoryItem(TableItem, discriminator="agentcore_memory"):
+        """An AgentCore memory's configuration (memkit.service.agentcore), its spec as JSON."""
+
+        memory_id = UnicodeAttribute()
+        name = UnicodeAttribute()
+        spec = UnicodeAttribute()
+
+    class AgentActorItem(TableItem, discriminator="agentcore_actor"):
+        """An actor (a user) of an AgentCore memory: what ListActors lists."""
+
+        memory_id = UnicodeAttribute()
+        actor_id = UnicodeAttribute()
+
     # Connect the base class first: PynamoDB gives each subclass that connects before its base
     # a connection of its own, and each connection builds a botocore client (~60 ms).
     connection = TableItem._get_connection().connection
@@ -259,5 +274,7 @@ def bind_items(
         MemoryItem,
         RecordItem,
         IndexStateItem,
+        AgentMemoryItem,
+        AgentActorItem,
         connection,
     )

@@ -12,6 +12,12 @@
     session by expiry   GSI3PK EXP#<shard>                 GSI3SK <expires_at>#<PK>
     record by namespace GSI3PK T#<tenant>#RECS#<namespace> GSI3SK <user_id>#<created µs>#<id>
     request quota       PK T#<tenant>#QUOTA                       SK M#<epoch minute>
+    AgentCore memory    PK T#<tenant>#ACMEM                       SK M#<memory_id>
+    its actor           PK T#<tenant>#ACACT#<memory_id>           SK A#<actor_id>
+
+An AgentCore memory (memkit.service.agentcore) is a tenant's configuration item; its events are
+a session's messages in the namespace named by the memory id, its actors are users, each
+listed once in the memory's actor partition (ListActors) when its first session is written.
 
 GSI3 is the lifecycle index: a session document that expires is listed by its expiry time
 (sharded, so no one partition takes every session's writes) and a cleanup run reads only the
@@ -213,3 +219,30 @@ def user_records_prefix(user_id: str | None) -> str:
 
 def record_listing_sk(user_id: str | None, created_us: int, record_id: str) -> str:
     return f"{user_records_prefix(user_id)}{created_us:0{TIME_DIGITS}d}#{part(record_id)}"
+
+
+# -- AgentCore (memkit.service.agentcore) ----------------------------------------------------
+
+
+def agent_memories_pk(tenant: str) -> str:
+    """The partition of a tenant's AgentCore memories (ListMemories is one Query of it)."""
+    return f"T#{part(tenant)}#ACMEM"
+
+
+def agent_memory_key(tenant: str, memory_id: str) -> Key:
+    return agent_memories_pk(tenant), f"M#{part(memory_id)}"
+
+
+def agent_actors_pk(tenant: str, memory_id: str) -> str:
+    """The partition listing the actors of one AgentCore memory."""
+    return f"T#{part(tenant)}#ACACT#{part(memory_id)}"
+
+
+def agent_actor_key(tenant: str, memory_id: str, actor_id: str) -> Key:
+    return agent_actors_pk(tenant, memory_id), f"A#{part(actor_id)}"
+
+
+def message_order_prefix(created_at_us: int, message_id_prefix: str) -> str:
+    """The LSI1 sort keys of a session's messages written at `created_at_us` whose ids start
+    with `message_id_prefix` (an AgentCore event's payloads) all start with this."""
+    return f"{ORDER_PREFIX}{created_at_us:0{TIME_DIGITS}d}#{part(message_id_prefix)}"

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from memkit.models.agentcore import AgentMemory, Listing, MemoryPage
 from memkit.models.domain import (
     Content,
     JsonObject,
@@ -223,3 +224,39 @@ class RecordStore(Protocol):
         """Up to `count` live messages before and after the one at `order` in its session,
         oldest first."""
         ...
+
+
+class AgentCoreStore(Protocol):
+    """What AgentCore needs of the table besides sessions (memkit.store.agentcore)."""
+
+    def create_agent_memory(self, tenant: str, memory: AgentMemory) -> None: ...
+
+    def get_agent_memory(self, tenant: str, memory_id: str) -> AgentMemory | None: ...
+
+    def delete_agent_memory(self, tenant: str, memory_id: str) -> bool: ...
+
+    def list_agent_memories(self, tenant: str, limit: int, token: str | None) -> MemoryPage: ...
+
+    def note_actor(
+        self, tenant: str, memory_id: str, actor_id: str, expires_at: int | None
+    ) -> None: ...
+
+    def list_actors(
+        self, tenant: str, memory_id: str, limit: int, token: str | None
+    ) -> Listing: ...
+
+    def has_actor(self, tenant: str, memory_id: str, actor_id: str) -> bool: ...
+
+    def list_actor_sessions(
+        self, owner: Owner, limit: int, token: str | None, with_events: bool
+    ) -> Listing: ...
+
+    def messages_with_prefix(
+        self, owner: Owner, session_id: str, created_at_us: int, id_prefix: str
+    ) -> list[StoredMessage]: ...
+
+    def session_log(
+        self, owner: Owner, session_id: str, token: str | None, newest_first: bool
+    ) -> Iterator[StoredMessage] | None: ...
+
+    def log_token(self, owner: Owner, session_id: str, message: StoredMessage) -> str: ...

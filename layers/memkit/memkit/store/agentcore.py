@@ -1,0 +1,235 @@
+"""AgentCore memories on DynamoDB: their configuration items, their actors, and the reads of
+a session's log that AgentCore's events need (an event is a run of a session's messages:
+memkit.service.agentcore). Keys in keys.py; items never leave this module."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from pynamodb.exceptions import DoesNotExist
+
+from memkit.errors import BadRequest, FieldProblem, VersionConflict
+from memkit.models.agentcore import AgentMemory, Listing, MemoryPage, SessionSummary
+from memkit.models.domain import Owner, StoredMessage
+from memkit.store import keys
+from memkit.store.cursor import decode_cursor, encode_cursor
+from memkit.store.failures import translated
+from memkit.store.sessions import SessionTable
+from memkit.times import now_iso
+
+LOG_PAGE = 200
+
+
+def _token_problem(field: str = "nextToken") -> BadRequest:
+    return BadRequest("invalid nextToken", [FieldProblem(field, "not a token of this list")])
+
+
+class AgentCoreTable(SessionTable):
+    """AgentCore's configuration items and the event reads over session logs."""
+
+    # -- memories ----------------------------------------------------------------------------
+
+    def create_agent_memory(self, tenant: str, memory: AgentMemory) -> None:
+        """Store a new memory; VersionConflict when its id exists already."""
+        pk, sk = keys.agent_memory_key(tenant, memory.memory_id)
+        stamp = now_iso(memory.created_at)
+        item = self._items.agent_memory(
+            pk,
+            sk,
+            tenant=tenant,
+            namespace=memory.memory_id,
+            created_at=stamp,
+            updated_at=stamp,
+            memory_id=memory.memory_id,
+            name=memory.name,
+            spec=json.dumps(memory.as_json(), ensure_ascii=False, separators=(",", ":")),
+        )
+        with translated("create memory"):
+            item.save(condition=self._items.agent_memory.pk.does_not_exist())
+
+    def get_agent_memory(self, tenant: str, memory_id: str) -> AgentMemory | None:
+        pk, sk = keys.agent_memory_key(tenant, memory_id)
+        with translated("read memory"):
+            try:
+                item = self._items.agent_memory.get(pk, sk, consistent_read=True)
+            except DoesNotExist:
+                return None
+        return AgentMemory.from_json(json.loads(item.spec))
+
+    def delete_agent_memory(self, tenant: str, memory_id: str) -> bool:
+        pk, sk = keys.agent_memory_key(tenant, memory_id)
+        item_cls = self._items.agent_memory
+        try:
+            with translated("delete memory"):
+                item_cls(pk, sk).delete(condition=item_cls.pk.exists(), add_version_condition=False)
+        except VersionConflict:
+            return False
+        return True
+
+    def list_agent_memories(self, tenant: str, limit: int, token: str | None) -> MemoryPage:
+        items, last = self._page(
+            self._items.agent_memory, keys.agent_memories_pk(tenant), limit, token
+        )
+        memories = [AgentMemory.from_json(json.loads(item.spec)) for item in items]
+        return MemoryPage(memories, encode_cursor(last))
+
+    def _page(
+        self, item_cls: Any, pk: str, limit: int, token: str | None
+    ) -> tuple[list[Any], dict[str, Any] | None]:
+        """One page of partition `pk` from `token`: its items and DynamoDB's last key."""
+        start = self._start(token, pk)
+        with translated("list"):
+            results = item_cls.query(
+                pk, limit=limit, last_evaluated_key=start, consistent_read=True
+            )
+            return list(results), results.last_evaluated_key
+
+    # -- actors ------------------------------------------------------------------------------
+
+    def note_actor(
+        self, tenant: str, memory_id: str, actor_id: str, expires_at: int | None
+    ) -> None:
+        """List `actor_id` among the memory's actors (idempotent; it lives as long as the
+        actor's newest session)."""
+        pk, sk = keys.agent_actor_key(tenant, memory_id, actor_id)
+        stamp = now_iso(self._clock())
+        item = self._items.agent_actor(
+            pk,
+            sk,
+            tenant=tenant,
+            namespace=memory_id,
+            created_at=stamp,
+            updated_at=stamp,
+            expires_at=expires_at,
+            memory_id=memory_id,
+            actor_id=actor_id,
+        )
+        with translated("write actor"):
+            item.save(add_version_condition=False)
+
+    def list_actors(self, tenant: str, memory_id: str, limit: int, token: str | None) -> Listing:
+        """A page of the memory's actors (live ones), in id order."""
+        pk = keys.agent_actors_pk(tenant, memory_id)
+        items, last = self._page(self._items.agent_actor, pk, limit, token)
+        actors = [item.actor_id for item in items if self._live(item)]
+        return Listing(actors, encode_cursor(last))
+
+    def has_actor(self, tenant: str, memory_id: str, actor_id: str) -> bool:
+        key = keys.agent_actor_key(tenant, memory_id, actor_id)
+        return self._live(self._batch_get([key]).get(key))
+
+    # -- sessions ----------------------------------------------------------------------------
+
+    def list_actor_sessions(
+        self, owner: Owner, limit: int, token: str | None, with_events: bool
+    ) -> Listing:
+        """A page of the actor's (owner.user_id's) live sessions in the namespace, newest
+        first; `with_events`: only those holding at least one message (one BatchGetItem of
+        the page's sessions)."""
+        assert owner.user_id is not None
+        session_cls = self._items.session
+        hash_key = keys.sessions_by_user(owner.tenant, owner.namespace, owner.user_id)
+        start = self._start(token, hash_key, "GSI2PK")
+        live = session_cls.expires_at.does_not_exist() | (session_cls.expires_at > self._clock())
+        with translated("list sessions"):
+            results = session_cls.by_user.query(
+                hash_key,
+                filter_condition=live,
+                scan_index_forward=False,
+                limit=limit,
+                last_evaluated_key=start,
+            )
+            items = list(results)
+            last = results.last_evaluated_key
+        if with_events and items:
+            metas = self._batch_get(
+                keys.session_key(owner.tenant, owner.namespace, item.session_id) for item in items
+            )
+            items = [
+                item
+                for item in items
+                if int(
+                    getattr(
+                        metas.get(keys.session_key(owner.tenant, owner.namespace, item.session_id)),
+                        "message_count",
+                        0,
+                    )
+                    or 0
+                )
+                > 0
+            ]
+        summaries = [
+            SessionSummary(
+                session_id=item.session_id,
+                actor_id=owner.user_id,
+                created_at=int(item.gsi2sk.split("#", 1)[0]) / 1_000_000,
+            )
+            for item in items
+        ]
+        return Listing(summaries, encode_cursor(last))
+
+    # -- a session's log, as events read it --------------------------------------------------
+
+    def messages_with_prefix(
+        self, owner: Owner, session_id: str, created_at_us: int, id_prefix: str
+    ) -> list[StoredMessage]:
+        """The live session's messages written at `created_at_us` whose ids start with
+        `id_prefix`, in order (one Query): an event's payloads."""
+        meta_item = self._owned_meta_item(owner, session_id)
+        if meta_item is None:
+            return []
+        meta = self._to_meta(meta_item)
+        pk = keys.session_pk(owner.tenant, owner.namespace, session_id)
+        prefix = keys.message_order_prefix(created_at_us, id_prefix)
+        with translated("read event"):
+            results = self._items.base.by_order.query(
+                pk,
+                range_key_condition=self._items.base.order.startswith(prefix),
+                consistent_read=True,
+            )
+            return [self._to_message(item) for item in results if self._belongs(item, meta)]
+
+    def session_log(
+        self, owner: Owner, session_id: str, token: str | None, newest_first: bool
+    ) -> Iterator[StoredMessage] | None:
+        """The live session's whole log from `token` (a log_token; None: its start), lazily;
+        None when the session does not exist."""
+        pk = keys.session_pk(owner.tenant, owner.namespace, session_id)
+        start = self._start(token, pk)
+        if start is not None and set(start) != {"PK", "SK", "LSI1SK"}:
+            raise _token_problem()
+        meta_item = self._owned_meta_item(owner, session_id)
+        if meta_item is None:
+            return None
+        meta = self._to_meta(meta_item)
+
+        def read() -> Iterator[StoredMessage]:
+            with translated("read events"):
+                log = self._log(owner, meta, not newest_first, LOG_PAGE, start)
+                for item in log:
+                    yield self._to_message(item)
+
+        return read()
+
+    @staticmethod
+    def log_token(owner: Owner, session_id: str, message: StoredMessage) -> str:
+        """A token that resumes session_log right after `message`."""
+        pk = keys.session_pk(owner.tenant, owner.namespace, session_id)
+        key = {
+            "PK": {"S": pk},
+            "SK": {"S": keys.message_sk(message.id)},
+            "LSI1SK": {"S": message.order},
+        }
+        token = encode_cursor(key)
+        assert token is not None
+        return token
+
+    @staticmethod
+    def _start(token: str | None, pk: str, attribute: str = "PK") -> dict[str, Any] | None:
+        """The start key a nextToken stands for; a ValidationException for any other."""
+        try:
+            return decode_cursor(token, pk, attribute)
+        except BadRequest as exc:
+            raise _token_problem() from exc

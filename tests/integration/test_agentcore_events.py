@@ -467,3 +467,61 @@ def test_a_tenants_spent_quota_is_a_throttled_exception(dynamodb_table: str) -> 
     assert refused.headers["x-amzn-ErrorType"] == "ThrottledException"
     assert int(refused.headers["Retry-After"]) >= 1
     assert "requests a minute" in refused.body["message"]
+
+
+def test_another_actors_session_is_none_of_this_actors(api: Any) -> None:
+    memory = _memory(api)
+    bobs = _event(api, memory, "bob's words", who=BOB, actorId="bob", sessionId="b1")
+    event_id = bobs.body["event"]["eventId"]
+    path = f"/memories/{memory}/actor/ada/sessions/b1"
+
+    listed = api("POST", path, body={})
+    got = api("GET", f"{path}/events/{event_id}")
+    deleted = api("DELETE", f"{path}/events/{event_id}")
+
+    assert listed.body == {"events": []}
+    assert got.status == 404
+    assert deleted.status == 404
+    assert (
+        api("GET", f"/memories/{memory}/actor/bob/sessions/b1/events/{event_id}", BOB).status == 200
+    )
+
+
+def test_a_blank_turn_is_refused_naming_it(api: Any) -> None:
+    memory = _memory(api)
+
+    refused = _event(api, memory, "   ")
+
+    assert refused.status == 400
+    assert refused.body["fieldList"][0]["name"] == "payload.0.conversational.content.text"
+
+
+def test_a_page_of_events_stops_before_it_outgrows_a_lambda_answer(api: Any) -> None:
+    memory = _memory(api)
+    big = [_turn("x" * 90_000), _turn("y" * 90_000, "ASSISTANT")]
+    for n in range(40):  # 7 MB of turns in all
+        made = _event(api, memory, "", payload=big, eventTimestamp=T0 + n)
+        assert made.status == 201, made.body
+
+    first = _list(api, memory, maxResults=100)
+
+    assert first.status == 200
+    assert 0 < len(first.body["events"]) < 40
+    rest = _list(api, memory, maxResults=100, nextToken=first.body["nextToken"])
+    assert len(first.body["events"]) + len(rest.body["events"]) == 40
+
+
+def test_a_memory_too_large_for_one_item_is_refused_not_a_storage_failure(api: Any) -> None:
+    huge = {"semanticOverride": {"extraction": {"appendToPrompt": "x" * 200_000}}}
+    strategy = {"customMemoryStrategy": {"name": "mine", "configuration": huge}}
+
+    refused = api(
+        "POST",
+        "/memories/create",
+        OPS,
+        body={"name": "big", "eventExpiryDuration": 3, "memoryStrategies": [strategy]},
+    )
+
+    assert refused.status == 400
+    assert refused.body["fieldList"][0]["name"] == "memoryStrategies"
+    assert api("POST", "/memories", OPS, body={}).body == {"memories": []}

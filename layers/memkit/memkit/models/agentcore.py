@@ -27,7 +27,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from memkit.models.session import as_utc
+from memkit.models.session import as_utc, not_blank
 
 # The service model's patterns, anchored (botocore's are matched whole).
 MEMORY_NAME_PATTERN = r"^[a-zA-Z][a-zA-Z0-9_]{0,47}$"
@@ -188,9 +188,14 @@ class Role(StrEnum):
 
 
 class TextContent(Wire):
-    """The Content union: text is its one member."""
+    """The Content union: text is its one member (memkit keeps no blank message)."""
 
     text: StrictStr = Field(min_length=1, max_length=MAX_TEXT)
+
+    @field_validator("text")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        return not_blank(value)
 
 
 class Conversational(Wire):

@@ -35,6 +35,7 @@ from memkit.errors import (
     IdempotencyMismatch,
     NotFound,
     ResourceConflict,
+    TooLarge,
     ValidationFailed,
     VersionConflict,
 )
@@ -53,6 +54,7 @@ from memkit.models.agentcore import (
     Role,
     StrategyKind,
 )
+from memkit.models.budget import LIST_BYTE_BUDGET
 from memkit.models.domain import Owner, StoredMessage
 from memkit.models.session import MAX_FUTURE_SECONDS, AppendMessages, Message
 from memkit.observability import metrics
@@ -68,6 +70,10 @@ DATA_ROLE = "data"
 # Messages a ListEvents call reads at most (filters may skip many): past it the page ends
 # early, with a nextToken, as AWS's own lists may.
 SCAN_BUDGET = 2_000
+# A memory's configuration is one item (DynamoDB's 400 KB, with room to spare).
+MAX_MEMORY_BYTES = 190_000
+# A page of events stops adding events past this many bytes (a Lambda answer holds 6 MB).
+EVENTS_BYTE_BUDGET = LIST_BYTE_BUDGET
 ALPHANUMERICS = string.ascii_letters + string.digits
 SESSION_NAMESPACE = "/strategies/{memoryStrategyId}/actors/{actorId}/sessions/{sessionId}"
 # Each strategy's namespace when CreateMemory names none (AgentCore's defaults).
@@ -295,6 +301,12 @@ class AgentCoreService:
             strategies=tuple(strategies),
             indexed_keys=tuple(k.model_dump(by_alias=True) for k in body.indexed_keys or ()),
         )
+        size = len(json.dumps(memory.as_json(), ensure_ascii=False).encode())
+        if size > MAX_MEMORY_BYTES:
+            raise TooLarge(
+                f"the memory's configuration takes {size} bytes; at most {MAX_MEMORY_BYTES}",
+                [FieldProblem("memoryStrategies", "descriptions and configurations too large")],
+            )
         try:
             self._store.create_agent_memory(tenant, memory)
         except VersionConflict:
@@ -455,6 +467,7 @@ class AgentCoreService:
             chain = [(wanted.branch.name, None)]
         events: list[AgentEvent] = []
         gathered: list[StoredMessage] = []
+        size = 0
 
         def accept(event: AgentEvent) -> bool:
             nonlocal chain
@@ -484,11 +497,14 @@ class AgentCoreService:
         for read, message in enumerate(log, start=1):
             if gathered and _event_key(gathered[0]) != _event_key(message):
                 event = close()
-                boundary = gathered[-1]
-                gathered = []
                 if event is not None:
                     events.append(event)
-                if len(events) >= body.max_results or read > SCAN_BUDGET:
+                    if body.include_payloads:
+                        size += sum(m.response_bytes for m in gathered)
+                boundary = gathered[-1]
+                gathered = []
+                full = len(events) >= body.max_results or size > EVENTS_BYTE_BUDGET
+                if full or read > SCAN_BUDGET:
                     return EventPage(events, token_after(boundary))
             gathered.append(message)
         if gathered:

@@ -12,7 +12,7 @@ from pynamodb.exceptions import DoesNotExist
 
 from memkit.errors import BadRequest, FieldProblem, VersionConflict
 from memkit.models.agentcore import AgentMemory, Listing, MemoryPage, SessionSummary
-from memkit.models.domain import Owner, StoredMessage
+from memkit.models.domain import Owner, SessionMeta, StoredMessage
 from memkit.store import keys
 from memkit.store.cursor import decode_cursor, encode_cursor
 from memkit.store.failures import translated
@@ -172,15 +172,23 @@ class AgentCoreTable(SessionTable):
 
     # -- a session's log, as events read it --------------------------------------------------
 
+    def _actor_session(self, owner: Owner, session_id: str) -> SessionMeta | None:
+        """The live session if it is the actor's (owner.user_id's): a session of another
+        actor of the memory is none of this actor's, as one that does not exist."""
+        key = keys.session_key(owner.tenant, owner.namespace, session_id)
+        item = self._batch_get([key]).get(key)
+        if item is None or not self._live(item) or item.user_id != owner.user_id:
+            return None
+        return self._to_meta(item)
+
     def messages_with_prefix(
         self, owner: Owner, session_id: str, created_at_us: int, id_prefix: str
     ) -> list[StoredMessage]:
         """The live session's messages written at `created_at_us` whose ids start with
         `id_prefix`, in order (one Query): an event's payloads."""
-        meta_item = self._owned_meta_item(owner, session_id)
-        if meta_item is None:
+        meta = self._actor_session(owner, session_id)
+        if meta is None:
             return []
-        meta = self._to_meta(meta_item)
         pk = keys.session_pk(owner.tenant, owner.namespace, session_id)
         prefix = keys.message_order_prefix(created_at_us, id_prefix)
         with translated("read event"):
@@ -200,10 +208,9 @@ class AgentCoreTable(SessionTable):
         start = self._start(token, pk)
         if start is not None and set(start) != {"PK", "SK", "LSI1SK"}:
             raise _token_problem()
-        meta_item = self._owned_meta_item(owner, session_id)
-        if meta_item is None:
+        meta = self._actor_session(owner, session_id)
+        if meta is None:
             return None
-        meta = self._to_meta(meta_item)
 
         def read() -> Iterator[StoredMessage]:
             with translated("read events"):

@@ -61,8 +61,19 @@ def _message(mid: str, text: str) -> dict[str, Any]:
 # The victims' AgentCore memory and event, by user (set when the world is seeded: ids are
 # the server's).
 AGENTCORE: dict[str, tuple[str, str]] = {}
-MEMORY_BODY = {"name": "iso", "eventExpiryDuration": 30, "clientToken": "isolation"}
+# The victims' AgentCore records, by user: one the probes read, change and delete, one a
+# batch deletes.
+AGENTCORE_RECORDS: dict[str, tuple[str, str]] = {}
+MEMORY_BODY = {
+    "name": "iso",
+    "eventExpiryDuration": 30,
+    "clientToken": "isolation",
+    "memoryStrategies": [
+        {"semanticMemoryStrategy": {"name": "notes", "namespaces": ["/users/{actorId}/notes"]}}
+    ],
+}
 EVENT_TIME = 1_750_000_000.5
+NO_RECORD = "mem-" + "0" * 40
 
 
 def _event_body(user: str, session: str, text: str, token: str) -> dict[str, Any]:
@@ -76,6 +87,64 @@ def _event_body(user: str, session: str, text: str, token: str) -> dict[str, Any
     }
 
 
+def _record_body(user: str, text: str, ident: str) -> dict[str, Any]:
+    return {
+        "records": [
+            {
+                "requestIdentifier": ident,
+                "namespaces": [f"/users/{user}/notes"],
+                "content": {"text": text},
+                "timestamp": EVENT_TIME,
+            }
+        ],
+        "clientToken": f"seed-{ident}",
+    }
+
+
+def _record_probes(memory: str, user: str) -> dict[str, list[Probe]]:
+    """Every AgentCore record route, aimed at the victim's records."""
+    record, doomed = AGENTCORE_RECORDS.get(user, (NO_RECORD, NO_RECORD))
+    m = {"memory_id": memory}
+    one = {**m, "record_id": record}
+    query = {"searchQuery": "secret bank vault code"}
+    return {
+        "POST /memories/{memory_id}/retrieve": [
+            Probe(m, body={"namespacePath": "/", "searchCriteria": query}),
+            Probe(m, body={"namespace": f"/users/{user}/notes", "searchCriteria": query}),
+        ],
+        "POST /memories/{memory_id}/memoryRecords": [
+            Probe(m, body={"namespacePath": "/"}),
+            Probe(m, body={"namespace": f"/users/{user}/notes"}),
+        ],
+        "GET /memories/{memory_id}/memoryRecord/{record_id}": [
+            Probe(one),
+            Probe(one, {"namespace": f"/users/{user}/notes"}),
+        ],
+        "POST /memories/{memory_id}/memoryRecords/batchCreate": [
+            Probe(m, body=_record_body(user, "planted", "planted"))
+        ],
+        "POST /memories/{memory_id}/memoryRecords/batchUpdate": [
+            Probe(
+                m,
+                body={
+                    "records": [
+                        {
+                            "memoryRecordId": record,
+                            "timestamp": EVENT_TIME,
+                            "content": {"text": "overwritten"},
+                            "namespaces": [f"/users/{user}/notes"],
+                        }
+                    ]
+                },
+            )
+        ],
+        "POST /memories/{memory_id}/memoryRecords/batchDelete": [
+            Probe(m, body={"records": [{"memoryRecordId": doomed}]})
+        ],
+        "DELETE /memories/{memory_id}/memoryRecords/{record_id}": [Probe(one)],
+    }
+
+
 def _agentcore_probes(session: str, user: str) -> dict[str, list[Probe]]:
     """Every AgentCore route, aimed at the victim's memory, actor, session and event."""
     memory, event = AGENTCORE.get(user, ("iso-0123456789", "1750000000500#ab"))
@@ -84,6 +153,7 @@ def _agentcore_probes(session: str, user: str) -> dict[str, list[Probe]]:
     in_session = {**actor, "session_id": session}
     one_event = {**in_session, "event_id": event}
     return {
+        **_record_probes(memory, user),
         "POST /memories/create": [Probe({}, body=MEMORY_BODY)],
         "POST /memories": [Probe({}, body={})],
         "POST /memories/": [Probe({}, body={"maxResults": 5})],
@@ -264,6 +334,19 @@ def _seed(world: MemoryWorld, who: dict[str, Any], session: str, user: str, secr
     )
     assert made.status == 201, made.body
     AGENTCORE[user] = (memory, made.body["event"]["eventId"])
+    records = []
+    for ident in ("kept", "doomed"):
+        created = call_api(
+            world.api_handler,
+            "POST",
+            f"/memories/{memory}/memoryRecords/batchCreate",
+            authorizer=who,
+            body=_record_body(user, secret, ident),
+        )
+        assert created.status == 201, created.body
+        assert created.body["failedRecords"] == [], created.body
+        records.append(created.body["successfulRecords"][0]["memoryRecordId"])
+    AGENTCORE_RECORDS[user] = (records[0], records[1])
 
 
 def _agentcore_memory(world: MemoryWorld, admin: dict[str, Any], user: str) -> None:

@@ -4,8 +4,7 @@ processes, as on AWS."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ import httpx
 import pytest
 
 from memkit_dev.local.stack import LocalStack, LocalStackConfig
+from tests.waits import eventually
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,15 +29,6 @@ def stack() -> Iterator[LocalStack]:
     )
     with LocalStack(config) as running:
         yield running
-
-
-def eventually(check: Callable[[], Any], timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        found = check()
-        if found or time.monotonic() > deadline:
-            return found
-        time.sleep(0.1)
 
 
 def test_a_long_session_is_summarised_and_titled_in_the_background(stack: LocalStack) -> None:
@@ -58,7 +49,7 @@ def test_a_long_session_is_summarised_and_titled_in_the_background(stack: LocalS
             document = http.get("/v1/working-memory/garden").json()
             return document if document["context"] and document["title"] else None
 
-        document = eventually(curated)
+        document = eventually(curated, timeout=30)
 
     assert document is not None, "no summary and title after 30 s"
     assert document["title"] == "Can you help me plan my balcony garden?"

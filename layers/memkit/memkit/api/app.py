@@ -20,6 +20,7 @@ from memkit.api.context import charge, services_of
 from memkit.api.responses import error_response
 from memkit.api.routes import (
     agentcore,
+    agentcore_records,
     health,
     lifecycle,
     long_term,
@@ -55,6 +56,7 @@ ROUTERS = (
     users.router,
     lifecycle.router,
     agentcore.router,
+    agentcore_records.router,
 )
 
 

@@ -83,6 +83,14 @@ ROUTE_SCOPES: dict[str, str | None] = {
     "POST /memories/{memory_id}/ingest": WRITE,
     "POST /memories/{memory_id}/extractionJobs": READ,
     "POST /memories/{memory_id}/extractionJobs/start": WRITE,
+    # ... and its long-term records (a caller without memory:admin: its own actor's)
+    "POST /memories/{memory_id}/retrieve": READ,
+    "POST /memories/{memory_id}/memoryRecords": READ,
+    "GET /memories/{memory_id}/memoryRecord/{record_id}": READ,
+    "DELETE /memories/{memory_id}/memoryRecords/{record_id}": WRITE,
+    "POST /memories/{memory_id}/memoryRecords/batchCreate": WRITE,
+    "POST /memories/{memory_id}/memoryRecords/batchUpdate": WRITE,
+    "POST /memories/{memory_id}/memoryRecords/batchDelete": WRITE,
 }
 
 # The MCP function's routes (memkit.handlers.mcp). POST /mcp needs memory:read;

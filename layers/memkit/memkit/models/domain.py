@@ -294,6 +294,8 @@ class StoredRecord:
     discrete_memory_extracted: str = "f"
     version: int = 0
     indexing: IndexState = "pending"
+    # When the record expires (epoch seconds; the table's TTL): None, never.
+    expires_at: int | None = None
 
     @property
     def created_us(self) -> int:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from memkit.embeddings.protocol import Embedder, EmbeddingFailed
 from memkit.embeddings.wordpiece import words
@@ -279,6 +279,14 @@ class _Found:
     source: MessageRef | None = None
 
 
+class Match(NamedTuple):
+    """A record a search found, its score, and its place among the index's hits."""
+
+    record: StoredRecord
+    score: float
+    position: int
+
+
 def _within(distance: float, threshold: float | None) -> bool:
     return threshold is None or distance <= threshold
 
@@ -521,6 +529,43 @@ class LongTermService:
             next_offset=next_offset if more else None,
         )
 
+    def matching(
+        self,
+        tenant: str,
+        conditions: Sequence[Condition],
+        *,
+        query: str = "",
+        depth: int,
+        offset: int = 0,
+    ) -> tuple[list[Match], int]:
+        """Records meeting every condition, read back from the table and re-checked: with
+        a `query`, the `depth` nearest by meaning (cosine similarity as the score, counted
+        as accessed); without one, `depth` of them newest first from `offset` (score 0).
+        Also how many index hits were read: each match's `position` counts among them (a
+        hit whose record is gone, or no longer meets the conditions, is left out)."""
+        index = self._index()
+        text = query.strip()
+        if text:
+            vector = self.query_vector(drop_function_words(text))
+            hits = index.search(tenant, vector, depth, conditions)
+        else:
+            hits = index.browse(tenant, depth, offset, conditions)
+        found = [_Found(h, max(0.0, min(1.0, h.score)) if text else 0.0) for h in hits]
+        loaded = {
+            item.hit.id: item.record
+            for item in self._load(tenant, found, conditions)
+            if item.record is not None
+        }
+        stamp, stale = self._touch(tenant, list(loaded.values())) if text else ("", set())
+        matches = []
+        for position, item in enumerate(found):
+            record = loaded.pop(item.hit.id, None)
+            if record is not None:
+                if record.id in stale:
+                    record = replace(record, last_accessed=stamp)
+                matches.append(Match(record, item.score, position))
+        return matches, len(hits)
+
     def _ranked(
         self,
         tenant: str,
@@ -614,20 +659,8 @@ class LongTermService:
         self, tenant: str, shown: list[_Found], memories: list[MemoryHit]
     ) -> list[MemoryHit]:
         """Mark the records shown as accessed now (see `search`); the views say so too."""
-        now = self._clock()
-        stamp, before = now_iso(now), now_iso(now - ACCESS_RESOLUTION_SECONDS)
-        stale = {
-            item.record.id
-            for item in shown
-            if item.record is not None
-            and (item.record.last_accessed is None or item.record.last_accessed < before)
-        }
+        stamp, stale = self._touch(tenant, [item.record for item in shown if item.record])
         if not stale:
-            return memories
-        try:
-            self._store.touch_records(tenant, sorted(stale), stamp, before)
-        except (StoreUnavailable, Throttled):
-            logger.warning("record access not recorded", extra={"records": len(stale)})
             return memories
         return [
             m.model_copy(update={"last_accessed": stamp})
@@ -635,6 +668,21 @@ class LongTermService:
             else m
             for m in memories
         ]
+
+    def _touch(self, tenant: str, records: Sequence[StoredRecord]) -> tuple[str, set[str]]:
+        """Set `last_accessed` to now on the records last accessed over an hour ago: the
+        time written, and the ids it was written on (none when the table refused)."""
+        now = self._clock()
+        stamp, before = now_iso(now), now_iso(now - ACCESS_RESOLUTION_SECONDS)
+        stale = {r.id for r in records if r.last_accessed is None or r.last_accessed < before}
+        if not stale:
+            return stamp, stale
+        try:
+            self._store.touch_records(tenant, sorted(stale), stamp, before)
+        except (StoreUnavailable, Throttled):
+            logger.warning("record access not recorded", extra={"records": len(stale)})
+            return stamp, set()
+        return stamp, stale
 
     def _recency(self, request: SearchRequest) -> dict[str, float] | None:
         if not request.recency_boost:

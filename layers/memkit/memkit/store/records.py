@@ -86,6 +86,7 @@ class RecordTable(SessionTable):
             metadata=_dumps(record.metadata) if record.metadata else None,
             extracted=record.discrete_memory_extracted,
             written_us=record.written_us,
+            expires_at=record.expires_at,
             gsi1pk=keys.records_by_hash(tenant, record.namespace, record.memory_hash),
             gsi1sk=f"{record.created_us:0{keys.TIME_DIGITS}d}#{keys.part(record.id)}",
             gsi3pk=keys.records_by_namespace(tenant, record.namespace),
@@ -117,6 +118,7 @@ class RecordTable(SessionTable):
             written_us=written_us,
             version=int(item.version or 0),
             indexing=_index_state(state, written_us),
+            expires_at=int(item.expires_at) if item.expires_at is not None else None,
         )
 
     # -- reads -------------------------------------------------------------------------------

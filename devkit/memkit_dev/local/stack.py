@@ -36,6 +36,7 @@ from memkit_dev.local.dynamodb import MotoDynamoDB, dynamodb_client
 from memkit_dev.local.dynamodb_local import DynamoDBLocal, Unavailable, prepare
 from memkit_dev.local.functions import FunctionSpec, LocalFunction
 from memkit_dev.local.gateway import Cors, HttpApiGateway, http_api_routes
+from memkit_dev.local.meter import METER_VARIABLE
 from memkit_dev.local.opensearch import LoopbackOpenSearch
 from memkit_dev.local.queues import QueuePump, create_queues, queue_pump_for
 from memkit_dev.local.schedule import ScheduleTimer, function_timeout
@@ -117,6 +118,9 @@ class LocalStackConfig:
     # jwt: the claims holding the tenant and the user (MEMKIT_TENANT_CLAIM, _USER_CLAIM).
     tenant_claim: str = DEV_TENANT_CLAIM
     user_claim: str = "sub"
+    # Meter every function invocation into this folder (memkit_dev.local.meter): durations,
+    # DynamoDB capacity units, SQS sends; None: no metering.
+    meter_dir: Path | None = None
     # Origins a browser page may call the API from (the template's CorsAllowedOrigins:
     # comma-separated, or *); empty: no CORS, as the template's default.
     cors_allowed_origins: str = ""
@@ -213,6 +217,8 @@ class LocalStack:
             if resource == MCP_FUNCTION and isinstance(self.authorizer, JwtAuthorizer):
                 environment["MEMKIT_JWT_AUDIENCE"] = self._jwt_settings().audience
                 environment["MEMKIT_JWT_JWKS"] = self.authorizer.key_set()
+        if config.meter_dir is not None:
+            environment[METER_VARIABLE] = str(config.meter_dir)
         if config.auth == "iam" and config.iam_tenant_pattern:
             environment["MEMKIT_IAM_TENANT_PATTERN"] = config.iam_tenant_pattern
         if WORK_QUEUE in self.queue_urls:

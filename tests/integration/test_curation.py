@@ -14,6 +14,7 @@ from botocore.stub import Stubber
 
 from memkit.handlers.curator import make_lambda_handler as make_curator_handler
 from memkit.handlers.worker import make_lambda_handler as make_worker_handler
+from memkit.jobs.agentcore_extraction import StrategyExtraction
 from memkit.jobs.curation import Curator, Job, Policy, Queueing
 from memkit.service.long_term import LongTermService
 from memkit_dev.local.event_filter import passes
@@ -66,7 +67,12 @@ class Curation:
         long_term = LongTermService(
             self.world.store, lambda: self.world.vector_index, lambda: self.world.embedder
         )
-        curator = Curator(self.world.store, long_term, model or self.model, POLICY)
+        chosen = model or self.model
+        # As production wires it: an AgentCore memory's sessions run its strategies.
+        agentcore = StrategyExtraction(
+            self.world.store, self.world.store, long_term, chosen, POLICY.merge_distance
+        )
+        curator = Curator(self.world.store, long_term, chosen, POLICY, agentcore=agentcore)
         handler = make_worker_handler(lambda: curator)
         messages = self.sqs.receive_message(
             QueueUrl=self.queue_url, MaxNumberOfMessages=10, AttributeNames=["All"]
@@ -385,3 +391,130 @@ def test_a_close_fact_merges_only_when_the_model_confirms(
         assert nurse["text"] == "Ada works as a nurse in Lisbon"
     else:  # unrelated facts are never merged into one
         assert nurse["topics"] == ["work"]
+
+
+# -- AgentCore: a memory's strategies run on its events (docs/agentcore.md "Extraction") -----
+
+
+def _agentcore_memory(world: MemoryWorld) -> dict[str, str]:
+    """A memory with a strategy of each kind memkit runs; its id and strategy ids by name."""
+    strategies = [
+        {"semanticMemoryStrategy": {"name": "facts", "namespaces": ["/users/{actorId}/facts"]}},
+        {"userPreferenceMemoryStrategy": {"name": "prefs"}},
+        {"episodicMemoryStrategy": {"name": "episodes"}},
+        {
+            "summaryMemoryStrategy": {
+                "name": "sums",
+                "namespaces": ["/summaries/{actorId}/{sessionId}"],
+            }
+        },
+    ]
+    body = {"name": "agent", "eventExpiryDuration": 30, "memoryStrategies": strategies}
+    made = world.api("POST", "/memories/create", body=body)
+    assert made.status == 202, made.body
+    memory = made.body["memory"]
+    return {"id": memory["id"], **{s["name"]: s["strategyId"] for s in memory["strategies"]}}
+
+
+def _event(world: MemoryWorld, memory: str, *turns: tuple[str, str], **extra: Any) -> None:
+    payload = [{"conversational": {"content": {"text": t}, "role": r}} for r, t in turns]
+    body = {
+        "actorId": "ada",
+        "sessionId": "s1",
+        "eventTimestamp": 1_780_000_000,
+        "payload": payload,
+        **extra,
+    }
+    made = world.api("POST", f"/memories/{memory}/events", body=body)
+    assert made.status == 201, made.body
+
+
+def _retrieve(world: MemoryWorld, memory: str, namespace: str) -> list[dict[str, Any]]:
+    body = {"namespace": namespace, "searchCriteria": {"searchQuery": "Ada", "topK": 10}}
+    found = world.api("POST", f"/memories/{memory}/retrieve", body=body)
+    assert found.status == 200, found.body
+    return list(found.body["memoryRecordSummaries"])
+
+
+def test_an_agentcore_memory_s_strategies_mine_its_events_into_their_namespaces(
+    curation: Curation,
+) -> None:
+    world = curation.world
+    memory = _agentcore_memory(world)
+    _event(world, memory["id"], ("USER", "My PIN is 9911."), extractionMode="SKIP")
+    _event(
+        world,
+        memory["id"],
+        ("USER", "I moved to Lisbon last week. I work as a nurse. I prefer tea to coffee."),
+        ("ASSISTANT", "Congratulations on the move!"),
+    )
+    jobs = curation.curate()
+    facts = {
+        "memories": [
+            {"text": "Ada works as a nurse", "memory_type": "semantic"},
+            {
+                "text": "Ada moved to Lisbon",
+                "memory_type": "episodic",
+                "event_date": "2026-05-10T00:00:00Z",
+            },
+        ]
+    }
+    prefs = {"memories": [{"text": "Ada prefers tea to coffee", "memory_type": "semantic"}]}
+    summary = "Ada moved to Lisbon and works as a nurse; she prefers tea."
+    # (then the session's title, memkit's own curation of every session)
+    model = _converse_model([json.dumps(facts), json.dumps(prefs), summary, "Moving"])
+
+    # When the worker runs the extraction job the event queued
+    response = curation.work(model=model)
+    world.settle()
+
+    # Then each strategy's records are in its namespace, with its strategy id
+    assert [job.kind for job in jobs].count("extract") >= 1
+    assert response == {"batchItemFailures": []}
+    in_facts = _retrieve(world, memory["id"], "/users/ada/facts")
+    assert [r["content"]["text"] for r in in_facts] == ["Ada works as a nurse"]
+    assert in_facts[0]["memoryStrategyId"] == memory["facts"]
+    prefs_space = f"/strategies/{memory['prefs']}/actors/ada"
+    assert [r["content"]["text"] for r in _retrieve(world, memory["id"], prefs_space)] == [
+        "Ada prefers tea to coffee"
+    ]
+    episodes = f"/strategies/{memory['episodes']}/actors/ada/sessions/s1"
+    assert [r["content"]["text"] for r in _retrieve(world, memory["id"], episodes)] == [
+        "Ada moved to Lisbon"
+    ]
+    summaries = _retrieve(world, memory["id"], "/summaries/ada/s1")
+    assert [r["content"]["text"] for r in summaries] == [summary]
+    assert summaries[0]["memoryStrategyId"] == memory["sums"]
+    # and every message of the session, the SKIP event's too, has been read
+    log = world.api(
+        "GET", "/v1/working-memory/s1/messages", query={"limit": 100, "namespace": memory["id"]}
+    ).body
+    assert {m["discrete_memory_extracted"] for m in log["messages"]} == {"t"}
+
+
+def test_an_agentcore_extraction_run_again_writes_no_second_record(curation: Curation) -> None:
+    world = curation.world
+    memory = _agentcore_memory(world)
+    _event(world, memory["id"], ("USER", "I work as a nurse."))
+    curation.curate()
+    facts = json.dumps({"memories": [{"text": "Ada works as a nurse", "memory_type": "semantic"}]})
+    prefs = json.dumps({"memories": []})
+    curation.work(model=_converse_model([facts, prefs, "Ada is a nurse."]))
+    world.settle()
+
+    # When a later event says it again and the model finds the same fact
+    _event(world, memory["id"], ("USER", "As I said, I work as a nurse."))
+    curation.curate()
+    again = json.dumps({"memories": [{"text": "Ada works as a nurse.", "memory_type": "semantic"}]})
+    answers = [again, prefs, "Ada is a nurse, she says.", "Work"]  # the last: a title
+    response = curation.work(model=_converse_model(answers))
+    world.settle()
+
+    # Then the namespace holds it once, and the session's summary is one record, updated
+    assert response == {"batchItemFailures": []}
+    assert [r["content"]["text"] for r in _retrieve(world, memory["id"], "/users/ada/facts")] == [
+        "Ada works as a nurse"
+    ]
+    assert [r["content"]["text"] for r in _retrieve(world, memory["id"], "/summaries/ada/s1")] == [
+        "Ada is a nurse, she says."
+    ]

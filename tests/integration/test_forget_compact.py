@@ -19,6 +19,7 @@ from memkit.jobs.phases import Deadline
 from memkit.jobs.policies import PolicyPhase
 from memkit.llm.local import LocalModel
 from memkit.models.domain import Owner
+from memkit.service.agentcore_mapping import record_tags
 from memkit.service.long_term import LongTermService
 from tests.integration.memory_world import MemoryWorld
 
@@ -288,6 +289,32 @@ def test_near_duplicates_are_flagged_not_merged_with_the_local_model(world: Memo
     assert (pair["a"], pair["b"]) == ("tea", "tea2")
     assert 0 <= pair["distance"] < 0.15
     assert present(world, "tea", "tea2", "cello") == {"tea", "tea2", "cello"}
+
+
+def test_agentcore_records_are_compacted_only_within_their_namespace(world: MemoryWorld) -> None:
+    # Given near duplicates of one actor in a memory's namespace: two in one AgentCore
+    # namespace, one in another (docs/agentcore.md "Record mapping": tags in topics)
+    memory = "agent-0123456789"
+
+    def tags(namespace: str) -> list[str]:
+        return list(record_tags(namespace, "facts-0123456789", {}, None))
+
+    remember(
+        world,
+        record("tea", "Ada likes green tea.", namespace=memory, topics=tags("/users/ada/facts")),
+        record(
+            "tea2", "Ada really likes green tea.", namespace=memory, topics=tags("/users/ada/facts")
+        ),
+        record(
+            "tea3", "Ada likes green tea a lot.", namespace=memory, topics=tags("/users/ada/prefs")
+        ),
+    )
+
+    response = world.api("POST", COMPACT, query={"namespace": memory, "dry_run": "false"})
+
+    # Then only the pair of one namespace is a near duplicate
+    assert response.status == 200, response.body
+    assert [(p["a"], p["b"]) for p in response.body["flagged"]] == [("tea", "tea2")]
 
 
 def test_compaction_of_one_user_leaves_the_others(world: MemoryWorld) -> None:

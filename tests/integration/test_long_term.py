@@ -8,6 +8,7 @@ import copy
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import boto3
 import pytest
 
 from tests.integration.memory_world import MemoryWorld
@@ -322,6 +323,33 @@ def test_a_ttl_remove_deletes_the_vector(world: MemoryWorld) -> None:
 
     assert world.index([ttl_remove]) == {"batchItemFailures": []}
     assert "m1" not in world.index_ids()
+
+
+def test_a_record_removed_by_its_ttl_leaves_no_index_state(
+    world: MemoryWorld, dynamodb_table: str
+) -> None:
+    # Given a record indexed (its index state beside it), then removed by the table's TTL
+    world.api("POST", "/v1/long-term-memory/", body={"memories": [{"id": "r1", "text": "tea"}]})
+    world.settle()
+    insert = next(r for r in world.last_batch if r["dynamodb"]["Keys"]["SK"]["S"] == "RECORD")
+    table = boto3.client("dynamodb", region_name="us-east-1")
+    keys = insert["dynamodb"]["Keys"]
+    table.delete_item(TableName=dynamodb_table, Key=keys)  # what the TTL process does
+    ttl_remove = copy.deepcopy(insert)
+    ttl_remove["eventName"] = "REMOVE"
+    ttl_remove["dynamodb"]["OldImage"] = ttl_remove["dynamodb"].pop("NewImage")
+    ttl_remove["dynamodb"]["SequenceNumber"] = "9" + insert["dynamodb"]["SequenceNumber"]
+    ttl_remove["userIdentity"] = {"type": "Service", "principalId": "dynamodb.amazonaws.com"}
+
+    # When the indexer reads the removal
+    assert world.index([ttl_remove]) == {"batchItemFailures": []}
+
+    # Then the vector and the index state are gone with the record
+    assert "r1" not in world.index_ids()
+    state = table.get_item(
+        TableName=dynamodb_table, Key={**keys, "SK": {"S": "INDEX"}}, ConsistentRead=True
+    )
+    assert "Item" not in state
 
 
 def test_an_expiry_refresh_embeds_nothing(world: MemoryWorld) -> None:

@@ -353,6 +353,7 @@ def production_queueing() -> Queueing:
 
 @lru_cache(maxsize=1)
 def production_curator() -> Curator:
+    from memkit.jobs.agentcore_extraction import StrategyExtraction
     from memkit.jobs.curation import Curator
     from memkit.service.long_term import LongTermService
 
@@ -362,7 +363,9 @@ def production_curator() -> Curator:
     index = configured_index(settings, settings.region, lambda: embedder)
     long_term = LongTermService(store, index, lambda: embedder)
     model = memory_model_for(settings, settings.region)
-    return Curator(store, long_term, model, curation_policy(settings))
+    policy = curation_policy(settings)
+    agentcore = StrategyExtraction(store, store, long_term, model, policy.merge_distance)
+    return Curator(store, long_term, model, policy, agentcore=agentcore)
 
 
 @lru_cache(maxsize=1)

@@ -41,6 +41,7 @@ from memkit.models.lifecycle import (
 )
 from memkit.models.memory import MAX_TAGS, MemoryResults, SearchMode, SearchRequest
 from memkit.observability import logger, metrics
+from memkit.service.agentcore_mapping import agentcore_scope
 from memkit.service.long_term import check_size
 from memkit.store.protocol import user_records_start
 from memkit.times import now_iso
@@ -291,12 +292,15 @@ class Compaction:
             ),
             access=False,
         )
+        # An AgentCore record's near duplicates are in its own namespace and strategy.
+        scope = agentcore_scope(record.topics)
         return [
             hit
             for hit in found.memories
             if hit.id != record.id
             and hit.user_id == record.user_id
             and hit.memory_type != "message"
+            and agentcore_scope(hit.topics) == scope
         ]
 
     def _merge(

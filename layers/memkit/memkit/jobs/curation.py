@@ -30,8 +30,9 @@ from typing import Any, Literal, Protocol
 
 from memkit.errors import NotFound, VersionConflict
 from memkit.ids import new_ulid
+from memkit.jobs.agentcore_extraction import SessionLog, StrategyExtraction, names_a_memory
+from memkit.jobs.chunks import in_chunks
 from memkit.llm.protocol import (
-    AnswerCutShort,
     Extracted,
     MemoryModel,
     Strategy,
@@ -119,7 +120,7 @@ class Job:
         )
 
 
-class CurationStore(Protocol):
+class CurationStore(SessionLog, Protocol):
     """What curation reads and writes of sessions (DynamoStore's CurationTable)."""
 
     def session_meta(self, owner: Owner, session_id: str) -> SessionMeta | None: ...
@@ -129,14 +130,6 @@ class CurationStore(Protocol):
     def first_messages(
         self, owner: Owner, meta: SessionMeta, count: int
     ) -> list[StoredMessage]: ...
-
-    def unextracted_messages(
-        self, owner: Owner, meta: SessionMeta, limit: int
-    ) -> list[StoredMessage]: ...
-
-    def mark_extracted(
-        self, owner: Owner, meta: SessionMeta, message_ids: Sequence[str]
-    ) -> None: ...
 
     def save_meta(self, owner: Owner, meta: SessionMeta) -> SessionMeta: ...
 
@@ -192,7 +185,10 @@ def jobs_for(
     def job(kind: JobKind, delay: int = 0) -> Job:
         return Job(kind, new.tenant, new.namespace, new.session_id, new.updated_at, delay)
 
-    jobs = [job("extract", policy.quiet_seconds)] if policy.extract else []
+    # An AgentCore memory's sessions are extracted by its strategies, whose summaries any
+    # model can write (memkit.jobs.agentcore_extraction).
+    extract = policy.extract or names_a_memory(new.namespace)
+    jobs = [job("extract", policy.quiet_seconds)] if extract else []
     if not new.title and new.message_count >= 2:
         jobs.append(job("title"))
     if view_tokens() >= policy.threshold * policy.window_tokens:
@@ -251,12 +247,14 @@ class Curator:
         model: MemoryModel,
         policy: Policy = Policy(),
         clock: Callable[[], float] = time.time,
+        agentcore: StrategyExtraction | None = None,
     ) -> None:
         self._store = store
         self._long_term = long_term
         self._model = model
         self._policy = policy
         self._clock = clock
+        self._agentcore = agentcore
 
     def run(self, job: Job) -> str:
         """Do the job; what came of it, in a word (for logs and metrics, no content)."""
@@ -370,23 +368,22 @@ class Curator:
     def _extract(self, owner: Owner, meta: SessionMeta, job: Job) -> str:
         if meta.updated_at > job.stamp:
             return "not quiet"  # a newer write queued its own job
+        if self._agentcore is not None:
+            agent_memory = self._agentcore.memory_of(owner.tenant, meta.namespace)
+            if agent_memory is not None:
+                return self._agentcore.extract(owner, meta, agent_memory, self._store)
         if not self._model.capabilities.extract:
             return "unsupported"
         strategy, instructions = _strategy(meta.strategy)
         found = 0
         pending = self._store.unextracted_messages(owner, meta, EXTRACT_LIMIT)
-        chunks = [pending[i : i + EXTRACT_CHUNK] for i in range(0, len(pending), EXTRACT_CHUNK)]
         kept: set[str] = set()
-        while chunks:
-            chunk = chunks.pop(0)
-            try:
-                memories = self._model.extract(_turns(chunk), strategy, instructions)
-            except AnswerCutShort:
-                if len(chunk) == 1:
-                    raise
-                half = len(chunk) // 2
-                chunks[:0] = [chunk[:half], chunk[half:]]  # fewer turns, a shorter answer
-                continue
+
+        def ask(chunk: list[StoredMessage]) -> list[Extracted]:
+            return self._model.extract(_turns(chunk), strategy, instructions)
+
+        def keep(chunk: list[StoredMessage], memories: list[Extracted]) -> None:
+            nonlocal found
             for memory in memories:
                 key = fact_key(memory.text)
                 if key in kept:  # said twice in this job: once is enough
@@ -395,6 +392,8 @@ class Curator:
                 found += self._keep(owner, meta, memory, chunk)
             # Marked only once what the model found in them is stored.
             self._store.mark_extracted(owner, meta, [m.id for m in chunk])
+
+        in_chunks(pending, EXTRACT_CHUNK, ask, keep)
         logger.info("extracted", extra={"messages": len(pending), "memories": found})
         return "extracted" if pending else "nothing new"
 

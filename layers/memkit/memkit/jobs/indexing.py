@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeGuard
 
 from memkit.embeddings.protocol import RETRYABLE, Embedder, EmbeddingFailed
+from memkit.errors import StoreUnavailable, Throttled
 from memkit.models.domain import MessageRef, PendingMemoryRef, StoredRecord
 from memkit.models.memory import MemoryRecordIn
 from memkit.models.session import MemoryType
@@ -75,6 +76,8 @@ class IndexerStore(Protocol):
     ) -> int: ...
 
     def mark_promoted(self, ref: PendingMemoryRef, record_json: str, persisted_at: str) -> bool: ...
+
+    def drop_orphan_states(self, tenant: str, record_ids: Sequence[str]) -> None: ...
 
 
 Indexed = RecordValue | MessageValue
@@ -400,6 +403,7 @@ class Indexer:
             ttl = sum(1 for change in removed.values() if change.ttl)
             if ttl:
                 metrics.add_metric(name="ExpiredDocsRemoved", unit="Count", value=ttl)
+            self._drop_expired_states(list(removed.values()))
 
         for tenant, state in states.items():
             try:
@@ -409,6 +413,20 @@ class Indexer:
                 for change, _ in doc_changes.values():
                     if isinstance(change.subject, RecordValue) and change.tenant == tenant:
                         outcome.fail(change.sequences, "index state not written")
+
+    def _drop_expired_states(self, removed: Sequence[_Change]) -> None:
+        """Delete the index states of records the table's TTL removed (a deletion by a
+        caller takes its record's state with it; an expiry takes only the record). A state
+        left behind is harmless, so a failure here is logged, not retried."""
+        expired: dict[str, list[str]] = {}
+        for change in removed:
+            if change.ttl and isinstance(change.subject, RecordValue):
+                expired.setdefault(change.tenant, []).append(change.subject.ref.record_id)
+        for tenant, record_ids in expired.items():
+            try:
+                self._store.drop_orphan_states(tenant, record_ids)
+            except (StoreUnavailable, Throttled):
+                logger.warning("expired index states kept", extra={"records": len(record_ids)})
 
     def _touch_turns_after(
         self, changes: Sequence[_Change], outcome: BatchOutcome, handled: Collection[object]

@@ -269,6 +269,13 @@ def read_tags(topics: Iterable[str]) -> RecordTags:
     return RecordTags(namespace, strategy, expiry, marked)
 
 
+def agentcore_scope(topics: Iterable[str]) -> tuple[str | None, str | None] | None:
+    """Where an AgentCore record is (its namespace and strategy); None for memkit's own
+    records. Compaction merges only records of one scope."""
+    tags = read_tags(topics)
+    return (tags.namespace, tags.strategy_id) if tags.agentcore else None
+
+
 # -- where a search looks ----------------------------------------------------------------------
 
 

@@ -318,7 +318,7 @@ class RecordTable(SessionTable):
         """Record that these record versions are searchable (`versions`) or could not be
         indexed (`failures`: version, reason without content). A state never goes back to
         an older version (each UpdateItem is conditional on it), and a record deleted
-        meanwhile keeps none (`_drop_orphan_states`)."""
+        meanwhile keeps none (`drop_orphan_states`)."""
 
         def update(record_id: str, field: str, version: int, reason: str | None) -> bool:
             values: dict[str, Any] = {
@@ -346,9 +346,9 @@ class RecordTable(SessionTable):
         if not jobs:
             return
         _concurrently(lambda job: update(*job), jobs)
-        self._drop_orphan_states(tenant, list(dict.fromkeys(job[0] for job in jobs)))
+        self.drop_orphan_states(tenant, list(dict.fromkeys(job[0] for job in jobs)))
 
-    def _drop_orphan_states(self, tenant: str, record_ids: Sequence[str]) -> None:
+    def drop_orphan_states(self, tenant: str, record_ids: Sequence[str]) -> None:
         """Delete the index states just written for records that are gone (an UpdateItem
         creates the state item; the record may have been deleted after the indexer read
         it). Checked after the write, with a consistent read (one BatchGetItem per 100

@@ -273,6 +273,10 @@ def main() -> None:
         events = ACTORS * SESSIONS * TURNS
         events_phase = Phase(meter_dir, begin).close(_settle(stack, meter_dir))
         tokens_after_events = _indexed_tokens(stack)
+        pages = agent.get_paginator("list_memory_records").paginate(
+            memoryId=memory_id, namespacePath="/"
+        )
+        extracted = sum(len(page["memoryRecordSummaries"]) for page in pages)
 
         # Records: RECORDS facts written by BatchCreateMemoryRecords.
         begin = time.time()
@@ -321,6 +325,12 @@ def main() -> None:
     retrieval_unit = _unit_costs(retrievals_phase, RETRIEVALS, memory_sizes)
     retrieval_unit["embed_tokens"] = query_tokens / RETRIEVALS
 
+    report(
+        "agentcore.events.records_extracted",
+        1000 * extracted / events,
+        "per 1,000 events",
+        "the local model writes summaries only",
+    )
     _report_unit("events", event_unit)
     _report_unit("records", record_unit)
     _report_unit("retrievals", retrieval_unit)

@@ -21,8 +21,9 @@ agentcore SDK pins its own dependencies, so it runs in an environment of its own
 
 The "model" is a rule-based stand-in, so the example runs with no network: a statement is
 noted; a question is answered from the long-term memories AgentCore (or memkit) extracted
-from earlier sessions, and "what did I just say?" from this session's last turns. Put your
-model where `answer(...)` is.
+from earlier sessions (facts and preferences; summaries of sessions, the one strategy the
+local stack's model can run), and "what did I just say?" from this session's last turns. Put
+your model where `answer(...)` is.
 """
 
 from __future__ import annotations
@@ -42,10 +43,15 @@ from memkit.client.agentcore import configure_from_env
 MEMORY_NAME = "SupportAgentMemory"
 FACTS = "/users/{actorId}/facts"
 PREFERENCES = "/users/{actorId}/preferences"
+SUMMARIES = "/summaries/{actorId}/{sessionId}"
 STRATEGIES = [
     {"semanticMemoryStrategy": {"name": "facts", "namespaces": [FACTS]}},
     {"userPreferenceMemoryStrategy": {"name": "preferences", "namespaces": [PREFERENCES]}},
+    {"summaryMemoryStrategy": {"name": "summaries", "namespaces": [SUMMARIES]}},
 ]
+# Where a question looks, best first: the actor's facts and preferences, then the summaries
+# of all its sessions (a path: every namespace under it).
+RECALL = [FACTS, PREFERENCES, "/summaries/{actorId}"]
 
 
 def find_or_make_memory(session: boto3.Session, name: str) -> str:
@@ -62,9 +68,10 @@ def find_or_make_memory(session: boto3.Session, name: str) -> str:
 
 
 def recall(conversation: MemorySession, actor: str, question: str) -> list[str]:
-    """The long-term memories of `actor` that best match `question`: facts, then preferences."""
+    """The long-term memories of `actor` that best match `question`: facts, preferences,
+    then what earlier sessions were about."""
     found: list[str] = []
-    for template in (FACTS, PREFERENCES):
+    for template in RECALL:
         namespace = template.replace("{actorId}", actor)
         records = conversation.search_long_term_memories(
             query=question, namespace_path=namespace, top_k=3

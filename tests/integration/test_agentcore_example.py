@@ -14,7 +14,9 @@ import pytest
 from memkit.identity import ADMIN
 from memkit_dev.local.auth import mint
 from memkit_dev.local.stack import LocalStack
+from tests.agentcore import agentcore_client
 from tests.conftest import ROOT
+from tests.waits import eventually
 
 pytestmark = pytest.mark.integration
 EXAMPLE = ROOT / "examples" / "agentcore_agent.py"
@@ -73,3 +75,35 @@ def test_the_sdk_agent_stores_its_turns_in_memkit_and_reads_them_back(
     memory = first.stdout.split()[1]
     assert memory.startswith("SupportAgentMemory-")
     assert again.stdout.split()[1] == memory
+
+
+def test_a_later_session_answers_from_what_extraction_made_of_an_earlier_one(
+    jwt_stack: LocalStack, dev_keys: Path
+) -> None:
+    # Given the agent told something in one session
+    token = mint(dev_keys, "ops", "default", [ADMIN])
+    told = run_agent(
+        jwt_stack, token, "--actor", "bob", "--session", "monday", "I drink green tea every morning"
+    )
+    assert told.returncode == 0, told.stderr
+    memory_id = told.stdout.split()[1].rstrip(",")
+
+    # When memkit's curation has summarised that session into the memory's namespace (in the
+    # background, as AgentCore's extraction runs), and the agent is asked in a new session
+    agent = agentcore_client(jwt_stack.url, token)
+    summarised = eventually(
+        lambda: agent.retrieve_memory_records(
+            memoryId=memory_id,
+            namespacePath="/summaries/bob",
+            searchCriteria={"searchQuery": "what does bob drink"},
+        )["memoryRecordSummaries"],
+        timeout=120,
+    )
+    asked = run_agent(jwt_stack, token, "--actor", "bob", "--session", "friday", "What do I drink?")
+
+    # Then it answers from the earlier session's memory
+    assert summarised, "no summary record of session monday"
+    assert asked.returncode == 0, asked.stderr
+    answer = next(line for line in asked.stdout.splitlines() if line.startswith("< "))
+    assert answer.startswith("< From what you told me before:")
+    assert "green tea" in answer

@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import httpx
 import pytest
 
 from memkit.identity import ADMIN, READ, WRITE
@@ -225,6 +226,14 @@ def test_metadata_filters_narrow_a_retrieval_with_every_operator(
         expression("score", "GREATER_THAN_OR_EQUALS", numberValue=2),
     )
     assert both == {"export", "page"}
+    # an operator the key's type does not take, a system key compared but by time, and a
+    # blank query are refused
+    with pytest.raises(ops.exceptions.ValidationException):
+        found(expression("priority", "GREATER_THAN", numberValue=1))
+    with pytest.raises(ops.exceptions.ValidationException):
+        found(expression(created, "EXISTS"))
+    with pytest.raises(ops.exceptions.ValidationException):
+        _retrieved(ops, memory_id, "   ", namespace=space)
     # a key the memory does not index is refused, naming the filter
     with pytest.raises(ops.exceptions.ValidationException) as raised:
         found(expression("colour", "EQUALS_TO", stringValue="red"))
@@ -436,3 +445,50 @@ def test_a_record_expiry_is_set_reapplied_and_removed(
             _record("short", "x", "/users/ada/facts"),
             recordExpirySpecification={"recordExpiryDurationDays": 7},
         )
+
+
+def test_a_request_the_service_refuses_names_its_field_and_writes_nothing(
+    clients: dict[str, Any], memory: dict[str, Any]
+) -> None:
+    ada, memory_id = clients["ada"], memory["id"]
+
+    with pytest.raises(ada.exceptions.ValidationException) as both:
+        ada.retrieve_memory_records(
+            memoryId=memory_id,
+            namespace="/users/ada/facts",
+            namespacePath="/users/ada",
+            searchCriteria={"searchQuery": "tea"},
+        )
+    twice = _record("same", "Ada writes twice", "/users/ada/facts")
+    with pytest.raises(ada.exceptions.ValidationException) as repeated:
+        ada.batch_create_memory_records(memoryId=memory_id, records=[twice, twice])
+
+    assert both.value.response["reason"] == "FieldValidationFailed"
+    assert both.value.response["fieldList"][0]["name"] == "namespacePath"
+    assert repeated.value.response["fieldList"][0]["name"] == "records"
+    assert "repeats" in repeated.value.response["fieldList"][0]["message"]
+    listed = _listed(clients["ops"], memory_id, namespace="/users/ada/facts")
+    assert "Ada writes twice" not in _texts(listed)
+
+
+def test_deleting_a_user_in_the_memory_s_namespace_takes_the_actor_s_records(
+    jwt_stack: LocalStack, clients: dict[str, Any], memory: dict[str, Any]
+) -> None:
+    ops, memory_id = clients["ops"], memory["id"]
+    (gone,) = _create(ops, memory_id, _record("d", "Dee keeps bees", "/users/dee/facts"))
+    (kept,) = _create(ops, memory_id, _record("e", "Eve keeps goats", "/users/eve/facts"))
+
+    # When memkit's own API deletes user dee in the memory's namespace
+    admin = _token(jwt_stack, "ops", ADMIN)
+    deleted = httpx.delete(
+        f"{jwt_stack.url}/v1/users/dee",
+        params={"namespace": memory_id},
+        headers={"authorization": f"Bearer {admin}"},
+        timeout=60,
+    )
+
+    # Then dee's records are gone and eve's are not
+    assert deleted.status_code == 200, deleted.text
+    with pytest.raises(ops.exceptions.ResourceNotFoundException):
+        ops.get_memory_record(memoryId=memory_id, memoryRecordId=gone)
+    assert ops.get_memory_record(memoryId=memory_id, memoryRecordId=kept)["memoryRecord"]

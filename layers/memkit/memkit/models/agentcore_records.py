@@ -9,7 +9,14 @@ import math
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, StrictStr, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    Field,
+    StrictStr,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from memkit.models.agentcore import (
     METADATA_PATTERN,
@@ -18,7 +25,7 @@ from memkit.models.agentcore import (
     NextToken,
     Wire,
 )
-from memkit.models.session import as_utc
+from memkit.models.session import as_utc, not_blank
 
 NAMESPACE_PATTERN = r"^[a-zA-Z0-9/*][a-zA-Z0-9_/*-]*(?::[a-zA-Z0-9_/*-]+)*[a-zA-Z0-9_/*-]*$"
 STRATEGY_ID_PATTERN = r"^[a-zA-Z0-9][a-zA-Z0-9_-]*$"
@@ -84,14 +91,9 @@ RecordMetadata = Annotated[
 class Content(Wire):
     """The MemoryContent union: text is its one member."""
 
-    text: StrictStr = Field(min_length=1, max_length=MAX_RECORD_TEXT)
-
-    @field_validator("text")
-    @classmethod
-    def _says_something(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("must not be empty or only whitespace")
-        return value
+    text: Annotated[StrictStr, AfterValidator(not_blank)] = Field(
+        min_length=1, max_length=MAX_RECORD_TEXT
+    )
 
 
 class RecordExpiry(Wire):
@@ -125,17 +127,22 @@ class BatchCreateInput(Wire):
     client_token: str | None = Field(default=None, min_length=1, max_length=500)
     record_expiry_specification: RecordExpiry | None = None
 
-    @model_validator(mode="after")
-    def _checked(self) -> BatchCreateInput:
-        spec = self.record_expiry_specification
-        if spec is not None and spec.action is not None:
-            raise ValueError("recordExpirySpecification: REMOVE does not apply when creating")
+    @field_validator("records")
+    @classmethod
+    def _identified_once(cls, records: list[RecordCreate]) -> list[RecordCreate]:
         seen: set[str] = set()
-        for record in self.records:
+        for record in records:
             if record.request_identifier in seen:
                 raise ValueError(f"requestIdentifier {record.request_identifier} repeats")
             seen.add(record.request_identifier)
-        return self
+        return records
+
+    @field_validator("record_expiry_specification")
+    @classmethod
+    def _no_removal(cls, spec: RecordExpiry | None) -> RecordExpiry | None:
+        if spec is not None and spec.action is not None:
+            raise ValueError("REMOVE does not apply when creating records")
+        return spec
 
 
 class RecordUpdate(Wire):
@@ -213,6 +220,9 @@ class FilterExpression(Wire):
 
     @model_validator(mode="after")
     def _operand(self) -> FilterExpression:
+        key = self.left.metadata_key
+        if key in SYSTEM_KEYS and self.operator not in ("BEFORE", "AFTER"):
+            raise ValueError(f"{key} is compared with BEFORE or AFTER")
         wanted = OPERANDS[self.operator]
         if not wanted:
             if self.right is not None:
@@ -221,9 +231,6 @@ class FilterExpression(Wire):
         given = self.right.metadata_value.wire() if self.right is not None else {}
         if not any(kind in given for kind in wanted):
             raise ValueError(f"{self.operator} compares with a right-hand {' or '.join(wanted)}")
-        key = self.left.metadata_key
-        if key in SYSTEM_KEYS and self.operator not in ("BEFORE", "AFTER"):
-            raise ValueError(f"{key} is compared with BEFORE or AFTER")
         return self
 
 
@@ -231,7 +238,9 @@ MetadataFilters = Annotated[list[FilterExpression], Field(min_length=1, max_leng
 
 
 class SearchCriteria(Wire):
-    search_query: StrictStr = Field(min_length=1, max_length=10_000)
+    search_query: Annotated[StrictStr, AfterValidator(not_blank)] = Field(
+        min_length=1, max_length=10_000
+    )
     memory_strategy_id: StrategyId | None = None
     top_k: int = Field(default=DEFAULT_TOP_K, ge=1, le=100)
     metadata_filters: MetadataFilters | None = None
@@ -241,13 +250,16 @@ class NamespaceScope(Wire):
     """`namespace` (exactly) or `namespacePath` (a hierarchy): one of them."""
 
     namespace: Namespace | None = None
-    namespace_path: Namespace | None = None
+    namespace_path: Namespace | None = Field(default=None, validate_default=True)
 
-    @model_validator(mode="after")
-    def _one(self) -> NamespaceScope:
-        if (self.namespace is None) == (self.namespace_path is None):
+    @field_validator("namespace_path")
+    @classmethod
+    def _one(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if "namespace" not in info.data:  # refused already
+            return value
+        if (info.data["namespace"] is None) == (value is None):
             raise ValueError("give exactly one of namespace, namespacePath")
-        return self
+        return value
 
 
 class RetrieveInput(NamespaceScope):

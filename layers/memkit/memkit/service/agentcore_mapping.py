@@ -18,15 +18,15 @@ index filters on them inside the search with memkit's own operators:
 `|` is in none of AgentCore's namespace, strategy id, metadata key or value patterns, so
 the tags are injective: each one reads back as exactly what was written. The metadata
 itself is kept whole, typed as AgentCore's MetadataValue, in the record's `metadata`.
-Numbers and times are compared after the search (`PostFilter`): the index narrows to the
-records that have the key, then the service keeps those whose value passes.
+Numbers are compared after the search (`PostFilter`): the index narrows to the records that
+have the key, then the service keeps those whose value passes; the record's own times are
+memkit's date filters.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import math
 import re
 import secrets
 from collections.abc import Iterable, Mapping, Sequence
@@ -308,41 +308,27 @@ def scope_conditions(
 
 @dataclass(frozen=True)
 class PostFilter:
-    """A metadata condition the index cannot hold (a number or a time compared): checked on
-    each record the search returns."""
+    """A number compared (the index holds no number of metadata): checked on each record
+    the search returns."""
 
     key: str
     operator: str
-    value: float | str
+    value: float
 
     def passes(self, record: StoredRecord) -> bool:
         stored = record.metadata.get(self.key)
-        if not isinstance(stored, dict):
+        number = stored.get("numberValue") if isinstance(stored, dict) else None
+        if not isinstance(number, int | float) or isinstance(number, bool):
             return False
-        if isinstance(self.value, str):  # BEFORE / AFTER on a time value
-            moment = stored.get("dateTimeValue")
-            if not isinstance(moment, str):
-                return False
-            have, want = epoch_of(moment), epoch_of(self.value)
-        else:
-            number = stored.get("numberValue")
-            if not isinstance(number, int | float) or isinstance(number, bool):
-                return False
-            have, want = float(number), self.value
-        return _compare(self.operator, have, want)
-
-
-def _compare(operator: str, have: float, want: float) -> bool:
-    tests = {
-        "EQUALS_TO": have == want,
-        "GREATER_THAN": have > want,
-        "GREATER_THAN_OR_EQUALS": have >= want,
-        "LESS_THAN": have < want,
-        "LESS_THAN_OR_EQUALS": have <= want,
-        "BEFORE": have < want,
-        "AFTER": have > want,
-    }
-    return tests[operator]
+        have, want = float(number), self.value
+        tests = {
+            "EQUALS_TO": have == want,
+            "GREATER_THAN": have > want,
+            "GREATER_THAN_OR_EQUALS": have >= want,
+            "LESS_THAN": have < want,
+            "LESS_THAN_OR_EQUALS": have <= want,
+        }
+        return tests[self.operator]
 
 
 @dataclass(frozen=True)
@@ -378,15 +364,9 @@ def metadata_conditions(
         elif operator == "CONTAINS":
             members = [f"{META}{key}|{m}" for m in value["stringListValue"]]
             conditions.append(Condition("topics", "all", members))
-        else:  # a number compared, or a time value BEFORE / AFTER
+        else:  # a number compared: the records with the key, then their values
             conditions.append(Condition("topics", "eq", KEY + key))
-            if "dateTimeValue" in value:
-                post.append(PostFilter(key, operator, iso_of(value["dateTimeValue"])))
-            else:
-                number = float(value["numberValue"])
-                if not math.isfinite(number):
-                    raise ValueError("a number filter needs a finite number")
-                post.append(PostFilter(key, operator, number))
+            post.append(PostFilter(key, operator, float(value["numberValue"])))
     return conditions, post
 
 

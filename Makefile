@@ -14,6 +14,12 @@ CHECKOV_VERSION := 3.3.30
 ST_VENV := .tools/schemathesis
 ST := $(ST_VENV)/bin/st
 ST_VERSION := 4.32.5
+# The worked AgentCore example (examples/agentcore_agent.py) runs where an agent runs: in a
+# venv of its own, with the bedrock-agentcore SDK (it pins its own pydantic, and its Strands
+# extra an mcp older than memkit's) and memkit's SDK, at a fixed version.
+AGENTCORE_VENV := .tools/agentcore
+AGENTCORE := $(AGENTCORE_VENV)/.installed
+AGENTCORE_SDK_VERSION := 1.25.0
 SEED ?= 1
 PORT ?= 8000
 export AWS_DEFAULT_REGION ?= us-east-1
@@ -21,7 +27,7 @@ export AWS_ACCOUNT_ID_ENDPOINT_MODE := disabled
 export PYDANTIC_DISABLE_PLUGINS := __all__
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: help serve test lint typecheck template scan fuzz-quick fuzz unit integration bench docs build deploy clean
+.PHONY: help serve test lint typecheck template scan fuzz-quick fuzz unit integration agentcore-example bench docs build deploy clean
 .DEFAULT_GOAL := help
 
 ## help: list these targets (what `make` alone does)
@@ -49,12 +55,19 @@ $(ST):
 	$(ST_VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(ST_VENV)/bin/python -m pip install --quiet "schemathesis==$(ST_VERSION)"
 
+$(AGENTCORE): pyproject.toml
+	$(PYTHON) -m venv $(AGENTCORE_VENV)
+	$(AGENTCORE_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(AGENTCORE_VENV)/bin/python -m pip install --quiet -e ".[client]" \
+	  "bedrock-agentcore==$(AGENTCORE_SDK_VERSION)"
+	touch $(AGENTCORE)
+
 ## serve: run the local stack (API + DynamoDB Local, or moto without Java) on http://127.0.0.1:8000 (PORT=n)
 serve: $(STAMP)
 	$(BIN)/memkit serve --port $(PORT)
 
 ## test: lint, type checks, template checks, the security scan, a short fuzz and every test
-test: lint typecheck template scan fuzz-quick
+test: lint typecheck template scan fuzz-quick $(AGENTCORE)
 	$(BIN)/python -m pytest --cov --cov-report=term:skip-covered --durations=25; rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 1; fi; exit $$rc
 
@@ -91,8 +104,12 @@ unit: $(STAMP)
 	$(BIN)/python -m pytest tests/unit
 
 ## integration: the integration tests alone (moto, DynamoDB Local, the local stack)
-integration: $(STAMP)
+integration: $(STAMP) $(AGENTCORE)
 	$(BIN)/python -m pytest tests/integration
+
+## agentcore-example: the bedrock-agentcore SDK agent (examples/agentcore_agent.py) against the local stack
+agentcore-example: $(STAMP) $(AGENTCORE)
+	$(BIN)/python -m pytest tests/integration/test_agentcore_example.py
 
 ## bench: every benchmark under bench/, each printing its figures
 bench: $(STAMP)

@@ -25,6 +25,7 @@ BENCHMARKS = (
     "ingest",
     "transfer",
     "locomo",
+    "agentcore",
 )
 
 

@@ -1,7 +1,8 @@
 """boto3's own AgentCore clients pointed at memkit: `bedrock-agentcore` (events, records) and
 `bedrock-agentcore-control` (memories), created with `endpoint_url=`. With `token` each
-request carries `Authorization: Bearer <token>` in place of its SigV4 signature (a botocore
-event handler, registered after signing), as memkit's JWT authorizer expects."""
+request carries `Authorization: Bearer <token>` in place of its SigV4 signature, as memkit's
+JWT authorizer expects: the SDK's own hook (memkit.client.agentcore), so every AgentCore test
+runs through it."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from typing import Any
 
 import boto3
 from botocore.config import Config
+
+from memkit.client.agentcore import AgentCoreAuth
 
 DATA_PLANE = "bedrock-agentcore"
 CONTROL_PLANE = "bedrock-agentcore-control"
@@ -30,9 +33,5 @@ def agentcore_client(
         ),
     )
     if token is not None:
-
-        def bearer(request: Any, **_: Any) -> None:
-            request.headers["Authorization"] = f"Bearer {token}"
-
-        client.meta.events.register_last("before-send", bearer)
+        AgentCoreAuth(token=token).register(client.meta.events)
     return client

@@ -30,6 +30,11 @@ def _serve(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"memkit serve: --cors-origins {exc}", file=sys.stderr)
         return 2
+    try:
+        iam_principals = _iam_principals(args)
+    except (OSError, ValueError) as exc:
+        print(f"memkit serve: --iam-credentials {exc}", file=sys.stderr)
+        return 2
     config = LocalStackConfig(
         host=args.host,
         port=args.port,
@@ -47,6 +52,8 @@ def _serve(args: argparse.Namespace) -> int:
         cleanup_interval_seconds=args.cleanup_interval,
         auth=args.auth,
         jwt=_jwt_settings(args),
+        iam_principals=iam_principals,
+        iam_tenant_pattern=args.iam_tenant_pattern,
         tenant_claim=args.tenant_claim,
         user_claim=args.user_claim,
         cors_allowed_origins=args.cors_origins,
@@ -60,6 +67,11 @@ def _serve(args: argparse.Namespace) -> int:
         print("memkit local stack stopped while starting", flush=True)
         return 0
     bearer = ' -H "authorization: Bearer $MEMKIT_TOKEN"' if stack.authorizer else ""
+    if stack.config.auth == "iam":  # curl 7.75+ signs SigV4 itself
+        bearer = (
+            f' --aws-sigv4 "aws:amz:{args.region}:execute-api"'
+            ' --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY"'
+        )
     print(
         f"memkit local stack on {stack.url}\n"
         f"  DynamoDB: {stack.engine} at {stack.dynamodb_endpoint}, table {args.table}\n"
@@ -165,10 +177,32 @@ def _jwt_settings(args: argparse.Namespace) -> Any:
     )
 
 
+def _iam_principals(args: argparse.Namespace) -> tuple[Any, ...]:
+    """`--auth iam`: the principals of --iam-credentials, or the development IAM user (its
+    key kept in the data folder even for an ephemeral run, as the JWT key pair is)."""
+    if args.auth != "iam":
+        return ()
+    from memkit_dev.local.auth import dev_principal, load_principals
+
+    if args.iam_credentials is not None:
+        return tuple(load_principals(args.iam_credentials))
+    return (dev_principal(args.data_dir),)
+
+
 def _auth_banner(stack: Any) -> str:
-    """What the start banner says of identity: the warning, or a token to call with."""
+    """What the start banner says of identity: the warning, or a credential to call with."""
+    from memkit_dev.local.auth import IamAuthorizer
+
     if stack.authorizer is None:
         return "  Auth: none (every caller is an admin of tenant default; local use only)\n"
+    if isinstance(stack.authorizer, IamAuthorizer):
+        first = stack.authorizer.principals[0]
+        return (
+            f"  Auth: iam (SigV4 for service execute-api, region {stack.config.region}); "
+            f"the access key of {first.user_arn} (tenant {first.account_id}):\n"
+            f"  export AWS_ACCESS_KEY_ID={first.access_key_id} "
+            f"AWS_SECRET_ACCESS_KEY={first.secret_access_key}; unset AWS_SESSION_TOKEN\n"
+        )
     if stack.dev_key is not None:
         return (
             "  Auth: apikey (the API-key authorizer function); a key for user dev, made now "
@@ -257,11 +291,27 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--auth",
-        choices=["none", "jwt", "apikey"],
+        choices=["none", "jwt", "iam", "apikey"],
         default="jwt",
         help="jwt (default): bearer tokens verified as API Gateway's JWT authorizer does; "
+        "iam: SigV4 for service execute-api, verified as API Gateway's AWS_IAM does, with "
+        "a development access key (or --iam-credentials); "
         "apikey: memkit's keys, checked by the template's authorizer function; none: no "
         "identity (every caller an admin; local use only)",
+    )
+    serve.add_argument(
+        "--iam-credentials",
+        type=Path,
+        metavar="FILE",
+        help='iam: the principals the gateway knows, as JSON {"principals": [{"access_key_id", '
+        '"secret_access_key", "account_id", "user_arn", "user_id"}, ...]} (default: a '
+        "development IAM user, its key kept in the data folder's dev-iam-credentials.json)",
+    )
+    serve.add_argument(
+        "--iam-tenant-pattern",
+        metavar="REGEX",
+        help="iam: a regular expression with a (?P<tenant>...) group matched against the "
+        "principal's ARN (the template's IamTenantPattern; default: the account is the tenant)",
     )
     serve.add_argument(
         "--jwks", metavar="FILE|URL", help="jwt: the key set (default: a development key pair)"

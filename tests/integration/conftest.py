@@ -12,7 +12,8 @@ from tests.conftest import ROOT, ApiResponse, call_api
 from tests.integration.memory_world import MemoryWorld, build_world
 
 if TYPE_CHECKING:
-    from memkit_dev.local.stack import LocalStack
+    from memkit_dev.local.auth import IamPrincipal
+    from memkit_dev.local.stack import LocalStack, LocalStackConfig
 
 Call = Callable[..., ApiResponse]
 
@@ -54,6 +55,20 @@ def stack() -> Iterator[LocalStack]:
         yield running
 
 
+def small_stack(**options: Any) -> LocalStackConfig:
+    """A local stack's configuration for a test: any port, one API environment, no cleanup
+    timer, `options` (LocalStackConfig fields) over that."""
+    from memkit_dev.local.stack import LocalStackConfig
+
+    defaults: dict[str, Any] = {
+        "port": 0,
+        "concurrency": 1,
+        "template": ROOT / "template.yaml",
+        "cleanup_interval_seconds": 0,
+    }
+    return LocalStackConfig(**{**defaults, **options})
+
+
 @pytest.fixture(scope="module")
 def dev_keys(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Where a jwt stack's development key pair is (as `make serve` keeps it in .memkit/):
@@ -66,16 +81,35 @@ def jwt_stack(request: pytest.FixtureRequest, dev_keys: Path) -> Iterator[LocalS
     """The local stack as `make serve` runs it, bearer tokens checked (auth jwt), one a test
     module; a module's JWT_STACK_OPTIONS (LocalStackConfig fields) adjust it."""
     from memkit_dev.local.auth import JwtSettings
-    from memkit_dev.local.stack import LocalStack, LocalStackConfig
+    from memkit_dev.local.stack import LocalStack
 
-    options = {
-        "port": 0,
-        "concurrency": 1,
-        "template": ROOT / "template.yaml",
-        "cleanup_interval_seconds": 0,
-        **getattr(request.module, "JWT_STACK_OPTIONS", {}),
-    }
-    config = LocalStackConfig(auth="jwt", jwt=JwtSettings(data_dir=dev_keys), **options)
+    options = getattr(request.module, "JWT_STACK_OPTIONS", {})
+    config = small_stack(auth="jwt", jwt=JwtSettings(data_dir=dev_keys), **options)
+    with LocalStack(config) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def iam_principals() -> tuple[IamPrincipal, IamPrincipal]:
+    """Two AWS principals of two accounts (so two tenants) an iam stack knows."""
+    from memkit_dev.local.auth import IamPrincipal
+
+    return (
+        IamPrincipal.user("111111111111", "agent-backend"),
+        IamPrincipal.user("222222222222", "agent-backend"),
+    )
+
+
+@pytest.fixture(scope="module")
+def iam_stack(
+    request: pytest.FixtureRequest, iam_principals: tuple[IamPrincipal, ...]
+) -> Iterator[LocalStack]:
+    """The local stack with `--auth iam`: SigV4 for execute-api checked by its gateway against
+    `iam_principals`' keys, one a test module; a module's IAM_STACK_OPTIONS adjust it."""
+    from memkit_dev.local.stack import LocalStack
+
+    options = getattr(request.module, "IAM_STACK_OPTIONS", {})
+    config = small_stack(auth="iam", iam_principals=iam_principals, **options)
     with LocalStack(config) as running:
         yield running
 

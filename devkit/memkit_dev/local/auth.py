@@ -1,5 +1,6 @@
-"""The local stack's JWT authorizer: what API Gateway's HTTP API JWT authorizer does, on one
-machine, so `memkit serve --auth jwt` checks tokens as a deployment does.
+"""The local stack's authorizers: what API Gateway's HTTP API JWT authorizer, its AWS_IAM
+authorization and memkit's API-key Lambda authorizer do, on one machine, so `memkit serve
+--auth jwt|iam|apikey` checks callers as a deployment does.
 
 A token is verified with PyJWT against a JSON Web Key Set (a file, a URL, or the local
 development key pair): RS256 or ES256 only, signature, `iss`, `aud` and `exp` required,
@@ -10,18 +11,31 @@ string as API Gateway passes them (a list becomes "[a b]").
 
 Without `--jwks`, the stack makes (once) an ES256 key pair in its data folder and trusts it:
 `memkit token` mints development tokens with it.
+
+With `--auth iam` the gateway verifies SigV4 for service `execute-api` in the stack's region
+(memkit_dev.local.sigv4) against the access keys of the principals it knows, and passes the
+principal as `requestContext.authorizer.iam`, as API Gateway does. Without a credentials file
+the stack makes (once) a development IAM user, `arn:aws:iam::123456789012:user/memkit-dev`,
+with an access key kept in its data folder; the start banner prints it. No IAM policy is
+evaluated: every principal it knows may call every route (on AWS, execute-api:Invoke decides).
 """
 
 from __future__ import annotations
 
 import json
+import secrets
+import string
 import time
 import uuid
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from werkzeug.wrappers import Request
+
 from memkit.mcp_server.bearer import as_gateway_claim
+from memkit_dev.local.sigv4 import SigningKey, verify
 
 ALGORITHMS = ["RS256", "ES256"]
 CLOCK_SKEW_SECONDS = 60
@@ -31,6 +45,10 @@ DEV_KEY_FILE = "dev-jwt-key.pem"
 DEV_KEY_ID = "memkit-local-dev"
 DEV_TOKEN_SECONDS = 24 * 3600
 DEV_TENANT_CLAIM = "custom:tenant"
+DEV_IAM_FILE = "dev-iam-credentials.json"
+DEV_ACCOUNT_ID = "123456789012"
+DEV_IAM_USER = "memkit-dev"
+EXECUTE_API = "execute-api"
 
 
 class Unauthorized(Exception):
@@ -257,3 +275,106 @@ class LambdaKeyAuthorizer:
             return None
         context = result.get("context")
         return dict(context) if isinstance(context, dict) else {}
+
+
+def _random(alphabet: str, size: int) -> str:
+    return "".join(secrets.choice(alphabet) for _ in range(size))
+
+
+@dataclass(frozen=True)
+class IamPrincipal:
+    """An AWS principal the local gateway knows (`--auth iam`): its access key, and what API
+    Gateway says of it in `requestContext.authorizer.iam`. `user_id` is the principal's
+    unique id (`AIDA...` for an IAM user, `AROA...:session` for an assumed role)."""
+
+    access_key_id: str
+    secret_access_key: str
+    account_id: str
+    user_arn: str
+    user_id: str
+    session_token: str | None = None
+
+    @classmethod
+    def user(cls, account_id: str, name: str) -> IamPrincipal:
+        """A new IAM user `name` of `account_id` with a fresh long-term access key."""
+        upper = string.ascii_uppercase + string.digits
+        return cls(
+            access_key_id="AKIA" + _random(upper, 16),
+            secret_access_key=_random(string.ascii_letters + string.digits + "+/", 40),
+            account_id=account_id,
+            user_arn=f"arn:aws:iam::{account_id}:user/{name}",
+            user_id="AIDA" + _random(upper, 17),
+        )
+
+    @classmethod
+    def of(cls, entry: Any) -> IamPrincipal:
+        """A principal from a credentials file's entry (the fields above, by name)."""
+        if not isinstance(entry, dict):
+            raise ValueError("each principal is an object")
+        known = {name: entry[name] for name in cls.__dataclass_fields__ if name in entry}
+        try:
+            return cls(**known)
+        except TypeError as exc:
+            raise ValueError(f"a principal needs {sorted(cls.__dataclass_fields__)}") from exc
+
+    def iam_context(self) -> dict[str, Any]:
+        """`requestContext.authorizer.iam` as API Gateway passes it for this principal."""
+        return {
+            "accessKey": self.access_key_id,
+            "accountId": self.account_id,
+            "callerId": self.user_id,
+            "cognitoIdentity": None,
+            "principalOrgId": None,
+            "userArn": self.user_arn,
+            "userId": self.user_id,
+        }
+
+
+def load_principals(path: Path) -> list[IamPrincipal]:
+    """The principals of a credentials file: `{"principals": [{...}, ...]}`."""
+    document = json.loads(path.read_text(encoding="utf-8"))
+    entries = document.get("principals") if isinstance(document, dict) else None
+    if not isinstance(entries, list) or not entries:
+        raise ValueError(f'{path}: expected {{"principals": [...]}} with at least one')
+    return [IamPrincipal.of(entry) for entry in entries]
+
+
+def dev_principal(data_dir: Path | None) -> IamPrincipal:
+    """The development IAM user (memkit-dev of account 123456789012), made once and kept in
+    `data_dir` when given, so its access key survives restarts."""
+    path = data_dir / DEV_IAM_FILE if data_dir is not None else None
+    if path is not None and path.is_file():
+        return load_principals(path)[0]
+    principal = IamPrincipal.user(DEV_ACCOUNT_ID, DEV_IAM_USER)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch(mode=0o600)
+        document = {"principals": [asdict(principal)]}
+        path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    return principal
+
+
+class IamAuthorizer:
+    """API Gateway's AWS_IAM authorization: SigV4 for `execute-api` in `region`, verified
+    against the principals' keys; a request that fails is refused with
+    memkit_dev.local.sigv4.SignatureRejected (the gateway answers 403 with AWS's message)."""
+
+    def __init__(self, principals: Sequence[IamPrincipal], region: str) -> None:
+        if not principals:
+            raise ValueError("the IAM authorizer needs at least one principal")
+        self.principals = list(principals)
+        self._region = region
+        self._by_key = {principal.access_key_id: principal for principal in principals}
+
+    def _key(self, access_key: str) -> SigningKey | None:
+        principal = self._by_key.get(access_key)
+        if principal is None:
+            return None
+        return SigningKey(
+            principal.access_key_id, principal.secret_access_key, principal.session_token
+        )
+
+    def request_context(self, request: Request, body: bytes) -> dict[str, Any]:
+        """`requestContext.authorizer` for a request whose SigV4 signature verifies."""
+        key = verify(request, body, service=EXECUTE_API, region=self._region, key_for=self._key)
+        return {"iam": self._by_key[key.access_key].iam_context()}

@@ -22,6 +22,7 @@ from typing import Any
 # Set by the initializer in each environment process.
 _handler: Any = None
 _function_name = "local"
+_meter: Any = None  # memkit_dev.local.meter.Meter when the stack meters
 
 
 @dataclass(frozen=True)
@@ -58,11 +59,14 @@ class LocalContext:
 
 
 def _start_environment(spec: FunctionSpec, environment: dict[str, str]) -> None:
-    global _handler, _function_name
+    global _handler, _function_name, _meter
+    from memkit_dev.local.meter import meter_from_environment
+
     # A Ctrl-C in the terminal reaches every process of its group: the stack stops its
     # environments itself, so they must not die mid-invocation with a traceback each.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.environ.update(environment)
+    _meter = meter_from_environment(spec.name)  # before the code: its clients get the hooks
     sys.path.insert(0, str(spec.code_dir))
     module_name, function_name = spec.handler.rsplit(".", 1)
     _handler = getattr(importlib.import_module(module_name), function_name)
@@ -71,8 +75,13 @@ def _start_environment(spec: FunctionSpec, environment: dict[str, str]) -> None:
 
 def _invoke(event: dict[str, Any], timeout_seconds: float | None = None) -> Any:
     if timeout_seconds is None:
-        return _handler(event, LocalContext(_function_name))
-    return _handler(event, LocalContext(_function_name, timeout_seconds))
+        context = LocalContext(_function_name)
+    else:
+        context = LocalContext(_function_name, timeout_seconds)
+    if _meter is None:
+        return _handler(event, context)
+    with _meter.invocation(event):
+        return _handler(event, context)
 
 
 def _ready() -> bool:

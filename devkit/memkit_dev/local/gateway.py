@@ -27,11 +27,13 @@ from memkit.api.scopes import ALL_ROUTE_SCOPES, PUBLIC, VERIFIED_BY_FUNCTION
 from memkit_dev.local.auth import (
     AuthorizerFailed,
     Denied,
+    IamAuthorizer,
     JwtAuthorizer,
     LambdaKeyAuthorizer,
     Unauthorized,
 )
 from memkit_dev.local.functions import LocalFunction
+from memkit_dev.local.sigv4 import MISSING, SignatureRejected
 
 # API Gateway HTTP APIs refuse larger payloads with 413, and give up on integrations at 30 s.
 MAX_PAYLOAD_BYTES = 10 * 1024 * 1024
@@ -111,6 +113,18 @@ def http_api_routes(template: dict[str, Any], function_resource: str) -> list[Ro
 
 def _json(status: int, message: str) -> Response:
     return Response(json.dumps({"message": message}), status, mimetype="application/json")
+
+
+def _signature_refused(rejected: SignatureRejected) -> Response:
+    """API Gateway's 403 to a request AWS_IAM refuses: {"message": "Forbidden"} when it is
+    not signed at all, else AWS's reason, with its error type in x-amzn-ErrorType."""
+    if rejected.error_type == MISSING:
+        response = _json(403, "Forbidden")
+        response.headers["x-amzn-ErrorType"] = "ForbiddenException"
+        return response
+    response = _json(403, rejected.message)
+    response.headers["x-amzn-ErrorType"] = rejected.error_type
+    return response
 
 
 HTTP_API = "HttpApi"
@@ -211,7 +225,7 @@ class HttpApiGateway:
         self,
         targets: Sequence[tuple[LocalFunction, list[Route]]],
         local_health: Callable[[], dict[str, Any]] | None = None,
-        authorizer: JwtAuthorizer | LambdaKeyAuthorizer | None = None,
+        authorizer: JwtAuthorizer | LambdaKeyAuthorizer | IamAuthorizer | None = None,
         cors: Cors | None = None,
     ) -> None:
         # Each route with the function its integration invokes.
@@ -242,7 +256,7 @@ class HttpApiGateway:
     ) -> dict[str, Any]:
         """The payload format 2.0 event API Gateway would send for `request`, whose path
         it reads as `path` (request_paths)."""
-        body = request.get_data(cache=False)
+        body = request.get_data(cache=True)
         headers: dict[str, str] = {}
         for name, value in request.headers.items():
             key = name.lower()
@@ -327,6 +341,35 @@ class HttpApiGateway:
             response = self._cors.apply(request, response)
         return response(environ, start_response)
 
+    def _authorize(self, request: Request, route: Route, event: dict[str, Any]) -> Response | None:
+        """Run the route's authorizer, as the template attaches it: put what it verified in
+        `event`'s requestContext.authorizer, or answer the gateway's refusal."""
+        authorizer = self._authorizer
+        # A route the scope table does not list is not public: it is authorized (fail closed).
+        public = ALL_ROUTE_SCOPES.get(route.key, "unlisted") is PUBLIC
+        if authorizer is None or public:
+            return None
+        context = event["requestContext"]
+        if isinstance(authorizer, IamAuthorizer):
+            try:  # the body was read once, and kept, by event()
+                context["authorizer"] = authorizer.request_context(request, request.get_data())
+            except SignatureRejected as rejected:
+                return _signature_refused(rejected)
+            return None
+        # POST /mcp: no authorizer at the gateway with jwt and apikey; its function verifies
+        # the credential, as the template deploys it (with iam the gateway verifies it).
+        if route.key in VERIFIED_BY_FUNCTION:
+            return None
+        try:
+            context["authorizer"] = authorizer.context(request.headers.get("Authorization"))
+        except Unauthorized:
+            return _json(401, "Unauthorized")
+        except Denied:
+            return _json(403, "Forbidden")
+        except AuthorizerFailed:
+            return _json(500, "Internal Server Error")
+        return None
+
     def _answer(self, request: Request) -> Response:
         """What API Gateway answers `request`: its own refusal, or the function's response."""
         if (request.content_length or 0) > MAX_PAYLOAD_BYTES:
@@ -343,22 +386,9 @@ class HttpApiGateway:
         started = time.monotonic()
         route, path_parameters, function = matched
         event = self.event(request, route, path_parameters, path)
-        # A route the scope table does not list is not public: it is authorized (fail closed).
-        public = ALL_ROUTE_SCOPES.get(route.key, "unlisted") is PUBLIC
-        # POST /mcp: no authorizer at the gateway in the modes served here (jwt, apikey); its
-        # function verifies the credential, as the template deploys it.
-        public = public or route.key in VERIFIED_BY_FUNCTION
-        if self._authorizer is not None and not public:
-            try:
-                event["requestContext"]["authorizer"] = self._authorizer.context(
-                    request.headers.get("Authorization")
-                )
-            except Unauthorized:
-                return _json(401, "Unauthorized")
-            except Denied:
-                return _json(403, "Forbidden")
-            except AuthorizerFailed:
-                return _json(500, "Internal Server Error")
+        refused = self._authorize(request, route, event)
+        if refused is not None:
+            return refused
         if len(json.dumps(event).encode()) > MAX_EVENT_BYTES:
             return _json(413, "Request Entity Too Large")
         future = function.invoke(event)

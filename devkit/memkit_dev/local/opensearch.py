@@ -50,9 +50,7 @@ Every search sees every write at once (no refresh interval).
 
 from __future__ import annotations
 
-import hashlib
 import heapq
-import hmac
 import json
 import math
 import re
@@ -61,7 +59,6 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any, Literal
 
 import numpy as np
@@ -70,6 +67,7 @@ from werkzeug.wrappers import Request, Response
 
 from memkit.vectors.keyword import KeywordIndex, terms, weighted_matches
 from memkit.vectors.protocol import BOOLEAN_FIELDS, DATE_FIELDS, KEYWORD_FIELDS, Removal
+from memkit_dev.local.sigv4 import SignatureRejected, SigningKey, verify
 
 Flavour = Literal["domain", "serverless"]
 # A filter clause evaluated: the ids of the docs it matches.
@@ -105,7 +103,6 @@ VECTOR_METHOD = {"name": "hnsw", "engine": "faiss", "space_type": "innerproduct"
 _TIME_VALUE = re.compile(r"(\d+)(ms|s|m|h|d)")
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _INDEX_NAME = re.compile(r"[a-z0-9][a-z0-9_.+-]{0,254}")
-_AUTH = re.compile(r"AWS4-HMAC-SHA256 Credential=([^,]+), ?SignedHeaders=([^,]+), ?Signature=(\w+)")
 _SEARCH_KEYS = frozenset({"size", "from", "query", "_source", "sort"})
 # OpenSearch's k-NN limit for a faiss vector's dimension.
 MAX_DIMENSION = 16_000
@@ -551,71 +548,25 @@ def _source_filter(spec: Any) -> Callable[[dict[str, Any]], dict[str, Any] | Non
 
 @dataclass(frozen=True)
 class _Signer:
+    """The one key and scope the server's SigV4 check accepts (memkit_dev.local.sigv4)."""
+
     service: str
     region: str
-    access_key: str
-    secret_key: str
-    session_token: str | None
+    key: SigningKey
 
     def problem(self, request: Request, body: bytes) -> str | None:
         """Why the request's signature does not verify (None: it does)."""
-        from botocore.auth import SigV4Auth
-        from botocore.awsrequest import AWSRequest
-        from botocore.credentials import Credentials
-
-        match = _AUTH.fullmatch(request.headers.get("Authorization", ""))
-        if match is None:
-            return "missing or malformed AWS4-HMAC-SHA256 Authorization header"
-        credential, signed, signature = match.groups()
-        parts = credential.split("/")
-        amz_date = request.headers.get("X-Amz-Date", "")
-        if len(parts) != 5 or parts[4] != "aws4_request" or parts[1] != amz_date[:8]:
-            return "malformed credential scope"
-        if parts[0] != self.access_key:
-            return "unknown access key"
-        if (parts[2], parts[3]) != (self.region, self.service):
-            return f"credential scope is not {self.region}/{self.service}"
         try:
-            stamp = datetime.strptime(amz_date, "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
-        except ValueError:
-            return "missing or malformed X-Amz-Date"
-        if abs((datetime.now(UTC) - stamp).total_seconds()) > 300:
-            return "X-Amz-Date is too far from now"
-        names = signed.split(";")
-        if "host" not in names or "x-amz-date" not in names:
-            return "host and x-amz-date must be signed"
-        if self.session_token is not None and (
-            "x-amz-security-token" not in names
-            or request.headers.get("X-Amz-Security-Token") != self.session_token
-        ):
-            return "missing or wrong security token"
-        content_sha = request.headers.get("X-Amz-Content-SHA256")
-        if content_sha is None and self.service == "aoss":
-            return "aoss needs x-amz-content-sha256"
-        if content_sha is not None and content_sha != hashlib.sha256(body).hexdigest():
-            return "x-amz-content-sha256 does not match the body"
-        if any(name not in request.headers for name in names):
-            return "a signed header is missing"
-        target = request.environ.get("REQUEST_URI") or request.full_path.rstrip("?")
-        url = f"{request.scheme}://{request.headers['Host']}{target}"
-        aws_request = AWSRequest(
-            method=request.method,
-            url=url,
-            data=body,
-            headers={name: request.headers[name] for name in names},
-        )
-        aws_request.context["timestamp"] = amz_date
-        signer = SigV4Auth(
-            Credentials(self.access_key, self.secret_key, self.session_token),
-            self.service,
-            self.region,
-        )
-        if signer.signed_headers(signer.headers_to_sign(aws_request)) != signed:
-            return "signed headers do not match"
-        canonical = signer.canonical_request(aws_request)
-        expected = signer.signature(signer.string_to_sign(aws_request, canonical), aws_request)
-        if not hmac.compare_digest(expected, signature):
-            return "the signature does not match"
+            verify(
+                request,
+                body,
+                service=self.service,
+                region=self.region,
+                key_for=lambda access_key: self.key if access_key == self.key.access_key else None,
+                require_payload_hash=self.service == "aoss",
+            )
+        except SignatureRejected as rejected:
+            return rejected.message
         return None
 
 
@@ -651,9 +602,7 @@ class LoopbackOpenSearch:
             _Signer(
                 service or ("aoss" if flavour == "serverless" else "es"),
                 region,
-                access_key,
-                secret_key,
-                session_token,
+                SigningKey(access_key, secret_key, session_token),
             )
             if require_sigv4
             else None

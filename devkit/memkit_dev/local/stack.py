@@ -25,14 +25,18 @@ from werkzeug.serving import BaseWSGIServer, make_server
 from memkit.embeddings.local import DIMENSIONS as LOCAL_DIMENSIONS
 from memkit_dev.local.auth import (
     DEV_TENANT_CLAIM,
+    IamAuthorizer,
+    IamPrincipal,
     JwtAuthorizer,
     JwtSettings,
     LambdaKeyAuthorizer,
+    dev_principal,
 )
 from memkit_dev.local.dynamodb import MotoDynamoDB, dynamodb_client
 from memkit_dev.local.dynamodb_local import DynamoDBLocal, Unavailable, prepare
 from memkit_dev.local.functions import FunctionSpec, LocalFunction
 from memkit_dev.local.gateway import Cors, HttpApiGateway, http_api_routes
+from memkit_dev.local.meter import METER_VARIABLE
 from memkit_dev.local.opensearch import LoopbackOpenSearch
 from memkit_dev.local.queues import QueuePump, create_queues, queue_pump_for
 from memkit_dev.local.schedule import ScheduleTimer, function_timeout
@@ -101,13 +105,22 @@ class LocalStackConfig:
     # seconds; 0 = off.
     cleanup_interval_seconds: float = 60.0
     # How callers are identified: none (no identity, every caller an admin), jwt (the
-    # gateway verifies bearer tokens: `jwt`'s key set, or the dev key pair in data_dir) or
-    # apikey (the template's ApiKeyAuthorizerFunction checks memkit's keys).
-    auth: Literal["none", "jwt", "apikey"] = "none"
+    # gateway verifies bearer tokens: `jwt`'s key set, or the dev key pair in data_dir),
+    # iam (the gateway verifies SigV4 for execute-api, as AWS_IAM does) or apikey (the
+    # template's ApiKeyAuthorizerFunction checks memkit's keys).
+    auth: Literal["none", "jwt", "iam", "apikey"] = "none"
     jwt: JwtSettings | None = None
+    # iam: the principals whose access keys the gateway knows; empty: the development IAM
+    # user, its key kept in data_dir (memkit_dev.local.auth.dev_principal).
+    iam_principals: tuple[IamPrincipal, ...] = ()
+    # iam: MEMKIT_IAM_TENANT_PATTERN (the template's IamTenantPattern); None: the account.
+    iam_tenant_pattern: str | None = None
     # jwt: the claims holding the tenant and the user (MEMKIT_TENANT_CLAIM, _USER_CLAIM).
     tenant_claim: str = DEV_TENANT_CLAIM
     user_claim: str = "sub"
+    # Meter every function invocation into this folder (memkit_dev.local.meter): durations,
+    # DynamoDB capacity units, SQS sends; None: no metering.
+    meter_dir: Path | None = None
     # Origins a browser page may call the API from (the template's CorsAllowedOrigins:
     # comma-separated, or *); empty: no CORS, as the template's default.
     cors_allowed_origins: str = ""
@@ -147,14 +160,18 @@ class LocalStack:
         self._dynamodb_local: DynamoDBLocal | None = None
         # What serves DynamoDB, in words (for the start banner).
         self.engine = ""
-        # The gateway's authorizer: JWT (auth jwt; the dev key pair unless a key set is given)
-        # or the API-key Lambda authorizer (auth apikey, set up once the table exists).
-        self.authorizer: JwtAuthorizer | LambdaKeyAuthorizer | None = None
+        # The gateway's authorizer: JWT (auth jwt; the dev key pair unless a key set is given),
+        # SigV4 (auth iam; the dev IAM user unless principals are given) or the API-key
+        # Lambda authorizer (auth apikey, set up once the table exists).
+        self.authorizer: JwtAuthorizer | LambdaKeyAuthorizer | IamAuthorizer | None = None
         self._key_authorizer: LocalFunction | None = None
         # auth apikey: a key for user dev made at start (the start banner prints it).
         self.dev_key: str | None = None
         if self.config.auth == "jwt":
             self.authorizer = JwtAuthorizer(self._jwt_settings())
+        if self.config.auth == "iam":
+            principals = self.config.iam_principals or (dev_principal(self.config.data_dir),)
+            self.authorizer = IamAuthorizer(principals, self.config.region)
 
     def _jwt_settings(self) -> JwtSettings:
         """How the gateway verifies tokens (auth jwt): the configured key set, or the dev key."""
@@ -200,6 +217,10 @@ class LocalStack:
             if resource == MCP_FUNCTION and isinstance(self.authorizer, JwtAuthorizer):
                 environment["MEMKIT_JWT_AUDIENCE"] = self._jwt_settings().audience
                 environment["MEMKIT_JWT_JWKS"] = self.authorizer.key_set()
+        if config.meter_dir is not None:
+            environment[METER_VARIABLE] = str(config.meter_dir)
+        if config.auth == "iam" and config.iam_tenant_pattern:
+            environment["MEMKIT_IAM_TENANT_PATTERN"] = config.iam_tenant_pattern
         if WORK_QUEUE in self.queue_urls:
             environment["MEMKIT_WORK_QUEUE_URL"] = self.queue_urls[WORK_QUEUE]
             environment["MEMKIT_SQS_ENDPOINT"] = self.sqs_endpoint or ""

@@ -339,6 +339,8 @@ class DynamoVectorIndex:
         cache_seconds: float = GENERATION_CACHE_SECONDS,
         clock: Callable[[], float] = time.time,
         wait: Callable[[float], None] = time.sleep,
+        over_fetch: int = OVER_FETCH,
+        deepen: bool = True,
     ) -> None:
         self._client = client
         self._table = table
@@ -348,6 +350,11 @@ class DynamoVectorIndex:
         self._cache_seconds = cache_seconds
         self._clock = clock
         self._wait = wait
+        # TopK of a search whose conditions leave some for after it: over_fetch x k; and
+        # (deepen) once more at TOP_K when those left fewer than k (bench/vector_filters.py
+        # measures both).
+        self._over_fetch = over_fetch
+        self._deepen = deepen
         self._lock = threading.Lock()
         self._live: tuple[int, float] | None = None  # generation, when read (monotonic)
         self._registered: set[tuple[int, str, str]] = set()
@@ -684,12 +691,12 @@ class DynamoVectorIndex:
         generation = self.generation()
         scopes = self._scopes(generation, tenant, conditions)
         later = _after_search(conditions)
-        first = min(TOP_K, max(k, OVER_FETCH * k) if later else k)
+        first = min(TOP_K, max(k, self._over_fetch * k) if later else k)
 
         def nearest(scope: str) -> list[Hit]:
             hits, returned = self._search_scope(scope, tenant, query, first, inline)
             kept = [hit for hit in hits if meets_all(hit.fields, later)]
-            if len(kept) < k and returned == first < TOP_K:
+            if self._deepen and len(kept) < k and returned == first < TOP_K:
                 # the filter left too few: the scope's deepest search
                 hits, _ = self._search_scope(scope, tenant, query, TOP_K, inline)
                 kept = [hit for hit in hits if meets_all(hit.fields, later)]

@@ -530,3 +530,24 @@ def test_every_process_reads_the_switch_within_its_cache_time(
     # the switch returns once every process's cached generation has expired
     assert waited == [30.0]
     assert cached.generation() == 1
+
+
+def test_a_search_by_namespace_alone_reads_only_that_namespaces_partitions(
+    vectors: DynamoVectors, index: DynamoVectorIndex
+) -> None:
+    # Given more users than a search reaches, in another namespace, and two in this one
+    index.upsert(
+        [_doc(f"d{n}", [1, 0, 0], namespace="big", user_id=f"u{n}") for n in range(MAX_SCOPES + 1)]
+        + [
+            _doc("a", [1, 0, 0], namespace="small", user_id="ada"),
+            _doc("b", [0.5, 0.5, 0], namespace="small", user_id="bob"),
+        ]
+    )
+    vectors.settle()
+
+    # When an admin searches one namespace without a user
+    found = index.search("t", [1, 0, 0], 10, conditions_from({"namespace": {"eq": "small"}}))
+
+    # Then that namespace's two users were searched, not refused for the other's many
+    assert _ids(found) == ["a", "b"]
+    assert len(_searches(vectors)) == 2

@@ -15,7 +15,7 @@ Items (PK, SK):
 
     doc        G<gen>#T#<tenant>#D#<doc id>    DOC         scope, order, vector, the doc
     tombstone  G<gen>#T#<tenant>#D#<doc id>    DOC         version, deleted, expires_at
-    partition  G<gen>#T#<tenant>#SCOPES        U#<user>#N#<namespace>
+    partition  G<gen>#T#<tenant>#SCOPES        U#<user>#N#<namespace>, N#<namespace>#U#<user>
     live gen   GENERATION                       LIVE        live
 
 A doc item holds the doc: `tenant`, `doc_id`, `version`, `fields` (a map, as the doc has
@@ -40,9 +40,10 @@ of memory items reach here as removals through the stream, as on the other backe
 
 A search names one scope per request. Its namespace and user_id conditions choose the
 scopes: eq/any values of both give them directly; otherwise they are read from the tenant's
-partition items (written with the docs) and filtered by those conditions. At most
-MAX_SCOPES a search (an admin's search of a large tenant without user_id or namespace is a
-400 saying so). Equality filters go inside the search (SearchConditionExpression); every
+partition items (written with the docs, once a process per scope: two small PutItems; read
+by user, else by namespace, else whole) and filtered by those conditions. At most MAX_SCOPES
+a search (an admin's search of a large tenant without user_id or namespace is a 400 saying
+so, after reading no more than MAX_SCOPES + 1 matching items). Equality filters go inside the search (SearchConditionExpression); every
 other condition (ranges, dates, ne, topics any/all, startswith) is applied to the hits after
 an over-fetch: TopK = OVER_FETCH x k (at most 100, DynamoDB's limit), and once more at 100
 when the filter left fewer than k. Hits from several scopes merge by score. What the
@@ -228,8 +229,10 @@ def _scopes_pk(generation: int, tenant: str) -> str:
     return f"{_tenant_prefix(generation, tenant)}#SCOPES"
 
 
-def _scope_sk(namespace: str | None, user_id: str | None) -> str:
-    return f"U#{part(user_id or '')}#N#{part(namespace or '')}"
+def _scope_sks(namespace: str | None, user_id: str | None) -> tuple[str, str]:
+    """A scope's partition items' sort keys: by user then namespace, and the other way."""
+    user, space = part(user_id or ""), part(namespace or "")
+    return f"U#{user}#N#{space}", f"N#{space}#U#{user}"
 
 
 Owner = tuple[str | None, str | None]  # (namespace, user_id) of a scope
@@ -473,21 +476,23 @@ class DynamoVectorIndex:
         """The tenant's partition item for a scope, once per process (a PutItem of the same
         item is idempotent); why it failed, or None."""
         namespace, user_id = owner
-        key = (generation, tenant, _scope_sk(namespace, user_id))
+        sort_keys = _scope_sks(namespace, user_id)
+        key = (generation, tenant, sort_keys[0])
         with self._lock:
             if key in self._registered:
                 return None
-        item: Item = {PK: {"S": _scopes_pk(generation, tenant)}, SK: {"S": key[2]}}
-        if namespace is not None:
-            item["namespace"] = {"S": namespace}
-        if user_id is not None:
-            item["user_id"] = {"S": user_id}
         from botocore.exceptions import BotoCoreError, ClientError
 
-        try:
-            self._client.put_item(TableName=self._table, Item=item)
-        except (ClientError, BotoCoreError) as exc:
-            return _code(exc)
+        for sort_key in sort_keys:
+            item: Item = {PK: {"S": _scopes_pk(generation, tenant)}, SK: {"S": sort_key}}
+            if namespace is not None:
+                item["namespace"] = {"S": namespace}
+            if user_id is not None:
+                item["user_id"] = {"S": user_id}
+            try:
+                self._client.put_item(TableName=self._table, Item=item)
+            except (ClientError, BotoCoreError) as exc:
+                return _code(exc)
         with self._lock:
             self._registered.add(key)
         return None
@@ -564,56 +569,53 @@ class DynamoVectorIndex:
         if namespaces is not None and users is not None:
             owners = product(sorted(namespaces), sorted(users))
         else:
-            owners = self._owners(generation, tenant, users)
+            owners = self._owners(generation, tenant, users, namespaces)
         scoped = [
             condition for condition in conditions if condition.field in ("namespace", "user_id")
         ]
-        chosen = sorted(
-            {
-                (namespace, user_id)
-                for namespace, user_id in owners
-                if meets_all(
-                    {
-                        name: value
-                        for name, value in (("namespace", namespace), ("user_id", user_id))
-                        if value is not None
-                    },
-                    scoped,
+        chosen: set[Owner] = set()
+        for namespace, user_id in owners:
+            fields = {"namespace": namespace, "user_id": user_id}
+            if meets_all({name: v for name, v in fields.items() if v is not None}, scoped):
+                chosen.add((namespace, user_id))
+            if len(chosen) > MAX_SCOPES:  # read no further: the search is refused
+                raise BadRequest(
+                    f"on this vector store a search reaches at most {MAX_SCOPES} pairs of "
+                    "namespace and user, and this one reaches more: filter by namespace and "
+                    "user_id"
                 )
-            },
-            key=lambda owner: (owner[0] or "", owner[1] or ""),
-        )
-        if len(chosen) > MAX_SCOPES:
-            raise BadRequest(
-                f"on this vector store a search reaches at most {MAX_SCOPES} pairs of namespace "
-                f"and user, and this one reaches {len(chosen)}: filter by namespace and user_id"
-            )
-        return [scope_of(generation, tenant, namespace, user) for namespace, user in chosen]
+        ordered = sorted(chosen, key=lambda owner: (owner[0] or "", owner[1] or ""))
+        return [scope_of(generation, tenant, namespace, user) for namespace, user in ordered]
 
-    def _owners(self, generation: int, tenant: str, users: set[str] | None) -> list[Owner]:
-        """The tenant's (namespace, user) pairs, from its partition items (those of `users`
-        only, when given)."""
-        prefixes = [f"U#{part(user)}#N#" for user in sorted(users)] if users is not None else [""]
-        found: list[Owner] = []
+    def _owners(
+        self,
+        generation: int,
+        tenant: str,
+        users: set[str] | None,
+        namespaces: set[str] | None,
+    ) -> Iterator[Owner]:
+        """The tenant's (namespace, user) pairs, from its partition items: those of `users`,
+        else of `namespaces`, when given (read as they are needed)."""
+        if users is not None:
+            prefixes = [f"U#{part(user)}#N#" for user in sorted(users)]
+        elif namespaces is not None:
+            prefixes = [f"N#{part(namespace)}#U#" for namespace in sorted(namespaces)]
+        else:
+            prefixes = ["U#"]
         for prefix in prefixes:
-            values: Item = {":pk": {"S": _scopes_pk(generation, tenant)}}
-            condition = "#pk = :pk"
-            if prefix:
-                values[":sk"] = {"S": prefix}
-                condition += " AND begins_with(#sk, :sk)"
             for item in self._query(
                 "scopes",
-                KeyConditionExpression=condition,
-                ExpressionAttributeNames={"#pk": PK, "#sk": SK} if prefix else {"#pk": PK},
-                ExpressionAttributeValues=values,
+                KeyConditionExpression="#pk = :pk AND begins_with(#sk, :sk)",
+                ExpressionAttributeNames={"#pk": PK, "#sk": SK},
+                ExpressionAttributeValues={
+                    ":pk": {"S": _scopes_pk(generation, tenant)},
+                    ":sk": {"S": prefix},
+                },
             ):
-                found.append(
-                    (
-                        _owner(decode(item["namespace"])) if "namespace" in item else None,
-                        _owner(decode(item["user_id"])) if "user_id" in item else None,
-                    )
+                yield (
+                    _owner(decode(item["namespace"])) if "namespace" in item else None,
+                    _owner(decode(item["user_id"])) if "user_id" in item else None,
                 )
-        return found
 
     def _query(self, operation: str, **request: Any) -> Iterator[Item]:
         """Every item a Query returns, page after page."""

@@ -27,9 +27,11 @@ class DynamoVectors:
     dimensions: int
 
     def index(self, **options: Any) -> DynamoVectorIndex:
-        """The adapter over the table; the live generation is read on every call unless
-        `cache_seconds` is given, and a switch waits for nothing unless `wait` is."""
+        """The adapter over the table; the live generation and the texts of keyword search
+        are read on every call unless `cache_seconds`, `keyword_cache_seconds` are given,
+        and a switch waits for nothing unless `wait` is."""
         options.setdefault("cache_seconds", 0.0)
+        options.setdefault("keyword_cache_seconds", 0.0)
         options.setdefault("wait", lambda seconds: None)
         return DynamoVectorIndex(self.client, self.table, self.dimensions, **options)
 

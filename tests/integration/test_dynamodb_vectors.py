@@ -551,3 +551,28 @@ def test_a_search_by_namespace_alone_reads_only_that_namespaces_partitions(
     # Then that namespace's two users were searched, not refused for the other's many
     assert _ids(found) == ["a", "b"]
     assert len(_searches(vectors)) == 2
+
+
+def test_a_process_reads_a_partitions_texts_once_for_searches_in_a_row(
+    vectors: DynamoVectors,
+) -> None:
+    # Given a process that keeps the texts it read for a while
+    index = vectors.index(keyword_cache_seconds=3600.0)
+    scope = conditions_from({"namespace": {"eq": "n"}, "user_id": {"eq": "ada"}})
+    index.upsert([_doc("tea", [1, 0, 0], namespace="n", user_id="ada", text="green tea")])
+    vectors.settle()
+
+    def queries() -> int:
+        return vectors.standin.requests.count("Query")
+
+    # When it searches by keywords twice, a doc written in between
+    first = index.keyword("t", "tea", 10, scope)
+    read = queries()
+    index.upsert([_doc("mint", [0, 1, 0], namespace="n", user_id="ada", text="mint tea")])
+    second = index.keyword("t", "tea", 10, scope)
+
+    # Then the second search read nothing and ranks what the first read; a process that
+    # keeps nothing finds the new doc at once
+    assert queries() == read
+    assert _ids(first) == _ids(second) == ["tea"]
+    assert sorted(_ids(vectors.index().keyword("t", "tea", 10, scope))) == ["mint", "tea"]

@@ -43,18 +43,21 @@ scopes: eq/any values of both give them directly; otherwise they are read from t
 partition items (written with the docs, once a process per scope: two small PutItems; read
 by user, else by namespace, else whole) and filtered by those conditions. At most MAX_SCOPES
 a search (an admin's search of a large tenant without user_id or namespace is a 400 saying
-so, after reading no more than MAX_SCOPES + 1 matching items). Equality filters go inside the search (SearchConditionExpression); every
-other condition (ranges, dates, ne, topics any/all, startswith) is applied to the hits after
-an over-fetch: TopK = OVER_FETCH x k (at most 100, DynamoDB's limit), and once more at 100
-when the filter left fewer than k. Hits from several scopes merge by score. What the
-over-fetch costs in recall is measured in docs/benchmarks.md. A search reaches at most 100
-hits per scope.
+so, after reading no more than MAX_SCOPES + 1 matching items). Equality filters go inside
+the search (SearchConditionExpression); every other condition (ranges, dates, ne, topics
+any/all, startswith) is applied to the hits after an over-fetch: TopK = OVER_FETCH x k (at
+most 100, DynamoDB's limit), and once more at 100 when the filter left fewer than k. Hits
+from several scopes merge by score. What the over-fetch costs in recall is measured in
+docs/benchmarks.md. A search reaches at most 100 hits per scope.
 
 Keyword search reads the searched scopes' texts from GSI1 (one Query page per MB) and ranks
 them with BM25 in process (memkit.vectors.keyword, the local index's ranking): its
-statistics are those of the scopes searched, not the tenant's. Hybrid search is the same
-blend of the two as on the other backends (memkit.vectors.hybrid). A listing is a GSI1 Query
-per scope, newest first.
+statistics are those of the scopes searched, not the tenant's. A process keeps what it read
+(analysed) for KEYWORD_CACHE_SECONDS, up to KEYWORD_CACHE_DOCS docs: an agent's searches in a
+row read a partition's texts once, and a write reaches the keyword side of a search in that
+process at most that much later (its vector side, as soon as the vector index has it).
+Hybrid search is the same blend of the two as on the other backends (memkit.vectors.hybrid).
+A listing is a GSI1 Query per scope, newest first.
 
 Generations (memkit reindex): every key and scope starts with the generation. A rebuild
 writes generation N+1 while N serves, then the switch writes the GENERATION item; each
@@ -74,8 +77,10 @@ import math
 import re
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from itertools import product
 from typing import TYPE_CHECKING, Any
 
@@ -128,6 +133,10 @@ MAX_WINDOW = 10_000
 TOMBSTONE_SECONDS = 2 * 86_400
 GENERATION_CACHE_SECONDS = 10.0
 WRITERS = 8
+# A process keeps the texts it read for a keyword search this long, at most this many docs
+# in all (the least recently used go first).
+KEYWORD_CACHE_SECONDS = 30.0
+KEYWORD_CACHE_DOCS = 20_000
 THROTTLING = {
     "ProvisionedThroughputExceededException",
     "ThrottlingException",
@@ -327,6 +336,16 @@ def _domain_error(operation: str, exc: Exception) -> Exception:
 # --- the index ------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class _Texts:
+    """What a process read of some scopes for keyword search, and when."""
+
+    read_at: float
+    docs: int
+    texts: KeywordIndex
+    contexts: KeywordIndex
+
+
 class DynamoVectorIndex:
     """VectorIndex over a DynamoDB table with a vector index (see the module docstring).
     Thread-safe: one boto3 client, used from a pool for a batch's writes."""
@@ -344,6 +363,7 @@ class DynamoVectorIndex:
         wait: Callable[[float], None] = time.sleep,
         over_fetch: int = OVER_FETCH,
         deepen: bool = True,
+        keyword_cache_seconds: float = KEYWORD_CACHE_SECONDS,
     ) -> None:
         self._client = client
         self._table = table
@@ -358,6 +378,8 @@ class DynamoVectorIndex:
         # measures both).
         self._over_fetch = over_fetch
         self._deepen = deepen
+        self._keyword_cache_seconds = keyword_cache_seconds
+        self._keyword_cache: OrderedDict[tuple[str, ...], _Texts] = OrderedDict()
         self._lock = threading.Lock()
         self._live: tuple[int, float] | None = None  # generation, when read (monotonic)
         self._registered: set[tuple[int, str, str]] = set()
@@ -737,7 +759,22 @@ class DynamoVectorIndex:
             return []
         _checked(conditions)
         scopes = self._scopes(self.generation(), tenant, conditions)
+        texts, contexts = self._texts_of(tenant, tuple(scopes))
+        return weighted_search(
+            [(texts, 1.0), (contexts, CONTEXT_WEIGHT)], tenant, text, k, conditions
+        )
+
+    def _texts_of(self, tenant: str, scopes: tuple[str, ...]) -> tuple[KeywordIndex, KeywordIndex]:
+        """BM25 over the scopes' texts and contexts: read from GSI1 and analysed, or as this
+        process did less than keyword_cache_seconds ago (see the module docstring)."""
+        now = time.monotonic()
+        with self._lock:
+            cached = self._keyword_cache.get(scopes)
+            if cached is not None and now - cached.read_at < self._keyword_cache_seconds:
+                self._keyword_cache.move_to_end(scopes)
+                return cached.texts, cached.contexts
         texts, contexts = KeywordIndex(), KeywordIndex()
+        held = [0]
 
         def read(scope: str) -> list[Hit]:
             for item in self._scope_docs(scope, newest_first=True, with_text=True):
@@ -746,12 +783,17 @@ class DynamoVectorIndex:
                     version = decode(item["version"])
                     texts.upsert(tenant, hit.id, _text(decode(item["text"])), version, hit.fields)
                     contexts.upsert(tenant, hit.id, _text(decode(item["context"])), version, {})
+                    held[0] += 1
             return []
 
         self._parallel(read, scopes)
-        return weighted_search(
-            [(texts, 1.0), (contexts, CONTEXT_WEIGHT)], tenant, text, k, conditions
-        )
+        if self._keyword_cache_seconds > 0 and held[0] <= KEYWORD_CACHE_DOCS:
+            with self._lock:
+                self._keyword_cache[scopes] = _Texts(now, held[0], texts, contexts)
+                self._keyword_cache.move_to_end(scopes)
+                while sum(e.docs for e in self._keyword_cache.values()) > KEYWORD_CACHE_DOCS:
+                    self._keyword_cache.popitem(last=False)
+        return texts, contexts
 
     def browse(
         self, tenant: str, k: int, offset: int, conditions: Sequence[Condition] = ()
@@ -960,14 +1002,19 @@ def dynamodb_index(settings: IndexSettings, region: str, dimensions: int) -> Dyn
 
     if not settings.vector_table:
         raise Misconfigured("MEMKIT_VECTOR_TABLE is not set")
+    # The memory table's client settings when the function's settings have them
+    # (StoreSettings: the local stack waits longer for a busy machine), else DynamoDB's.
     client = boto3.client(
         "dynamodb",
         region_name=region,
         endpoint_url=settings.vector_endpoint,
         config=Config(
-            connect_timeout=2,
-            read_timeout=5,
-            retries={"max_attempts": 3, "mode": "standard"},
+            connect_timeout=float(getattr(settings, "connect_timeout_seconds", 2.0)),
+            read_timeout=float(getattr(settings, "read_timeout_seconds", 5.0)),
+            retries={
+                "max_attempts": int(getattr(settings, "max_retry_attempts", 3)),
+                "mode": "standard",
+            },
             max_pool_connections=WRITERS * 2,
         ),
     )

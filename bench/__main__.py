@@ -21,6 +21,7 @@ BENCHMARKS = (
     "indexing",
     "reindex",
     "retrieval",
+    "vector_filters",
     "prompt",
     "ingest",
     "transfer",

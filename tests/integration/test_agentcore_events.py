@@ -4,6 +4,7 @@ AgentCore's shapes, identity from verified claims."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -26,8 +27,9 @@ T0 = 1_750_000_000.0
 ENGINES = ("moto", "dynamodb-local")
 
 
-def _handler(table: str, **settings: Any) -> Any:
-    """The API's Lambda handler over `table`, verifying JWT claims (tenant in custom:tenant)."""
+def _handler(table: str, clock: Callable[[], float] | None = None, **settings: Any) -> Any:
+    """The API's Lambda handler over `table`, verifying JWT claims (tenant in custom:tenant);
+    the store reads `clock` when given (a quota's minute must not turn mid-test)."""
     from memkit.config import ApiSettings
     from memkit.handlers.api import make_lambda_handler
     from memkit.handlers.wiring import api_services
@@ -40,7 +42,8 @@ def _handler(table: str, **settings: Any) -> Any:
         tenant_claim="custom:tenant",
         **settings,
     )
-    services = api_services(DynamoStore(checked), checked)
+    store = DynamoStore(checked) if clock is None else DynamoStore(checked, clock=clock)
+    services = api_services(store, checked)
     return make_lambda_handler(lambda: services)
 
 
@@ -458,7 +461,8 @@ def test_list_memories_pages(api: Any) -> None:
 
 
 def test_a_tenants_spent_quota_is_a_throttled_exception(dynamodb_table: str) -> None:
-    handler = _handler(dynamodb_table, tenant_requests_per_minute=1)
+    # 10 s into a minute, held there: both calls count against the same minute
+    handler = _handler(dynamodb_table, clock=lambda: 1_800_000_010.0, tenant_requests_per_minute=1)
     call_api(handler, "POST", "/memories", body={}, authorizer=OPS)
 
     refused = call_api(handler, "POST", "/memories", body={}, authorizer=OPS)

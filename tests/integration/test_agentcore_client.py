@@ -81,6 +81,34 @@ def test_create_memory_answers_an_active_memory_with_its_strategies(
     assert strategies["facts"]["strategyId"].startswith("facts-")
 
 
+def test_a_second_memory_of_one_name_is_the_validation_exception_the_sdk_reads(
+    clients: dict[str, Any], memory_id: str
+) -> None:
+    control = clients["control"]
+
+    with pytest.raises(control.exceptions.ValidationException) as raised:
+        control.create_memory(name="support", eventExpiryDuration=7)
+
+    # bedrock-agentcore's MemoryClient.create_or_get_memory: "already exists" in str(error)
+    assert "already exists" in str(raised.value)
+    assert raised.value.response["reason"] == "ResourceConflict"
+    named = [m for m in control.list_memories()["memories"] if m["id"].startswith("support-")]
+    assert [m["id"] for m in named] == [memory_id]
+
+
+def test_a_create_memory_retried_with_its_client_token_answers_the_same_memory(
+    clients: dict[str, Any],
+) -> None:
+    control = clients["control"]
+    sent = {"name": "retried", "eventExpiryDuration": 7, "clientToken": "create-retried-1"}
+
+    first = control.create_memory(**sent)["memory"]
+    again = control.create_memory(**sent)["memory"]
+
+    assert again["id"] == first["id"]
+    assert again["status"] == "ACTIVE"
+
+
 def test_an_agent_reads_its_memory_but_only_an_admin_creates_one(
     clients: dict[str, Any], memory_id: str
 ) -> None:

@@ -33,6 +33,7 @@ from memkit.errors import (
     FieldProblem,
     Forbidden,
     IdempotencyMismatch,
+    NameTaken,
     NotFound,
     ResourceConflict,
     TooLarge,
@@ -309,6 +310,13 @@ class AgentCoreService:
             )
         try:
             self._store.create_agent_memory(tenant, memory)
+        except NameTaken as exc:
+            # AgentCore's words: the bedrock-agentcore SDK's create_or_get_memory reads a
+            # ValidationException that says "already exists" as "find that memory".
+            raise ResourceConflict(
+                f"Memory with name {body.name} already exists",
+                [FieldProblem("name", "another memory of this account has this name")],
+            ) from exc
         except VersionConflict:
             existing = self._store.get_agent_memory(tenant, memory_id)
             if existing is None or existing.request_digest != digest:
@@ -329,7 +337,7 @@ class AgentCoreService:
 
     def delete_memory(self, tenant: str, memory_id: str) -> AgentMemory:
         memory = self.memory(tenant, memory_id)
-        if not self._store.delete_agent_memory(tenant, memory.memory_id):
+        if not self._store.delete_agent_memory(tenant, memory):
             raise NotFound(f"memory {memory_id} does not exist")
         return memory
 

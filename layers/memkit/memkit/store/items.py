@@ -60,6 +60,7 @@ class ItemClasses:
     record: Any
     index_state: Any
     agent_memory: Any
+    agent_name: Any
     agent_actor: Any
     # For TransactWrite: the same botocore client, timeouts and retries as the items.
     connection: Connection
@@ -257,6 +258,12 @@ def bind_items(
         name = UnicodeAttribute()
         spec = UnicodeAttribute()
 
+    class AgentNameItem(TableItem, discriminator="agentcore_name"):
+        """The claim on an AgentCore memory's name: the memory that holds it."""
+
+        memory_id = UnicodeAttribute()
+        name = UnicodeAttribute()
+
     class AgentActorItem(TableItem, discriminator="agentcore_actor"):
         """An actor (a user) of an AgentCore memory: what ListActors lists."""
 
@@ -276,6 +283,7 @@ def bind_items(
         RecordItem,
         IndexStateItem,
         AgentMemoryItem,
+        AgentNameItem,
         AgentActorItem,
         connection,
     )

@@ -8,6 +8,7 @@ import json
 import random
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -19,7 +20,7 @@ from memkit.models.domain import Owner, SessionMeta, StoredMessage
 from memkit.store import keys
 from memkit.store.cursor import decode_cursor, encode_cursor
 from memkit.store.failures import translated
-from memkit.store.sessions import SessionTable
+from memkit.store.sessions import PageCursor, SessionTable
 from memkit.times import now_iso
 
 LOG_PAGE = 200
@@ -36,6 +37,15 @@ def _cancellation_codes(exc: ClientError) -> list[str | None]:
     """Why a transaction was cancelled, item by item in its order (None: not that item)."""
     reasons = exc.response.get("CancellationReasons") or []
     return [None if r.get("Code") in (None, "None") else r.get("Code") for r in reasons]
+
+
+def _to_memory(item: Any) -> AgentMemory:
+    memory = AgentMemory.from_json(json.loads(item.spec))
+    return replace(memory, deletion_job=item.deletion_job)
+
+
+def _everything(item: Any) -> bool:
+    return True
 
 
 def _token_problem(field: str = "nextToken") -> BadRequest:
@@ -100,7 +110,35 @@ class AgentCoreTable(SessionTable):
                 item = self._items.agent_memory.get(pk, sk, consistent_read=True)
             except DoesNotExist:
                 return None
-        return AgentMemory.from_json(json.loads(item.spec))
+        return _to_memory(item)
+
+    def mark_agent_memory_deleting(
+        self, tenant: str, memory_id: str, job_id: str, replacing: str | None
+    ) -> AgentMemory | None:
+        """Record that job `job_id` deletes the memory, if its deletion job is still
+        `replacing` (None: it has none yet): the memory as marked, or None when it is gone
+        or another request marked it first."""
+        item_cls = self._items.agent_memory
+        pk, sk = keys.agent_memory_key(tenant, memory_id)
+        current = (
+            item_cls.deletion_job.does_not_exist()
+            if replacing is None
+            else item_cls.deletion_job == replacing
+        )
+        item = item_cls(pk, sk)
+        try:
+            with translated("mark memory deleting"):
+                item.update(
+                    actions=[
+                        item_cls.deletion_job.set(job_id),
+                        item_cls.updated_at.set(now_iso(self._clock())),
+                    ],
+                    condition=item_cls.pk.exists() & current,
+                    add_version_condition=False,
+                )
+        except VersionConflict:
+            return None
+        return _to_memory(item)
 
     def delete_agent_memory(self, tenant: str, memory: AgentMemory) -> bool:
         """Delete the memory and free its name; False when it was gone already."""
@@ -130,8 +168,7 @@ class AgentCoreTable(SessionTable):
         items, last = self._page(
             self._items.agent_memory, keys.agent_memories_pk(tenant), limit, token
         )
-        memories = [AgentMemory.from_json(json.loads(item.spec)) for item in items]
-        return MemoryPage(memories, encode_cursor(last))
+        return MemoryPage([_to_memory(item) for item in items], encode_cursor(last))
 
     def _page(
         self, item_cls: Any, pk: str, limit: int, token: str | None
@@ -177,6 +214,21 @@ class AgentCoreTable(SessionTable):
     def has_actor(self, tenant: str, memory_id: str, actor_id: str) -> bool:
         key = keys.agent_actor_key(tenant, memory_id, actor_id)
         return self._live(self._batch_get([key]).get(key))
+
+    def agent_memory_actors(self, tenant: str, memory_id: str) -> Iterator[str]:
+        """Every actor the memory has listed, expired ones included (its deletion)."""
+        pk = keys.agent_actors_pk(tenant, memory_id)
+        with translated("list actors"):
+            for item in self._items.agent_actor.query(pk, page_size=LOG_PAGE):
+                yield item.actor_id
+
+    def delete_agent_actors_page(
+        self, tenant: str, memory_id: str, after: PageCursor | None = None
+    ) -> tuple[int, PageCursor | None]:
+        """One page of the memory's actor items deleted: how many, and where the next page
+        starts (None: the end)."""
+        pk = keys.agent_actors_pk(tenant, memory_id)
+        return self._delete_page(pk, _everything, after, "delete actors")
 
     # -- sessions ----------------------------------------------------------------------------
 

@@ -252,11 +252,13 @@ def bind_items(
         reason = UnicodeAttribute(null=True)
 
     class AgentMemoryItem(TableItem, discriminator="agentcore_memory"):
-        """An AgentCore memory's configuration (memkit.service.agentcore), its spec as JSON."""
+        """An AgentCore memory's configuration (memkit.service.agentcore), its spec as JSON;
+        `deletion_job` is set once DeleteMemory has started its deletion."""
 
         memory_id = UnicodeAttribute()
         name = UnicodeAttribute()
         spec = UnicodeAttribute()
+        deletion_job = UnicodeAttribute(null=True)
 
     class AgentNameItem(TableItem, discriminator="agentcore_name"):
         """The claim on an AgentCore memory's name: the memory that holds it."""

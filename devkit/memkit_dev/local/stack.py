@@ -32,6 +32,7 @@ from memkit_dev.local.auth import (
     LambdaKeyAuthorizer,
     dev_principal,
 )
+from memkit_dev.local.bedrock import LoopbackBedrock
 from memkit_dev.local.dynamodb import MotoDynamoDB, dynamodb_client
 from memkit_dev.local.dynamodb_local import DynamoDBLocal, Unavailable, prepare
 from memkit_dev.local.functions import FunctionSpec, LocalFunction
@@ -56,6 +57,8 @@ KEY_AUTHORIZER_FUNCTION = "ApiKeyAuthorizerFunction"
 DEV_KEY_NAME = "memkit serve (development)"
 log = logging.getLogger("memkit.local")
 Engine = Literal["auto", "dynamodb-local", "moto"]
+Embedder = Literal["local", "titan", "cohere"]
+VectorStore = Literal["domain", "serverless"]
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 # The index is rebuilt from the table on start; a progress line shows past this long.
 REBUILD_QUIET_SECONDS = 1.0
@@ -97,6 +100,12 @@ class LocalStackConfig:
     metrics: bool = False
     # Index session messages as long-term records (MEMKIT_INDEX_MESSAGES).
     index_messages: bool = True
+    # The functions' embedder: local (the shipped model), or titan | cohere, the production
+    # Bedrock embedders answered by a loopback Bedrock (memkit_dev.local.bedrock).
+    embedder: Embedder = "local"
+    # What the loopback OpenSearch stands in for (MEMKIT_OPENSEARCH_FLAVOUR): a managed
+    # domain, or a Serverless collection (no custom ids, a search to find a doc's copies).
+    vector_store: VectorStore = "domain"
     # Background curation: how long a session must be quiet before extraction (seconds),
     # and the window its summaries keep it within (tokens).
     extraction_quiet_seconds: int = 5
@@ -146,6 +155,7 @@ class LocalStack:
         self._cleanup: LocalFunction | None = None
         self.cleanup_timer: ScheduleTimer | None = None
         self.opensearch: LoopbackOpenSearch | None = None
+        self.bedrock: LoopbackBedrock | None = None
         self.pump: StreamPump | None = None
         self.curator_pump: StreamPump | None = None
         self.worker_pump: QueuePump | None = None
@@ -201,7 +211,7 @@ class LocalStack:
             "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled",
             "POWERTOOLS_LOG_LEVEL": config.log_level,
             "POWERTOOLS_METRICS_DISABLED": "false" if config.metrics else "true",
-            "MEMKIT_EMBEDDER": "local",
+            "MEMKIT_EMBEDDER": config.embedder,
             "MEMKIT_INDEX_MESSAGES": "true" if config.index_messages else "false",
             "MEMKIT_LLM_PROVIDER": "local",
             "MEMKIT_EXTRACTION_QUIET_SECONDS": str(config.extraction_quiet_seconds),
@@ -228,10 +238,12 @@ class LocalStack:
             environment.update(
                 {
                     "MEMKIT_OPENSEARCH_ENDPOINT": self.opensearch.url,
-                    "MEMKIT_OPENSEARCH_FLAVOUR": "domain",
+                    "MEMKIT_OPENSEARCH_FLAVOUR": config.vector_store,
                     "MEMKIT_OPENSEARCH_AUTH": "none",
                 }
             )
+        if self.bedrock is not None:
+            environment["MEMKIT_BEDROCK_ENDPOINT"] = self.bedrock.url
         if self.dynamodb_endpoint:
             environment["MEMKIT_DYNAMODB_ENDPOINT"] = self.dynamodb_endpoint
         if self._local_endpoint():
@@ -273,7 +285,9 @@ class LocalStack:
             dynamodb_client(self.dynamodb_endpoint, config.region), template, config.table_name
         )
 
-        self.opensearch = LoopbackOpenSearch(LOCAL_DIMENSIONS)
+        if config.embedder != "local":
+            self.bedrock = LoopbackBedrock().start()
+        self.opensearch = LoopbackOpenSearch(self._dimensions(), flavour=config.vector_store)
         self.opensearch.start()
         root = template_path.parent
         self._create_queues(template)  # first: every function's environment names them
@@ -390,6 +404,25 @@ class LocalStack:
                 )
         return moto_endpoint, "moto, in memory (small data only)"
 
+    def _index_settings(self) -> dict[str, Any]:
+        """The embedder and vector index the functions use, as IndexSettings fields."""
+        return {
+            "embedder": self.config.embedder,
+            "bedrock_endpoint": self.bedrock.url if self.bedrock is not None else None,
+            "opensearch_flavour": self.config.vector_store,
+            "opensearch_auth": "none",
+        }
+
+    def _dimensions(self) -> int:
+        """The configured embedder's vector size (the local model's, or Titan's and Cohere's)."""
+        if self.config.embedder == "local":
+            return LOCAL_DIMENSIONS
+        from memkit.config import IndexSettings
+        from memkit.handlers.wiring import embedder_for
+
+        settings = IndexSettings.model_validate(self._index_settings())
+        return embedder_for(settings, self.config.region).dimensions
+
     def _rebuild_index(self) -> None:
         """Fill the loopback index from the table, as `memkit reindex` does (nothing to do
         for an empty table)."""
@@ -407,9 +440,7 @@ class LocalStack:
             region=config.region,
             dynamodb_endpoint=self.dynamodb_endpoint,
             opensearch_endpoint=self.opensearch.url,
-            opensearch_flavour="domain",
-            opensearch_auth="none",
-            embedder="local",
+            **self._index_settings(),
         )
         show_after = REBUILD_QUIET_SECONDS if config.progress else math.inf
         report = run_quietly(reindexer(settings), sys.stderr, show_after=show_after)
@@ -501,6 +532,8 @@ class LocalStack:
             self._key_authorizer.stop()
         if self.opensearch is not None:
             self.opensearch.stop()
+        if self.bedrock is not None:
+            self.bedrock.stop()
         if self._dynamodb_local is not None:
             self._dynamodb_local.stop()
         if self._moto is not None:

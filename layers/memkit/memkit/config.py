@@ -58,6 +58,9 @@ class IndexSettings(BaseModel):
     embedding_model: str | None = None
     # Titan V2 only: 256, 512 or 1024.
     embedding_dimensions: int = Field(default=1024)
+    # A Bedrock-runtime-compatible endpoint for titan | cohere (the local stack's loopback
+    # Bedrock); None = AWS.
+    bedrock_endpoint: str | None = None
     # An OpenSearch endpoint (https://...); None = the in-process local index (one process).
     opensearch_endpoint: str | None = None
     # domain: a managed domain (custom _id, external versioning); serverless: an AOSS

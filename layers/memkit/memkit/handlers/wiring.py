@@ -93,6 +93,7 @@ def embedder_for(settings: IndexSettings, region: str) -> Embedder:
     client = boto3.client(
         "bedrock-runtime",
         region_name=region,
+        endpoint_url=settings.bedrock_endpoint,
         config=Config(retries={"max_attempts": 2, "mode": "standard"}, read_timeout=30),
     )
     if settings.embedder == "titan":

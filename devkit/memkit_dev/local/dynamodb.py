@@ -42,7 +42,13 @@ class MotoDynamoDB(LoopbackServer):
             def log_request(self, *args: Any, **kwargs: Any) -> None:
                 """One line per DynamoDB call would drown the stack's own output."""
 
-        app = DomainDispatcherApplication(create_backend_app)
+        dispatcher = DomainDispatcherApplication(create_backend_app)
+
+        def app(environ: dict[str, Any], start_response: Any) -> Any:
+            # One request at a time with the in-process mock too (they share backends).
+            with _serial:
+                return dispatcher(environ, start_response)
+
         super().__init__("moto-dynamodb", host, port, app=app, threaded=False, handler=QuietHandler)
 
     @property

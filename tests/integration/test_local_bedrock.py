@@ -97,7 +97,9 @@ def test_what_bedrock_refuses_is_a_validation_exception(
 
 
 def test_the_local_stack_indexes_and_finds_memories_with_a_bedrock_embedder() -> None:
-    config = small_stack(embedder="titan", vector_store="serverless", table_name="memkit-titan")
+    config = small_stack(
+        embedder="titan", opensearch_flavour="serverless", table_name="memkit-titan"
+    )
     memories = [
         {"id": "tea", "text": TEA[0], "user_id": "ada"},
         {"id": "train", "text": TRAIN, "user_id": "ada"},

@@ -58,7 +58,7 @@ DEV_KEY_NAME = "memkit serve (development)"
 log = logging.getLogger("memkit.local")
 Engine = Literal["auto", "dynamodb-local", "moto"]
 Embedder = Literal["local", "titan", "cohere"]
-VectorStore = Literal["domain", "serverless"]
+OpenSearchFlavour = Literal["domain", "serverless"]
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 # The index is rebuilt from the table on start; a progress line shows past this long.
 REBUILD_QUIET_SECONDS = 1.0
@@ -105,7 +105,7 @@ class LocalStackConfig:
     embedder: Embedder = "local"
     # What the loopback OpenSearch stands in for (MEMKIT_OPENSEARCH_FLAVOUR): a managed
     # domain, or a Serverless collection (no custom ids, a search to find a doc's copies).
-    vector_store: VectorStore = "domain"
+    opensearch_flavour: OpenSearchFlavour = "domain"
     # Background curation: how long a session must be quiet before extraction (seconds),
     # and the window its summaries keep it within (tokens).
     extraction_quiet_seconds: int = 5
@@ -238,7 +238,7 @@ class LocalStack:
             environment.update(
                 {
                     "MEMKIT_OPENSEARCH_ENDPOINT": self.opensearch.url,
-                    "MEMKIT_OPENSEARCH_FLAVOUR": config.vector_store,
+                    "MEMKIT_OPENSEARCH_FLAVOUR": config.opensearch_flavour,
                     "MEMKIT_OPENSEARCH_AUTH": "none",
                 }
             )
@@ -287,7 +287,7 @@ class LocalStack:
 
         if config.embedder != "local":
             self.bedrock = LoopbackBedrock().start()
-        self.opensearch = LoopbackOpenSearch(self._dimensions(), flavour=config.vector_store)
+        self.opensearch = LoopbackOpenSearch(self._dimensions(), flavour=config.opensearch_flavour)
         self.opensearch.start()
         root = template_path.parent
         self._create_queues(template)  # first: every function's environment names them
@@ -409,7 +409,7 @@ class LocalStack:
         return {
             "embedder": self.config.embedder,
             "bedrock_endpoint": self.bedrock.url if self.bedrock is not None else None,
-            "opensearch_flavour": self.config.vector_store,
+            "opensearch_flavour": self.config.opensearch_flavour,
             "opensearch_auth": "none",
         }
 

@@ -43,10 +43,17 @@ class DynamoVectors:
 
 @contextmanager
 def dynamodb_vectors(dimensions: int, table: str = VECTOR_TABLE) -> Iterator[DynamoVectors]:
+    # The credentials boto3 signs with here (moto's mock sets its own while it runs).
+    credentials = boto3.Session().get_credentials().get_frozen_credentials()
     engine = MotoDynamoDB().start()
     try:
         with VectorDynamoDB(
-            engine.endpoint, require_sigv4=True, session_token="testing", region=REGION
+            engine.endpoint,
+            require_sigv4=True,
+            access_key=credentials.access_key,
+            secret_key=credentials.secret_key,
+            session_token=credentials.token,
+            region=REGION,
         ) as standin:
             client = boto3.client("dynamodb", region_name=REGION, endpoint_url=standin.url)
             if table in client.list_tables()["TableNames"]:

@@ -1,7 +1,9 @@
 """The local stack: DynamoDB (DynamoDB Local, moto or an endpoint), the API function, the HTTP
 API in front, and long-term memory: a loopback OpenSearch (memkit_dev.local.opensearch) that
-the production adapter talks to, and a stream pump that reads the table's stream as Lambda's
-poller does and invokes the indexer function with the real records (memkit_dev.local.streams).
+the production adapter talks to, or with `vector_store="dynamodb"` the template's VectorTable
+on DynamoDB with vector indexes (memkit_dev.local.vector_dynamodb, in front of the same engine),
+and a stream pump that reads the table's stream as Lambda's poller does and invokes the
+indexer function with the real records (memkit_dev.local.streams).
 
 Other background parts (the cleanup timer) join through `LocalStack.background`: anything
 with start() and stop(), started after the table exists.
@@ -42,7 +44,14 @@ from memkit_dev.local.opensearch import LoopbackOpenSearch
 from memkit_dev.local.queues import QueuePump, create_queues, queue_pump_for
 from memkit_dev.local.schedule import ScheduleTimer, function_timeout
 from memkit_dev.local.streams import StreamPump, pump_for
-from memkit_dev.local.template import create_table, find_template, load_template
+from memkit_dev.local.template import (
+    VECTOR_TABLE_RESOURCE,
+    create_table,
+    find_template,
+    load_template,
+    table_definition,
+)
+from memkit_dev.local.vector_dynamodb import VectorDynamoDB
 
 API_FUNCTION = "ApiFunction"
 MCP_FUNCTION = "McpFunction"
@@ -133,6 +142,27 @@ class LocalStackConfig:
     # Origins a browser page may call the API from (the template's CorsAllowedOrigins:
     # comma-separated, or *); empty: no CORS, as the template's default.
     cors_allowed_origins: str = ""
+    # The vector index: opensearch (the loopback OpenSearch, a managed domain as the
+    # adapter sees it unless opensearch_flavour says serverless, rebuilt from the table on
+    # start) or dynamodb (VectorStore dynamodb:
+    # the template's VectorTable, kept with the table's data).
+    vector_store: Literal["opensearch", "dynamodb"] = "opensearch"
+
+    @property
+    def vector_table(self) -> str:
+        """The vector table's name (the template's, with this stack's table name)."""
+        return f"{self.table_name}-vectors-{embedder_dimensions(self.embedder, self.region)}"
+
+
+def embedder_dimensions(embedder: Embedder, region: str) -> int:
+    """The vector size of `embedder` as the functions build it: the local model's, Titan's
+    (MEMKIT_EMBEDDING_DIMENSIONS' default) or Cohere's."""
+    if embedder == "local":
+        return LOCAL_DIMENSIONS
+    from memkit.config import IndexSettings
+    from memkit.handlers.wiring import embedder_for
+
+    return embedder_for(IndexSettings(embedder=embedder), region).dimensions
 
 
 def _plain_variables(variables: dict[str, Any] | None) -> dict[str, str]:
@@ -156,6 +186,7 @@ class LocalStack:
         self.cleanup_timer: ScheduleTimer | None = None
         self.opensearch: LoopbackOpenSearch | None = None
         self.bedrock: LoopbackBedrock | None = None
+        self.vectors: VectorDynamoDB | None = None
         self.pump: StreamPump | None = None
         self.curator_pump: StreamPump | None = None
         self.worker_pump: QueuePump | None = None
@@ -244,6 +275,9 @@ class LocalStack:
             )
         if self.bedrock is not None:
             environment["MEMKIT_BEDROCK_ENDPOINT"] = self.bedrock.url
+        if self.vectors is not None:
+            environment["MEMKIT_VECTOR_TABLE"] = config.vector_table
+            environment["MEMKIT_VECTOR_ENDPOINT"] = self.vectors.url
         if self.dynamodb_endpoint:
             environment["MEMKIT_DYNAMODB_ENDPOINT"] = self.dynamodb_endpoint
         if self._local_endpoint():
@@ -287,8 +321,14 @@ class LocalStack:
 
         if config.embedder != "local":
             self.bedrock = LoopbackBedrock().start()
-        self.opensearch = LoopbackOpenSearch(self._dimensions(), flavour=config.opensearch_flavour)
-        self.opensearch.start()
+        if config.vector_store == "dynamodb":
+            self._start_vector_table(template)
+        else:
+            self.opensearch = LoopbackOpenSearch(
+                embedder_dimensions(config.embedder, config.region),
+                flavour=config.opensearch_flavour,
+            )
+            self.opensearch.start()
         root = template_path.parent
         self._create_queues(template)  # first: every function's environment names them
         spec = FunctionSpec.from_template(template, root, API_FUNCTION)
@@ -312,9 +352,11 @@ class LocalStack:
             on_failure=self.dead_letters.append,
         )
         self.pump.start()
-        # The table is the source of truth and the index lives in memory: fill it from the
-        # table (the pump, started first, takes what is written meanwhile).
-        self._rebuild_index()
+        # The table is the source of truth and the loopback index lives in memory: fill it
+        # from the table (the pump, started first, takes what is written meanwhile). The
+        # vector table keeps its data with the table's.
+        if self.opensearch is not None:
+            self._rebuild_index()
         self._start_curation(template, root)
         self._start_cleanup(template, root)
         if config.auth == "apikey":
@@ -381,6 +423,8 @@ class LocalStack:
                 "region": self.config.region,
                 "dynamodb": self.dynamodb_endpoint,
                 "opensearch": self.opensearch.url if self.opensearch is not None else None,
+                "vectors": self.vectors.url if self.vectors is not None else None,
+                "vector_table": self.config.vector_table if self.vectors is not None else None,
             },
         }
 
@@ -413,15 +457,23 @@ class LocalStack:
             "opensearch_auth": "none",
         }
 
-    def _dimensions(self) -> int:
-        """The configured embedder's vector size (the local model's, or Titan's and Cohere's)."""
-        if self.config.embedder == "local":
-            return LOCAL_DIMENSIONS
-        from memkit.config import IndexSettings
-        from memkit.handlers.wiring import embedder_for
-
-        settings = IndexSettings.model_validate(self._index_settings())
-        return embedder_for(settings, self.config.region).dimensions
+    def _start_vector_table(self, template: dict[str, Any]) -> None:
+        """DynamoDB with vector indexes in front of the engine, and the template's
+        VectorTable on it: created, or (data kept from an earlier run) given its indexes
+        again, filled from the table's items."""
+        config = self.config
+        assert self.dynamodb_endpoint is not None
+        dimensions = embedder_dimensions(config.embedder, config.region)
+        self.vectors = VectorDynamoDB(self.dynamodb_endpoint, region=config.region).start()
+        client = dynamodb_client(self.vectors.url, config.region)
+        created = create_table(
+            client, template, config.vector_table, VECTOR_TABLE_RESOURCE, dimensions
+        )
+        if not created:
+            definition = table_definition(
+                template, config.vector_table, VECTOR_TABLE_RESOURCE, dimensions
+            )
+            self.vectors.adopt(definition)
 
     def _rebuild_index(self) -> None:
         """Fill the loopback index from the table, as `memkit reindex` does (nothing to do
@@ -534,6 +586,8 @@ class LocalStack:
             self.opensearch.stop()
         if self.bedrock is not None:
             self.bedrock.stop()
+        if self.vectors is not None:
+            self.vectors.stop()
         if self._dynamodb_local is not None:
             self._dynamodb_local.stop()
         if self._moto is not None:

@@ -458,11 +458,14 @@ class VectorDynamoDB:
         with self._lock:
             return self._tables[table].indexes[name]
 
-    def adopt(self, table: str, vector_indexes: list[Item]) -> None:
-        """Give an existing table of the engine its vector indexes (a persisted DynamoDB
-        Local), filled from a Scan."""
+    def adopt(self, definition: Item) -> None:
+        """Give a table the engine already has (a persisted DynamoDB Local) the vector
+        indexes and attribute definitions of `definition` (CreateTable's arguments), filled
+        from a Scan."""
+        table = definition["TableName"]
         description = self._engine("DescribeTable", {"TableName": table})["Table"]
-        registered = self._register(description, vector_indexes)
+        description["AttributeDefinitions"] = definition["AttributeDefinitions"]
+        registered = self._register(description, definition.get("VectorIndexes", []))
         start: Item | None = None
         while True:
             request: Item = {"TableName": table}

@@ -325,6 +325,9 @@ def main() -> int:
         f"{sum(c.unanswerable for c in conversations)} without evidence not asked",
     )
 
+    def questions_of(conversation: Conversation) -> str:
+        return f"{len(conversation.questions)} questions"
+
     stack_of = local_stack("locomo", args.engine, vector_store=args.vector_store)
     with stack_of as stack, httpx.Client(timeout=120) as client:
         elapsed, retried = ingest(client, stack.url, sessions_of(conversations))
@@ -337,6 +340,14 @@ def main() -> int:
         report(f"{name}.all_searchable_s", searchable, "s after the last append")
         latencies: list[float] = []
         memkit = {c.id: ask(client, stack.url, c, latencies) for c in conversations}
+        report_recall(f"{name}.memkit", memkit, conversations, questions_of)
+        report(
+            f"{name}.search_ms",
+            median(latencies),
+            "ms median",
+            f"{len(latencies)} searches, sequential, {total} messages in the stack",
+        )
+        report(f"{name}.search_p95_ms", percentile(latencies, 0.95), "ms")
         scaled = scale_sessions(conversations)
         ingest(client, stack.url, scaled)
         held = sum(len(messages) for _, _, messages in scaled)
@@ -347,19 +358,8 @@ def main() -> int:
         for conversation in conversations:
             ask(client, stack.url, conversation, at_scale, user_id=SCALE_USER)
 
-    def questions_of(conversation: Conversation) -> str:
-        return f"{len(conversation.questions)} questions"
-
-    report_recall(f"{name}.memkit", memkit, conversations, questions_of)
     bm25 = {c.id: bm25_rankings(c) for c in conversations}
     report_recall(f"{name}.bm25", bm25, conversations, questions_of)
-    report(
-        f"{name}.search_ms",
-        median(latencies),
-        "ms median",
-        f"{len(latencies)} searches, sequential, {total} messages in the stack",
-    )
-    report(f"{name}.search_p95_ms", percentile(latencies, 0.95), "ms")
     report(
         f"{name}.search_ms_at_scale",
         median(at_scale),

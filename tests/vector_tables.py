@@ -9,16 +9,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-import boto3
-
 from memkit.vectors.dynamodb import DynamoVectorIndex
-from memkit_dev.local.dynamodb import MotoDynamoDB
-from memkit_dev.local.template import VECTOR_TABLE_RESOURCE, create_table, load_template
-from memkit_dev.local.vector_dynamodb import VectorDynamoDB
+from memkit_dev.local.template import load_template
+from memkit_dev.local.vector_dynamodb import VectorDynamoDB, vector_table_on_moto
 from tests.conftest import ROOT
 
 VECTOR_TABLE = "memkit-test-vectors"
-REGION = "us-east-1"
 
 
 @dataclass
@@ -31,9 +27,11 @@ class DynamoVectors:
     dimensions: int
 
     def index(self, **options: Any) -> DynamoVectorIndex:
-        """The adapter over the table; the live generation is read on every call unless
-        `cache_seconds` is given."""
+        """The adapter over the table; the live generation and the texts of keyword search
+        are read on every call unless `cache_seconds`, `keyword_cache_seconds` are given,
+        and a switch waits for nothing unless `wait` is."""
         options.setdefault("cache_seconds", 0.0)
+        options.setdefault("keyword_cache_seconds", 0.0)
         options.setdefault("wait", lambda seconds: None)
         return DynamoVectorIndex(self.client, self.table, self.dimensions, **options)
 
@@ -43,23 +41,6 @@ class DynamoVectors:
 
 @contextmanager
 def dynamodb_vectors(dimensions: int, table: str = VECTOR_TABLE) -> Iterator[DynamoVectors]:
-    # The credentials boto3 signs with here (moto's mock sets its own while it runs).
-    credentials = boto3.Session().get_credentials().get_frozen_credentials()
-    engine = MotoDynamoDB().start()
-    try:
-        with VectorDynamoDB(
-            engine.endpoint,
-            require_sigv4=True,
-            access_key=credentials.access_key,
-            secret_key=credentials.secret_key,
-            session_token=credentials.token,
-            region=REGION,
-        ) as standin:
-            client = boto3.client("dynamodb", region_name=REGION, endpoint_url=standin.url)
-            if table in client.list_tables()["TableNames"]:
-                client.delete_table(TableName=table)
-            template = load_template(ROOT / "template.yaml")
-            create_table(client, template, table, VECTOR_TABLE_RESOURCE, dimensions)
-            yield DynamoVectors(standin, client, table, dimensions)
-    finally:
-        engine.stop()
+    template = load_template(ROOT / "template.yaml")
+    with vector_table_on_moto(template, table, dimensions) as (standin, client):
+        yield DynamoVectors(standin, client, table, dimensions)

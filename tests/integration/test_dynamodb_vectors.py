@@ -530,3 +530,49 @@ def test_every_process_reads_the_switch_within_its_cache_time(
     # the switch returns once every process's cached generation has expired
     assert waited == [30.0]
     assert cached.generation() == 1
+
+
+def test_a_search_by_namespace_alone_reads_only_that_namespaces_partitions(
+    vectors: DynamoVectors, index: DynamoVectorIndex
+) -> None:
+    # Given more users than a search reaches, in another namespace, and two in this one
+    index.upsert(
+        [_doc(f"d{n}", [1, 0, 0], namespace="big", user_id=f"u{n}") for n in range(MAX_SCOPES + 1)]
+        + [
+            _doc("a", [1, 0, 0], namespace="small", user_id="ada"),
+            _doc("b", [0.5, 0.5, 0], namespace="small", user_id="bob"),
+        ]
+    )
+    vectors.settle()
+
+    # When an admin searches one namespace without a user
+    found = index.search("t", [1, 0, 0], 10, conditions_from({"namespace": {"eq": "small"}}))
+
+    # Then that namespace's two users were searched, not refused for the other's many
+    assert _ids(found) == ["a", "b"]
+    assert len(_searches(vectors)) == 2
+
+
+def test_a_process_reads_a_partitions_texts_once_for_searches_in_a_row(
+    vectors: DynamoVectors,
+) -> None:
+    # Given a process that keeps the texts it read for a while
+    index = vectors.index(keyword_cache_seconds=3600.0)
+    scope = conditions_from({"namespace": {"eq": "n"}, "user_id": {"eq": "ada"}})
+    index.upsert([_doc("tea", [1, 0, 0], namespace="n", user_id="ada", text="green tea")])
+    vectors.settle()
+
+    def queries() -> int:
+        return vectors.standin.requests.count("Query")
+
+    # When it searches by keywords twice, a doc written in between
+    first = index.keyword("t", "tea", 10, scope)
+    read = queries()
+    index.upsert([_doc("mint", [0, 1, 0], namespace="n", user_id="ada", text="mint tea")])
+    second = index.keyword("t", "tea", 10, scope)
+
+    # Then the second search read nothing and ranks what the first read; a process that
+    # keeps nothing finds the new doc at once
+    assert queries() == read
+    assert _ids(first) == _ids(second) == ["tea"]
+    assert sorted(_ids(vectors.index().keyword("t", "tea", 10, scope))) == ["mint", "tea"]

@@ -1021,3 +1021,36 @@ def _ok(payload: Item) -> Response:
 def _error(refusal: Refused) -> Response:
     body = {"__type": refusal.error, "message": refusal.message}
     return Response(json.dumps(body), status=refusal.status, content_type=CONTENT_TYPE)
+
+
+@contextmanager
+def vector_table_on_moto(
+    template: Item, table: str, dimensions: int, region: str = "us-east-1"
+) -> Iterator[tuple[VectorDynamoDB, Any]]:
+    """The template's VectorTable (of `dimensions`) on this stand-in in front of moto's
+    server (which shares moto's in-process backends), and a boto3 client of it; the stand-in
+    checks the signatures of the credentials boto3 finds here."""
+    import boto3
+
+    from memkit_dev.local.dynamodb import MotoDynamoDB
+    from memkit_dev.local.template import VECTOR_TABLE_RESOURCE, create_table
+
+    # The credentials boto3 signs with here (moto's mock sets its own while it runs).
+    credentials = boto3.Session().get_credentials().get_frozen_credentials()
+    engine = MotoDynamoDB().start()
+    try:
+        with VectorDynamoDB(
+            engine.endpoint,
+            require_sigv4=True,
+            access_key=credentials.access_key,
+            secret_key=credentials.secret_key,
+            session_token=credentials.token,
+            region=region,
+        ) as standin:
+            client = boto3.client("dynamodb", region_name=region, endpoint_url=standin.url)
+            if table in client.list_tables()["TableNames"]:
+                client.delete_table(TableName=table)
+            create_table(client, template, table, VECTOR_TABLE_RESOURCE, dimensions)
+            yield standin, client
+    finally:
+        engine.stop()

@@ -15,7 +15,7 @@ Items (PK, SK):
 
     doc        G<gen>#T#<tenant>#D#<doc id>    DOC         scope, order, vector, the doc
     tombstone  G<gen>#T#<tenant>#D#<doc id>    DOC         version, deleted, expires_at
-    partition  G<gen>#T#<tenant>#SCOPES        U#<user>#N#<namespace>
+    partition  G<gen>#T#<tenant>#SCOPES        U#<user>#N#<namespace>, N#<namespace>#U#<user>
     live gen   GENERATION                       LIVE        live
 
 A doc item holds the doc: `tenant`, `doc_id`, `version`, `fields` (a map, as the doc has
@@ -40,20 +40,24 @@ of memory items reach here as removals through the stream, as on the other backe
 
 A search names one scope per request. Its namespace and user_id conditions choose the
 scopes: eq/any values of both give them directly; otherwise they are read from the tenant's
-partition items (written with the docs) and filtered by those conditions. At most
-MAX_SCOPES a search (an admin's search of a large tenant without user_id or namespace is a
-400 saying so). Equality filters go inside the search (SearchConditionExpression); every
-other condition (ranges, dates, ne, topics any/all, startswith) is applied to the hits after
-an over-fetch: TopK = OVER_FETCH x k (at most 100, DynamoDB's limit), and once more at 100
-when the filter left fewer than k. Hits from several scopes merge by score. What the
-over-fetch costs in recall is measured in docs/benchmarks.md. A search reaches at most 100
-hits per scope.
+partition items (written with the docs, once a process per scope: two small PutItems; read
+by user, else by namespace, else whole) and filtered by those conditions. At most MAX_SCOPES
+a search (an admin's search of a large tenant without user_id or namespace is a 400 saying
+so, after reading no more than MAX_SCOPES + 1 matching items). Equality filters go inside
+the search (SearchConditionExpression); every other condition (ranges, dates, ne, topics
+any/all, startswith) is applied to the hits after an over-fetch: TopK = OVER_FETCH x k (at
+most 100, DynamoDB's limit), and once more at 100 when the filter left fewer than k. Hits
+from several scopes merge by score. What the over-fetch costs in recall is measured in
+docs/benchmarks.md. A search reaches at most 100 hits per scope.
 
 Keyword search reads the searched scopes' texts from GSI1 (one Query page per MB) and ranks
 them with BM25 in process (memkit.vectors.keyword, the local index's ranking): its
-statistics are those of the scopes searched, not the tenant's. Hybrid search is the same
-blend of the two as on the other backends (memkit.vectors.hybrid). A listing is a GSI1 Query
-per scope, newest first.
+statistics are those of the scopes searched, not the tenant's. A process keeps what it read
+(analysed) for KEYWORD_CACHE_SECONDS, up to KEYWORD_CACHE_DOCS docs: an agent's searches in a
+row read a partition's texts once, and a write reaches the keyword side of a search in that
+process at most that much later (its vector side, as soon as the vector index has it).
+Hybrid search is the same blend of the two as on the other backends (memkit.vectors.hybrid).
+A listing is a GSI1 Query per scope, newest first.
 
 Generations (memkit reindex): every key and scope starts with the generation. A rebuild
 writes generation N+1 while N serves, then the switch writes the GENERATION item; each
@@ -73,8 +77,10 @@ import math
 import re
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from itertools import product
 from typing import TYPE_CHECKING, Any
 
@@ -127,6 +133,10 @@ MAX_WINDOW = 10_000
 TOMBSTONE_SECONDS = 2 * 86_400
 GENERATION_CACHE_SECONDS = 10.0
 WRITERS = 8
+# A process keeps the texts it read for a keyword search this long, at most this many docs
+# in all (the least recently used go first).
+KEYWORD_CACHE_SECONDS = 30.0
+KEYWORD_CACHE_DOCS = 20_000
 THROTTLING = {
     "ProvisionedThroughputExceededException",
     "ThrottlingException",
@@ -228,8 +238,10 @@ def _scopes_pk(generation: int, tenant: str) -> str:
     return f"{_tenant_prefix(generation, tenant)}#SCOPES"
 
 
-def _scope_sk(namespace: str | None, user_id: str | None) -> str:
-    return f"U#{part(user_id or '')}#N#{part(namespace or '')}"
+def _scope_sks(namespace: str | None, user_id: str | None) -> tuple[str, str]:
+    """A scope's partition items' sort keys: by user then namespace, and the other way."""
+    user, space = part(user_id or ""), part(namespace or "")
+    return f"U#{user}#N#{space}", f"N#{space}#U#{user}"
 
 
 Owner = tuple[str | None, str | None]  # (namespace, user_id) of a scope
@@ -324,6 +336,16 @@ def _domain_error(operation: str, exc: Exception) -> Exception:
 # --- the index ------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class _Texts:
+    """What a process read of some scopes for keyword search, and when."""
+
+    read_at: float
+    docs: int
+    texts: KeywordIndex
+    contexts: KeywordIndex
+
+
 class DynamoVectorIndex:
     """VectorIndex over a DynamoDB table with a vector index (see the module docstring).
     Thread-safe: one boto3 client, used from a pool for a batch's writes."""
@@ -339,6 +361,9 @@ class DynamoVectorIndex:
         cache_seconds: float = GENERATION_CACHE_SECONDS,
         clock: Callable[[], float] = time.time,
         wait: Callable[[float], None] = time.sleep,
+        over_fetch: int = OVER_FETCH,
+        deepen: bool = True,
+        keyword_cache_seconds: float = KEYWORD_CACHE_SECONDS,
     ) -> None:
         self._client = client
         self._table = table
@@ -348,6 +373,13 @@ class DynamoVectorIndex:
         self._cache_seconds = cache_seconds
         self._clock = clock
         self._wait = wait
+        # TopK of a search whose conditions leave some for after it: over_fetch x k; and
+        # (deepen) once more at TOP_K when those left fewer than k (bench/vector_filters.py
+        # measures both).
+        self._over_fetch = over_fetch
+        self._deepen = deepen
+        self._keyword_cache_seconds = keyword_cache_seconds
+        self._keyword_cache: OrderedDict[tuple[str, ...], _Texts] = OrderedDict()
         self._lock = threading.Lock()
         self._live: tuple[int, float] | None = None  # generation, when read (monotonic)
         self._registered: set[tuple[int, str, str]] = set()
@@ -466,21 +498,23 @@ class DynamoVectorIndex:
         """The tenant's partition item for a scope, once per process (a PutItem of the same
         item is idempotent); why it failed, or None."""
         namespace, user_id = owner
-        key = (generation, tenant, _scope_sk(namespace, user_id))
+        sort_keys = _scope_sks(namespace, user_id)
+        key = (generation, tenant, sort_keys[0])
         with self._lock:
             if key in self._registered:
                 return None
-        item: Item = {PK: {"S": _scopes_pk(generation, tenant)}, SK: {"S": key[2]}}
-        if namespace is not None:
-            item["namespace"] = {"S": namespace}
-        if user_id is not None:
-            item["user_id"] = {"S": user_id}
         from botocore.exceptions import BotoCoreError, ClientError
 
-        try:
-            self._client.put_item(TableName=self._table, Item=item)
-        except (ClientError, BotoCoreError) as exc:
-            return _code(exc)
+        for sort_key in sort_keys:
+            item: Item = {PK: {"S": _scopes_pk(generation, tenant)}, SK: {"S": sort_key}}
+            if namespace is not None:
+                item["namespace"] = {"S": namespace}
+            if user_id is not None:
+                item["user_id"] = {"S": user_id}
+            try:
+                self._client.put_item(TableName=self._table, Item=item)
+            except (ClientError, BotoCoreError) as exc:
+                return _code(exc)
         with self._lock:
             self._registered.add(key)
         return None
@@ -557,56 +591,53 @@ class DynamoVectorIndex:
         if namespaces is not None and users is not None:
             owners = product(sorted(namespaces), sorted(users))
         else:
-            owners = self._owners(generation, tenant, users)
+            owners = self._owners(generation, tenant, users, namespaces)
         scoped = [
             condition for condition in conditions if condition.field in ("namespace", "user_id")
         ]
-        chosen = sorted(
-            {
-                (namespace, user_id)
-                for namespace, user_id in owners
-                if meets_all(
-                    {
-                        name: value
-                        for name, value in (("namespace", namespace), ("user_id", user_id))
-                        if value is not None
-                    },
-                    scoped,
+        chosen: set[Owner] = set()
+        for namespace, user_id in owners:
+            fields = {"namespace": namespace, "user_id": user_id}
+            if meets_all({name: v for name, v in fields.items() if v is not None}, scoped):
+                chosen.add((namespace, user_id))
+            if len(chosen) > MAX_SCOPES:  # read no further: the search is refused
+                raise BadRequest(
+                    f"on this vector store a search reaches at most {MAX_SCOPES} pairs of "
+                    "namespace and user, and this one reaches more: filter by namespace and "
+                    "user_id"
                 )
-            },
-            key=lambda owner: (owner[0] or "", owner[1] or ""),
-        )
-        if len(chosen) > MAX_SCOPES:
-            raise BadRequest(
-                f"on this vector store a search reaches at most {MAX_SCOPES} pairs of namespace "
-                f"and user, and this one reaches {len(chosen)}: filter by namespace and user_id"
-            )
-        return [scope_of(generation, tenant, namespace, user) for namespace, user in chosen]
+        ordered = sorted(chosen, key=lambda owner: (owner[0] or "", owner[1] or ""))
+        return [scope_of(generation, tenant, namespace, user) for namespace, user in ordered]
 
-    def _owners(self, generation: int, tenant: str, users: set[str] | None) -> list[Owner]:
-        """The tenant's (namespace, user) pairs, from its partition items (those of `users`
-        only, when given)."""
-        prefixes = [f"U#{part(user)}#N#" for user in sorted(users)] if users is not None else [""]
-        found: list[Owner] = []
+    def _owners(
+        self,
+        generation: int,
+        tenant: str,
+        users: set[str] | None,
+        namespaces: set[str] | None,
+    ) -> Iterator[Owner]:
+        """The tenant's (namespace, user) pairs, from its partition items: those of `users`,
+        else of `namespaces`, when given (read as they are needed)."""
+        if users is not None:
+            prefixes = [f"U#{part(user)}#N#" for user in sorted(users)]
+        elif namespaces is not None:
+            prefixes = [f"N#{part(namespace)}#U#" for namespace in sorted(namespaces)]
+        else:
+            prefixes = ["U#"]
         for prefix in prefixes:
-            values: Item = {":pk": {"S": _scopes_pk(generation, tenant)}}
-            condition = "#pk = :pk"
-            if prefix:
-                values[":sk"] = {"S": prefix}
-                condition += " AND begins_with(#sk, :sk)"
             for item in self._query(
                 "scopes",
-                KeyConditionExpression=condition,
-                ExpressionAttributeNames={"#pk": PK, "#sk": SK} if prefix else {"#pk": PK},
-                ExpressionAttributeValues=values,
+                KeyConditionExpression="#pk = :pk AND begins_with(#sk, :sk)",
+                ExpressionAttributeNames={"#pk": PK, "#sk": SK},
+                ExpressionAttributeValues={
+                    ":pk": {"S": _scopes_pk(generation, tenant)},
+                    ":sk": {"S": prefix},
+                },
             ):
-                found.append(
-                    (
-                        _owner(decode(item["namespace"])) if "namespace" in item else None,
-                        _owner(decode(item["user_id"])) if "user_id" in item else None,
-                    )
+                yield (
+                    _owner(decode(item["namespace"])) if "namespace" in item else None,
+                    _owner(decode(item["user_id"])) if "user_id" in item else None,
                 )
-        return found
 
     def _query(self, operation: str, **request: Any) -> Iterator[Item]:
         """Every item a Query returns, page after page."""
@@ -684,12 +715,12 @@ class DynamoVectorIndex:
         generation = self.generation()
         scopes = self._scopes(generation, tenant, conditions)
         later = _after_search(conditions)
-        first = min(TOP_K, max(k, OVER_FETCH * k) if later else k)
+        first = min(TOP_K, max(k, self._over_fetch * k) if later else k)
 
         def nearest(scope: str) -> list[Hit]:
             hits, returned = self._search_scope(scope, tenant, query, first, inline)
             kept = [hit for hit in hits if meets_all(hit.fields, later)]
-            if len(kept) < k and returned == first < TOP_K:
+            if self._deepen and len(kept) < k and returned == first < TOP_K:
                 # the filter left too few: the scope's deepest search
                 hits, _ = self._search_scope(scope, tenant, query, TOP_K, inline)
                 kept = [hit for hit in hits if meets_all(hit.fields, later)]
@@ -728,7 +759,22 @@ class DynamoVectorIndex:
             return []
         _checked(conditions)
         scopes = self._scopes(self.generation(), tenant, conditions)
+        texts, contexts = self._texts_of(tenant, tuple(scopes))
+        return weighted_search(
+            [(texts, 1.0), (contexts, CONTEXT_WEIGHT)], tenant, text, k, conditions
+        )
+
+    def _texts_of(self, tenant: str, scopes: tuple[str, ...]) -> tuple[KeywordIndex, KeywordIndex]:
+        """BM25 over the scopes' texts and contexts: read from GSI1 and analysed, or as this
+        process did less than keyword_cache_seconds ago (see the module docstring)."""
+        now = time.monotonic()
+        with self._lock:
+            cached = self._keyword_cache.get(scopes)
+            if cached is not None and now - cached.read_at < self._keyword_cache_seconds:
+                self._keyword_cache.move_to_end(scopes)
+                return cached.texts, cached.contexts
         texts, contexts = KeywordIndex(), KeywordIndex()
+        held = [0]
 
         def read(scope: str) -> list[Hit]:
             for item in self._scope_docs(scope, newest_first=True, with_text=True):
@@ -737,12 +783,17 @@ class DynamoVectorIndex:
                     version = decode(item["version"])
                     texts.upsert(tenant, hit.id, _text(decode(item["text"])), version, hit.fields)
                     contexts.upsert(tenant, hit.id, _text(decode(item["context"])), version, {})
+                    held[0] += 1
             return []
 
         self._parallel(read, scopes)
-        return weighted_search(
-            [(texts, 1.0), (contexts, CONTEXT_WEIGHT)], tenant, text, k, conditions
-        )
+        if self._keyword_cache_seconds > 0 and held[0] <= KEYWORD_CACHE_DOCS:
+            with self._lock:
+                self._keyword_cache[scopes] = _Texts(now, held[0], texts, contexts)
+                self._keyword_cache.move_to_end(scopes)
+                while sum(e.docs for e in self._keyword_cache.values()) > KEYWORD_CACHE_DOCS:
+                    self._keyword_cache.popitem(last=False)
+        return texts, contexts
 
     def browse(
         self, tenant: str, k: int, offset: int, conditions: Sequence[Condition] = ()
@@ -951,14 +1002,19 @@ def dynamodb_index(settings: IndexSettings, region: str, dimensions: int) -> Dyn
 
     if not settings.vector_table:
         raise Misconfigured("MEMKIT_VECTOR_TABLE is not set")
+    # The memory table's client settings when the function's settings have them
+    # (StoreSettings: the local stack waits longer for a busy machine), else DynamoDB's.
     client = boto3.client(
         "dynamodb",
         region_name=region,
         endpoint_url=settings.vector_endpoint,
         config=Config(
-            connect_timeout=2,
-            read_timeout=5,
-            retries={"max_attempts": 3, "mode": "standard"},
+            connect_timeout=float(getattr(settings, "connect_timeout_seconds", 2.0)),
+            read_timeout=float(getattr(settings, "read_timeout_seconds", 5.0)),
+            retries={
+                "max_attempts": int(getattr(settings, "max_retry_attempts", 3)),
+                "mode": "standard",
+            },
             max_pool_connections=WRITERS * 2,
         ),
     )

@@ -2,8 +2,8 @@
 where each came from), each phase's usage per unit of work as the meter recorded it where
 the functions ran (memkit_dev.local.meter), and dollars = prices x counts.
 
-`bench.agentcore` (memkit against AgentCore Memory) prices with it;
-tests/unit/test_billing.py checks the arithmetic.
+`bench.agentcore` (memkit against AgentCore Memory) and `bench.cost` (each vector backend and
+embedder, docs/cost.md) price with it; tests/unit/test_billing.py checks the arithmetic.
 """
 
 from __future__ import annotations

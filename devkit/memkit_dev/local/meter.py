@@ -95,18 +95,25 @@ class Meter:
         self._function = function
         self._current = _Invocation()
 
+    def _handlers(self) -> list[tuple[str, Any]]:
+        return [
+            ("provide-client-params.dynamodb", self._ask_for_capacity),
+            ("after-call.dynamodb", self._count_dynamodb),
+            ("before-call.sqs", self._count_sqs),
+            ("before-call.bedrock-runtime.InvokeModel", self._count_embedding),
+        ]
+
     def install(self) -> Meter:
         """Hook every botocore session made from now on in this process."""
         from botocore import handlers
 
-        handlers.BUILTIN_HANDLERS.extend(
-            [
-                ("provide-client-params.dynamodb", self._ask_for_capacity),
-                ("after-call.dynamodb", self._count_dynamodb),
-                ("before-call.sqs", self._count_sqs),
-                ("before-call.bedrock-runtime.InvokeModel", self._count_embedding),
-            ]
-        )
+        handlers.BUILTIN_HANDLERS.extend(self._handlers())
+        return self
+
+    def attach(self, client: Any) -> Meter:
+        """Hook one botocore client only (a benchmark metering a call it makes itself)."""
+        for event, handler in self._handlers():
+            client.meta.events.register(event, handler)
         return self
 
     @staticmethod

@@ -119,6 +119,9 @@ class LocalStackConfig:
     # and the window its summaries keep it within (tokens).
     extraction_quiet_seconds: int = 5
     summary_window_tokens: int = 16_000
+    # DeleteMemory (AgentCore) starts deleting a memory's data this long after marking it
+    # DELETING (MEMKIT_AGENTCORE_DELETION_GRACE_SECONDS, 30 on AWS).
+    agentcore_deletion_grace_seconds: int = 5
     # The cleanup function on a timer (EventBridge Scheduler's stand-in), every this many
     # seconds; 0 = off.
     cleanup_interval_seconds: float = 60.0
@@ -247,6 +250,7 @@ class LocalStack:
             "MEMKIT_LLM_PROVIDER": "local",
             "MEMKIT_EXTRACTION_QUIET_SECONDS": str(config.extraction_quiet_seconds),
             "MEMKIT_SUMMARY_WINDOW_TOKENS": str(config.summary_window_tokens),
+            "MEMKIT_AGENTCORE_DELETION_GRACE_SECONDS": str(config.agentcore_deletion_grace_seconds),
             "MEMKIT_AUTH_MODE": config.auth,
         }
         if config.auth == "jwt":

@@ -26,6 +26,7 @@ BENCHMARKS = (
     "transfer",
     "locomo",
     "agentcore",
+    "cost",
 )
 
 

@@ -34,6 +34,12 @@ question is asked again over that user's whole memory (user filter, no session),
 search latency median and 95th percentile reported (recall is not: the copies answer too).
 
     python -m bench.locomo [--engine auto|dynamodb-local|moto] [--dataset DIR]
+                           [--vector-store opensearch|dynamodb]
+
+`--vector-store dynamodb` runs the same on VectorStore dynamodb (the stack's vector table
+behind its local stand-in for DynamoDB's vector index, which ranks exactly): the figures
+are then prefixed `locomo.dynamodb.`, and "every message indexed" counts the vector index's
+entries.
 
 It skips (exit 0) when the dataset folder is absent. A run took about a minute and a half on
 2 shared cores with DynamoDB Local: starting the stack, 11 s of appends, 3 s more until
@@ -202,21 +208,36 @@ def ingest(client: Any, url: str, sessions: Sequence[Session]) -> tuple[float, i
     return time.monotonic() - started, retried
 
 
-def until_indexed(stack: Any, total: int) -> float | None:
-    """Seconds until the stack's loopback index holds `total` live messages of the
-    namespace; None if it did not within SEARCHABLE_TIMEOUT."""
+def _indexed_messages(stack: Any) -> int:
+    """The live message docs of the namespace in the stack's vector index (the loopback
+    OpenSearch's, or the vector table's vector index on the stand-in)."""
     from memkit.config import IndexSettings
+    from memkit.vectors.dynamodb import scope_of
 
-    index = IndexSettings().opensearch_index
+    if stack.vectors is not None:
+        index = stack.vectors.index(stack.config.vector_table, IndexSettings().vector_index_name)
+        scope = scope_of(0, "default", NAMESPACE, None).removesuffix("#U#")
+        return sum(
+            1
+            for entry in list(index.entries.values())
+            if entry.item["scope"]["S"].startswith(scope)
+            and entry.item.get("f_memory_type") == {"S": "message"}
+        )
+    return sum(
+        1
+        for _, source in stack.opensearch.documents(IndexSettings().opensearch_index)
+        if source.get("namespace") == NAMESPACE
+        and source.get("memory_type") == "message"
+        and not source.get("deleted")
+    )
+
+
+def until_indexed(stack: Any, total: int) -> float | None:
+    """Seconds until the stack's vector index holds `total` live messages of the
+    namespace; None if it did not within SEARCHABLE_TIMEOUT."""
     started = time.monotonic()
     while time.monotonic() - started < SEARCHABLE_TIMEOUT:
-        held = sum(
-            1
-            for _, source in stack.opensearch.documents(index)
-            if source.get("namespace") == NAMESPACE
-            and source.get("memory_type") == "message"
-            and not source.get("deleted")
-        )
+        held = _indexed_messages(stack)
         if held >= total:
             return time.monotonic() - started
         time.sleep(1.0)
@@ -277,7 +298,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--engine", choices=["auto", "dynamodb-local", "moto"])
     parser.add_argument("--dataset", type=Path, default=DATASET)
+    parser.add_argument("--vector-store", choices=["opensearch", "dynamodb"], default="opensearch")
     args = parser.parse_args()
+    name = "locomo" if args.vector_store == "opensearch" else "locomo.dynamodb"
     files = sorted(args.dataset.glob("*.json")) if args.dataset.is_dir() else []
     if not files:
         print(f"locomo: skipped, no LoCoMo conversations in {args.dataset}", flush=True)
@@ -302,17 +325,29 @@ def main() -> int:
         f"{sum(c.unanswerable for c in conversations)} without evidence not asked",
     )
 
-    with local_stack("locomo", args.engine) as stack, httpx.Client(timeout=120) as client:
+    def questions_of(conversation: Conversation) -> str:
+        return f"{len(conversation.questions)} questions"
+
+    stack_of = local_stack("locomo", args.engine, vector_store=args.vector_store)
+    with stack_of as stack, httpx.Client(timeout=120) as client:
         elapsed, retried = ingest(client, stack.url, sessions_of(conversations))
-        report("locomo.ingest_messages_per_second", total / elapsed, "msg/s", f"{elapsed:.0f} s")
-        report("locomo.ingest_retried_requests", retried, "", "429/503 answers; target 0")
+        report(f"{name}.ingest_messages_per_second", total / elapsed, "msg/s", f"{elapsed:.0f} s")
+        report(f"{name}.ingest_retried_requests", retried, "", "429/503 answers; target 0")
         searchable = until_indexed(stack, total)
         if searchable is None:
             print(f"locomo: not every message was indexed within {SEARCHABLE_TIMEOUT:.0f} s")
             return 1
-        report("locomo.all_searchable_s", searchable, "s after the last append")
+        report(f"{name}.all_searchable_s", searchable, "s after the last append")
         latencies: list[float] = []
         memkit = {c.id: ask(client, stack.url, c, latencies) for c in conversations}
+        report_recall(f"{name}.memkit", memkit, conversations, questions_of)
+        report(
+            f"{name}.search_ms",
+            median(latencies),
+            "ms median",
+            f"{len(latencies)} searches, sequential, {total} messages in the stack",
+        )
+        report(f"{name}.search_p95_ms", percentile(latencies, 0.95), "ms")
         scaled = scale_sessions(conversations)
         ingest(client, stack.url, scaled)
         held = sum(len(messages) for _, _, messages in scaled)
@@ -323,27 +358,16 @@ def main() -> int:
         for conversation in conversations:
             ask(client, stack.url, conversation, at_scale, user_id=SCALE_USER)
 
-    def questions_of(conversation: Conversation) -> str:
-        return f"{len(conversation.questions)} questions"
-
-    report_recall("locomo.memkit", memkit, conversations, questions_of)
     bm25 = {c.id: bm25_rankings(c) for c in conversations}
-    report_recall("locomo.bm25", bm25, conversations, questions_of)
+    report_recall(f"{name}.bm25", bm25, conversations, questions_of)
     report(
-        "locomo.search_ms",
-        median(latencies),
-        "ms median",
-        f"{len(latencies)} searches, sequential, {total} messages in the stack",
-    )
-    report("locomo.search_p95_ms", percentile(latencies, 0.95), "ms")
-    report(
-        "locomo.search_ms_at_scale",
+        f"{name}.search_ms_at_scale",
         median(at_scale),
         "ms median",
         f"target <= 60; {len(at_scale)} searches over one user's {held} messages, "
         f"{total + held} in the stack",
     )
-    report("locomo.search_p95_ms_at_scale", percentile(at_scale, 0.95), "ms")
+    report(f"{name}.search_p95_ms_at_scale", percentile(at_scale, 0.95), "ms")
     return 0
 
 

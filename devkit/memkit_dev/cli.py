@@ -57,6 +57,7 @@ def _serve(args: argparse.Namespace) -> int:
         tenant_claim=args.tenant_claim,
         user_claim=args.user_claim,
         cors_allowed_origins=args.cors_origins,
+        vector_store=args.vector_store,
     )
     # A SIGTERM during the start (an install, an index rebuild) unwinds it like Ctrl-C:
     # start() stops what it had started (DynamoDB Local runs in a process of its own).
@@ -75,8 +76,7 @@ def _serve(args: argparse.Namespace) -> int:
     print(
         f"memkit local stack on {stack.url}\n"
         f"  DynamoDB: {stack.engine} at {stack.dynamodb_endpoint}, table {args.table}\n"
-        f"  Vector index: {stack.opensearch.url if stack.opensearch else 'in process'} "
-        "(memkit reindex --local rebuilds it)\n"
+        f"{_vector_banner(stack)}"
         f"  API docs: {stack.url}/v1/docs\n"
         f"  MCP: {stack.url}/mcp (docs/mcp.md)\n"
         f"{_auth_banner(stack)}"
@@ -151,6 +151,11 @@ def _reindex_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser
     )
     reindex.add_argument("--index", help="the index name searches use (becomes an alias)")
     reindex.add_argument(
+        "--vector-table",
+        help="VectorStore dynamodb: the vector table, rebuilt as its next generation "
+        "(MEMKIT_VECTOR_TABLE)",
+    )
+    reindex.add_argument(
         "--embedder",
         choices=["local", "titan", "cohere"],
         help="the embedding provider of the new index (MEMKIT_EMBEDDER)",
@@ -187,6 +192,17 @@ def _iam_principals(args: argparse.Namespace) -> tuple[Any, ...]:
     if args.iam_credentials is not None:
         return tuple(load_principals(args.iam_credentials))
     return (dev_principal(args.data_dir),)
+
+
+def _vector_banner(stack: Any) -> str:
+    """The start banner's line about the vector index."""
+    if stack.vectors is not None:
+        return (
+            f"  Vector index: DynamoDB table {stack.config.vector_table} "
+            f"(VectorStore dynamodb) at {stack.vectors.url}\n"
+        )
+    where = stack.opensearch.url if stack.opensearch else "in process"
+    return f"  Vector index: {where} (memkit reindex --local rebuilds it)\n"
 
 
 def _auth_banner(stack: Any) -> str:
@@ -268,6 +284,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="where DynamoDB Local is installed on first use (default .tools)",
     )
     serve.add_argument("--table", default="memkit-local", help="table name (created if absent)")
+    serve.add_argument(
+        "--vector-store",
+        choices=["opensearch", "dynamodb"],
+        default="opensearch",
+        help="the vector index: a loopback OpenSearch (rebuilt from the table on start), or "
+        "dynamodb: VectorStore dynamodb's table with its vector index (kept with the data)",
+    )
     serve.add_argument(
         "--region", default="us-east-1", help="the region the functions see (default us-east-1)"
     )

@@ -113,6 +113,15 @@ def local_options(url: str) -> dict[str, Any]:
     found = (health.get("local") or {}).get("endpoints") if isinstance(health, dict) else None
     if not isinstance(found, dict):
         raise NoLocalStack(f"{url} is not a local stack (its health names no endpoints)")
+    if found.get("vectors"):  # VectorStore dynamodb: the vector table, through its stand-in
+        return {
+            "table_name": found.get("table"),
+            "region": found.get("region"),
+            "dynamodb_endpoint": found.get("dynamodb"),
+            "vector_table": found.get("vector_table"),
+            "vector_endpoint": found.get("vectors"),
+            "embedder": "local",
+        }
     if not found.get("opensearch"):
         raise NoLocalStack("its vector index lives in its own process: restart it instead")
     return {
@@ -160,6 +169,7 @@ def reindex_command(args: Any) -> int:
         "opensearch_flavour": args.opensearch_flavour,
         "opensearch_index": args.index,
         "opensearch_auth": args.opensearch_auth,
+        "vector_table": args.vector_table,
         "embedder": args.embedder,
         "embedding_model": args.embedding_model,
         "embedding_dimensions": args.embedding_dimensions,
@@ -175,10 +185,11 @@ def reindex_command(args: Any) -> int:
         # A DynamoDB on this machine takes any credentials, but botocore wants some.
         for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
             os.environ.setdefault(name, "testing")
-    if settings.opensearch_endpoint is None and not args.dry_run:
+    if settings.opensearch_endpoint is None and settings.vector_table is None and not args.dry_run:
         sys.stderr.write(
-            "memkit reindex: set --opensearch-endpoint (or MEMKIT_OPENSEARCH_ENDPOINT): the "
-            "in-process index lives in the process that serves it\n"
+            "memkit reindex: set --opensearch-endpoint (or MEMKIT_OPENSEARCH_ENDPOINT), or "
+            "--vector-table (MEMKIT_VECTOR_TABLE): the in-process index lives in the process "
+            "that serves it\n"
         )
         return 2
     try:

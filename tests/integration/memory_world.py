@@ -8,7 +8,8 @@ indexer handler in batches of the mapping's size.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -108,6 +109,9 @@ class MemoryWorld:
     store: Any = None  # the DynamoStore both handlers use (for races a test stages)
     services: Any = None  # the API's services (the MCP handler runs over the same)
     last_batch: list[dict[str, Any]] = field(default_factory=list)
+    # Waits until an eventually consistent index holds what was written to it (the DynamoDB
+    # vector table's stand-in); None: the index is consistent at once.
+    replicated: Callable[[], None] | None = None
 
     def api(self, method: str, path: str, **kwargs: Any) -> ApiResponse:
         return call_api(self.api_handler, method, path, **kwargs)
@@ -120,6 +124,8 @@ class MemoryWorld:
     def index(self, records: list[dict[str, Any]]) -> dict[str, Any]:
         """One invocation of the indexer handler with `records`."""
         response = self.indexer_handler({"Records": records}, LambdaContextStub())
+        if self.replicated is not None:
+            self.replicated()
         return dict(response)
 
     def settle(self) -> list[dict[str, Any]]:
@@ -131,9 +137,15 @@ class MemoryWorld:
             for start in range(0, len(self.last_batch), size)
         ]
 
+    def indexed(self, tenant: str = "default", k: int = 10_000) -> list[Any]:
+        """The tenant's docs in the index (a listing), once the index caught up."""
+        if self.replicated is not None:
+            self.replicated()
+        return list(self.vector_index.browse(tenant, k, 0))
+
     def index_ids(self) -> set[str]:
         """The ids (record ids and message ids) of every doc the index holds."""
-        return {hit.fields["record_id"] for hit in self.vector_index.browse("default", 10_000, 0)}
+        return {hit.fields["record_id"] for hit in self.indexed()}
 
     @property
     def embedded_texts(self) -> int:
@@ -147,6 +159,7 @@ def build_world(
     store: DynamoStore | None = None,
     index: Any = None,
     embedder: CountingEmbedder | None = None,
+    replicated: Callable[[], None] | None = None,
 ) -> MemoryWorld:
     """The API handler and the indexer handler over `table`, sharing one store, one index and
     one embedder. Defaults: the API's settings for the table, a store that indexes session
@@ -174,4 +187,22 @@ def build_world(
         mapping=stream_mapping(),
         store=dynamo,
         services=services,
+        replicated=replicated,
     )
+
+
+BACKENDS = ("local", "dynamodb")
+
+
+@contextmanager
+def backend_world(backend: str, table: str, **options: Any) -> Iterator[MemoryWorld]:
+    """build_world over `table` with the vector backend named: the local exact index, or
+    the DynamoDB vector table behind its local stand-in (VectorStore dynamodb)."""
+    if backend == "local":
+        yield build_world(table, **options)
+        return
+    from tests.vector_tables import dynamodb_vectors
+
+    with dynamodb_vectors(LocalEmbedder().dimensions) as vectors:
+        yield build_world(table, index=vectors.index(), replicated=vectors.settle, **options)
+        assert vectors.standin.rejected == []

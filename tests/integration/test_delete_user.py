@@ -1,14 +1,15 @@
 """A user's full deletion on moto: DELETE /v1/users/{user_id} through the real API handler,
 the stream delivered to the real indexer, jobs through the real worker handler on moto's
 SQS. Afterwards a Scan of the table and a browse of the index find nothing of the user in
-that namespace, while another user's data and the user's other namespaces are intact."""
+that namespace, while another user's data and the user's other namespaces are intact. On the
+local exact index and on the DynamoDB vector table."""
 
 from __future__ import annotations
 
 import itertools
 import json
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,9 +26,17 @@ from memkit.service.long_term import LongTermService
 from memkit.store import keys
 from tests.conftest import ApiResponse, LambdaContextStub, call_api
 from tests.events import sqs_record
-from tests.integration.memory_world import MemoryWorld
+from tests.integration.memory_world import BACKENDS, MemoryWorld, backend_world
 
 pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(params=BACKENDS)
+def world(request: pytest.FixtureRequest, dynamodb_table: str) -> Iterator[MemoryWorld]:
+    """The local exact index, or the DynamoDB vector table (VectorStore dynamodb)."""
+    with backend_world(request.param, dynamodb_table) as built:
+        yield built
+
 
 ADA, BOB = "u-ada", "u-bob"
 OTHER = "elsewhere"  # another namespace
@@ -144,7 +153,7 @@ def _docs(world: MemoryWorld, stored: Stored) -> list[Any]:
     """The index's docs of the user in the namespace."""
     return [
         hit
-        for hit in world.vector_index.browse(TENANT, 10_000, 0)
+        for hit in world.indexed(TENANT)
         if hit.fields.get("user_id") == stored.user_id
         and hit.fields.get("namespace") == stored.namespace
     ]
@@ -618,7 +627,7 @@ def test_a_session_delete_answers_200_when_the_index_cannot_be_built(
     message = {"role": "user", "content": "hi"}
     world.api("PUT", "/v1/working-memory/chat", body={"messages": [message]})
     world.settle()  # the message is indexed
-    indexed = len(world.vector_index.browse(TENANT, 10, 0))
+    indexed = len(world.indexed(TENANT, 10))
 
     deleted = call_api(api, "DELETE", "/v1/working-memory/chat")
     again = call_api(api, "DELETE", "/v1/working-memory/chat")  # nothing left to delete
@@ -626,7 +635,7 @@ def test_a_session_delete_answers_200_when_the_index_cannot_be_built(
 
     assert (deleted.status, again.status) == (200, 200)
     assert world.api("GET", "/v1/working-memory/chat").status == 404
-    assert (indexed, len(world.vector_index.browse(TENANT, 10, 0))) == (1, 0)
+    assert (indexed, len(world.indexed(TENANT, 10))) == (1, 0)
 
 
 def test_messages_that_outlived_their_session_are_found_through_the_index_and_deleted(

@@ -197,3 +197,19 @@ def test_dynamodb_local_never_outlives_a_killed_stack(dynamodb_local_home: Path)
     _until(lambda: _group_gone(int(group)), "DynamoDB Local ended with its owner")
     with pytest.raises(httpx.TransportError):
         httpx.get(endpoint, timeout=5)
+
+
+def test_it_starts_from_the_default_relative_tools_folder(
+    dynamodb_local_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given the working directory `memkit serve` runs in, and its default --tools-dir .tools
+    monkeypatch.chdir(ROOT)
+    home = prepare(Path(".tools"))
+
+    # When DynamoDB Local is started from that relative folder
+    server = DynamoDBLocal(home, data_dir=None).start()
+    try:
+        # Then it answers (Java runs in the install folder: a relative jar path missed it)
+        assert httpx.post(server.endpoint, timeout=10).status_code < 500
+    finally:
+        server.stop()

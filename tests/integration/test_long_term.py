@@ -1,22 +1,31 @@
 """Long-term memory end to end on moto: the real API handler writes, the real indexer handler
 reads the real stream records of those writes (as Lambda's poller would deliver them) and
-fills the local index, and the API searches it."""
+fills the vector index, and the API searches it. Each test runs on the local exact index and
+on the DynamoDB vector table (VectorStore dynamodb, through its local stand-in): deletes,
+versions, TTL removals, keyword and hybrid search behave the same on both."""
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import boto3
 import pytest
 
-from tests.integration.memory_world import MemoryWorld
+from tests.integration.memory_world import BACKENDS, MemoryWorld, backend_world
 
 pytestmark = pytest.mark.integration
 # The DynamoDB Local tier (tests/conftest.py): these run on moto and on AWS's own engine.
 ENGINES = ("moto", "dynamodb-local")
 LTM = "/v1/long-term-memory"
+
+
+@pytest.fixture(params=BACKENDS)
+def world(request: pytest.FixtureRequest, dynamodb_table: str) -> Iterator[MemoryWorld]:
+    with backend_world(request.param, dynamodb_table) as built:
+        yield built
 
 
 def _record(rid: str, text: str, **fields: Any) -> dict[str, Any]:

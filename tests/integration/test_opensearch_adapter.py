@@ -1,6 +1,8 @@
 """The OpenSearch adapter, for real: opensearch-py with SigV4 signing against the strict
-loopback OpenSearch, as a managed domain and as a serverless collection. The local exact
-index is the reference for what a search must find."""
+loopback OpenSearch, as a managed domain and as a serverless collection: what OpenSearch does
+its own way (the index and its mappings, the request subset, serverless copies, aliases). What
+every backend does the same (search, filters, keyword, listings, versions) is in
+test_vector_backends.py, with the local exact index as the reference."""
 
 from __future__ import annotations
 
@@ -13,9 +15,7 @@ import pytest
 
 from memkit.config import IndexSettings
 from memkit.errors import StoreUnavailable, Throttled
-from memkit.vectors.filters import Condition, conditions_from
-from memkit.vectors.keyword import KeywordIndex
-from memkit.vectors.local import LocalVectorIndex
+from memkit.vectors.filters import Condition
 from memkit.vectors.opensearch import (
     Flavour,
     OpenSearchIndex,
@@ -23,85 +23,15 @@ from memkit.vectors.opensearch import (
     index_body,
     opensearch_index,
 )
-from memkit.vectors.protocol import CONTEXT_WEIGHT, Hit, Removal, VectorDoc
+from memkit.vectors.protocol import Hit, Removal, VectorDoc
 from memkit_dev.local.opensearch import LoopbackOpenSearch
+from tests.vector_cases import CONVERSATION, DOCS, chat_message, vector_doc
 
 pytestmark = pytest.mark.integration
 
 DIMENSIONS = 3
 INDEX = "memkit-memories"
 REGION = "us-east-1"
-
-
-def _doc(
-    doc_id: str,
-    vector: list[float],
-    version: int = 1,
-    tenant: str = "t",
-    text: str = "",
-    **fields: Any,
-) -> VectorDoc:
-    return VectorDoc(
-        id=doc_id, tenant=tenant, vector=vector, version=version, text=text, fields=fields
-    )
-
-
-DOCS = [
-    _doc(
-        "tea",
-        [1, 0, 0],
-        text="green tea in the morning",
-        user_id="ada",
-        topics=["drinks"],
-        created_at=100.0,
-        pinned=True,
-        namespace="work",
-    ),
-    _doc(
-        "coffee",
-        [0.9, 0.1, 0],
-        text="black coffee at the office, and some tea",
-        user_id="ada",
-        topics=["drinks", "work"],
-        created_at=200.0,
-        pinned=False,
-        session_id="s1",
-    ),
-    _doc(
-        "oslo",
-        [0, 1, 0],
-        text="a trip to oslo",
-        user_id="bob",
-        topics=["travel"],
-        created_at=300.5,
-        event_date=1000.0,
-    ),
-    _doc("bare", [0.1, 0.2, 1], text="nothing here"),
-    _doc("south", [-1, 0.1, 0], text="tea", user_id="cy", created_at=50.0),
-    _doc("other", [1, 0, 0], tenant="u", text="tea for another tenant", user_id="ada"),
-]
-
-
-def _message(doc_id: str, text: str, context: str, speaker: str, vector: list[float]) -> VectorDoc:
-    """A message's doc: its text, the turn it follows (context) and its speaker."""
-    fields = {"speaker": speaker, "kind": "message"}
-    return VectorDoc(doc_id, "t", vector, 1, text=text, fields=fields, context=context)
-
-
-# A conversation: "reply" says nothing of a promotion; only the turn before it does.
-CONVERSATION = [
-    _message("congrats", "Congrats on the promotion, John!", "", "ada", [1, 0, 0]),
-    _message(
-        "reply",
-        "Thanks! I'm an assistant manager now.",
-        "Congrats on the promotion, John!",
-        "john",
-        [0.9, 0.1, 0],
-    ),
-    _message("work", "Promotion season at work is stressful", "How is work?", "bob", [0, 1, 0]),
-    _message("paint", "I painted a sunset last weekend", "What did you do?", "ada", [0, 0, 1]),
-    _message("lake", "We went to the lake", "I painted a sunset last weekend", "john", [0.1, 0, 1]),
-]
 
 
 def _ids(hits: list[Hit]) -> list[str]:
@@ -150,31 +80,14 @@ def _holding(index: OpenSearchIndex, docs: list[VectorDoc]) -> OpenSearchIndex:
     return index
 
 
-def _local(docs: list[VectorDoc]) -> LocalVectorIndex:
-    """The local exact index holding `docs`: what a search must find."""
-    local = LocalVectorIndex(DIMENSIONS)
-    local.upsert(docs)
-    return local
-
-
 @pytest.fixture
 def stocked(index: OpenSearchIndex) -> OpenSearchIndex:
     return _holding(index, DOCS)
 
 
 @pytest.fixture
-def reference() -> LocalVectorIndex:
-    return _local(DOCS)
-
-
-@pytest.fixture
 def chat(index: OpenSearchIndex) -> OpenSearchIndex:
     return _holding(index, CONVERSATION)
-
-
-@pytest.fixture
-def chat_reference() -> LocalVectorIndex:
-    return _local(CONVERSATION)
 
 
 def _raw_client(server: LoopbackOpenSearch) -> Any:
@@ -246,7 +159,7 @@ def test_ensure_index_adds_the_english_fields_to_an_index_made_before_them(
     # When this release ensures the index (PUT _mapping) and writes a message
     index = _adapter(server)
     index.ensure_index()
-    assert index.upsert([_message("new", "I painted a door", "", "ada", [1, 0, 0])]) == {}
+    assert index.upsert([chat_message("new", "I painted a door", "", "ada", [1, 0, 0])]) == {}
     by_keyword = _ids(index.keyword("t", "paint", k=10))
     by_speaker = _ids(
         index.keyword("t", "paint", k=10, conditions=[Condition("speaker", "eq", "ada")])
@@ -256,30 +169,12 @@ def test_ensure_index_adds_the_english_fields_to_an_index_made_before_them(
     # Then the mapping is taken in place; the new doc is found by its stem and its speaker,
     # the old one by its vector alone until it is written again (what memkit reindex does)
     assert (by_keyword, by_speaker, by_vector) == (["new"], ["new"], ["new", "old"])
-    assert index.upsert([_doc("old", [1, 0, 0], version=2, text="I painted a fence")]) == {}
+    assert index.upsert([vector_doc("old", [1, 0, 0], version=2, text="I painted a fence")]) == {}
     assert sorted(_ids(index.keyword("t", "paint", k=10))) == ["new", "old"]
     assert server.created == [INDEX]
 
 
 # --- search --------------------------------------------------------------------------------
-
-
-def test_search_ranks_by_cosine_and_returns_the_fields(stocked: OpenSearchIndex) -> None:
-    # Given the docs indexed
-    # When the tenant searches near [1, 0, 0]
-    hits = stocked.search("t", [1, 0, 0], k=10)
-
-    # Then the hits are its docs, nearest first, scored by cosine, with fields only
-    assert _ids(hits) == ["tea", "coffee", "bare", "oslo", "south"]
-    coffee = 0.9 / (0.9**2 + 0.1**2) ** 0.5
-    assert [hit.score for hit in hits[:2]] == pytest.approx([1.0, coffee])
-    assert hits[-1].score < 0  # an opposite direction: a negative cosine survives the score
-    assert hits[0].distance == pytest.approx(0.0)
-    assert hits[1].fields == {**DOCS[1].fields, "tenant": "t"}
-
-
-def test_search_returns_at_most_k_hits(stocked: OpenSearchIndex) -> None:
-    assert _ids(stocked.search("t", [0, 1, 0], k=2)) == ["oslo", "bare"]
 
 
 def test_a_score_converts_back_to_the_cosine() -> None:
@@ -289,132 +184,7 @@ def test_a_score_converts_back_to_the_cosine() -> None:
     assert cosine_from_score(1.0) == pytest.approx(0.0)
 
 
-FILTERS: list[dict[str, dict[str, Any]]] = [
-    {"user_id": {"eq": "ada"}},
-    {"user_id": {"ne": "ada"}},  # docs without a user_id meet it
-    {"user_id": {"any": ["bob", "cy"]}},
-    {"user_id": {"none": ["ada", "bob"]}},
-    {"user_id": {"startswith": "b"}},
-    {"user_id": {"eq": 5}},  # a number never equals a keyword
-    {"user_id": {"gt": "a"}},  # nor does a range hold strings
-    {"topics": {"all": ["drinks", "work"]}},
-    {"topics": {"all": []}},  # all of nothing: the field is there
-    {"topics": {"any": []}},
-    {"topics": {"none": ["work"]}},
-    {"created_at": {"gte": 200}},
-    {"created_at": {"gt": 200}},
-    {"created_at": {"lte": 100}},
-    {"created_at": {"lt": 100}},
-    {"created_at": {"between": [60, 250]}},
-    {"created_at": {"eq": 300.5}},  # a number on a date compares numbers
-    {"created_at": {"eq": "300.5"}},
-    {"created_at": {"ne": 100}},
-    {"created_at": {"any": [100, 300.5]}},
-    {"created_at": {"none": [100, 200]}},
-    {"event_date": {"gt": 0}},
-    {"pinned": {"eq": True}},
-    {"pinned": {"eq": False}},
-    {"pinned": {"ne": True}},
-    {"pinned": {"eq": 1}},  # True == 1, as meets compares
-    {"session_id": {"eq": "s1"}},
-    {"namespace": {"startswith": "wo"}},
-    {"record_id": {"eq": "r1"}},  # no doc has it: nothing, never a wider list
-    {"user_id": {"eq": "ada"}, "created_at": {"lt": 150}},
-]
-
-
-@pytest.mark.parametrize("filters", FILTERS, ids=[json.dumps(f) for f in FILTERS])
-def test_filters_find_what_the_local_index_finds(
-    stocked: OpenSearchIndex, reference: LocalVectorIndex, filters: dict[str, dict[str, Any]]
-) -> None:
-    # Given the same docs in OpenSearch and in the local exact index
-    conditions = conditions_from(filters)
-
-    # When both are searched with the filter
-    found = stocked.search("t", [1, 0, 0], k=10, conditions=conditions)
-
-    # Then OpenSearch finds exactly what filters.meets accepts, in the same order
-    assert _ids(found) == _ids(reference.search("t", [1, 0, 0], k=10, conditions=conditions))
-
-
-def test_a_tenant_sees_only_its_own_docs(stocked: OpenSearchIndex) -> None:
-    # Given docs of tenants t and u
-    # When u searches, matches and lists
-    # Then it finds only its own doc
-    assert _ids(stocked.search("u", [1, 0, 0], k=10)) == ["other"]
-    assert _ids(stocked.keyword("u", "tea", k=10)) == ["other"]
-    assert _ids(stocked.browse("u", k=10, offset=0)) == ["other"]
-
-
-def test_a_filter_no_doc_meets_finds_nothing(stocked: OpenSearchIndex) -> None:
-    conditions = [Condition("user_id", "eq", "nobody")]
-
-    assert stocked.search("t", [1, 0, 0], k=10, conditions=conditions) == []
-
-
-def test_a_field_that_cannot_be_filtered_is_refused(
-    stocked: OpenSearchIndex, server: LoopbackOpenSearch
-) -> None:
-    # Given a condition on the text (not a filter field)
-    sent = len(server.requests)
-
-    # When a search carries it, then it is refused before any request
-    with pytest.raises(ValueError, match="cannot filter on 'text'"):
-        stocked.search("t", [1, 0, 0], k=10, conditions=[Condition("text", "eq", "tea")])
-    assert len(server.requests) == sent
-
-
 # --- keyword and browse --------------------------------------------------------------------
-
-
-def test_keyword_ranks_bm25_matches_and_skips_the_rest(stocked: OpenSearchIndex) -> None:
-    # Given three of the tenant's docs that say "tea", a short one first
-    # When the tenant looks for "tea"
-    hits = stocked.keyword("t", "tea", k=10)
-
-    # Then only those match, best BM25 first, with positive scores
-    assert _ids(hits) == ["south", "tea", "coffee"]
-    assert all(hit.score > 0 for hit in hits)
-
-
-def test_keyword_applies_the_filters(stocked: OpenSearchIndex) -> None:
-    conditions = conditions_from({"user_id": {"eq": "ada"}})
-
-    assert _ids(stocked.keyword("t", "tea", k=10, conditions=conditions)) == ["tea", "coffee"]
-
-
-def test_keyword_finds_a_word_by_its_stem(
-    chat: OpenSearchIndex, chat_reference: LocalVectorIndex
-) -> None:
-    # Given "I painted a sunset", and a message that follows it
-    # When the tenant asks about painting
-    hits = chat.keyword("t", "when did she paint?", k=10)
-
-    # Then the english analysis finds "painted" (and the next turn, by its context), in the
-    # local index's order
-    assert _ids(hits) == ["paint", "lake"]
-    assert _ids(hits) == _ids(chat_reference.keyword("t", "when did she paint?", k=10))
-
-
-def test_a_doc_matched_by_its_context_alone_scores_its_weighted_context_bm25(
-    chat: OpenSearchIndex, chat_reference: LocalVectorIndex
-) -> None:
-    # Given a reply that never says "promotion", after a turn that does
-    contexts = KeywordIndex()
-    for doc in CONVERSATION:
-        contexts.upsert("t", doc.id, doc.context, doc.version, {})
-
-    # When the tenant searches for the promotion
-    hits = chat.keyword("t", "the promotion", k=10)
-    expected = chat_reference.keyword("t", "the promotion", k=10)
-
-    # Then the reply is found, scored CONTEXT_WEIGHT times its context's BM25, and every
-    # hit ranks and scores as in the local index
-    reply = next(hit for hit in hits if hit.id == "reply")
-    context_bm25 = contexts.matches("t", "the promotion")["reply"]
-    assert reply.score == pytest.approx(CONTEXT_WEIGHT * context_bm25)
-    assert _ids(hits) == _ids(expected) == ["congrats", "work", "reply"]
-    assert [hit.score for hit in hits] == pytest.approx([hit.score for hit in expected])
 
 
 def test_a_keyword_search_is_one_request(chat: OpenSearchIndex, server: LoopbackOpenSearch) -> None:
@@ -426,76 +196,7 @@ def test_a_keyword_search_is_one_request(chat: OpenSearchIndex, server: Loopback
     assert len(server.requests) - before == (1 if server.flavour == "domain" else 2)
 
 
-def test_no_hit_carries_the_context_or_the_text(chat: OpenSearchIndex) -> None:
-    # Given messages with a context
-    # When they are found by vector, by keyword, listed and sampled
-    found = [
-        *chat.search("t", [1, 0, 0], k=10),
-        *chat.keyword("t", "promotion", k=10),
-        *chat.browse("t", k=10, offset=0),
-    ]
-    sampled, _ = chat.sample(10)
-
-    # Then every hit carries the fields alone
-    for fields in [hit.fields for hit in found] + [doc.fields for doc in sampled]:
-        assert "context" not in fields
-        assert "text" not in fields
-        assert "vector" not in fields
-    assert found[0].fields == {"speaker": "ada", "kind": "message", "tenant": "t"}
-
-
-def test_speaker_is_filterable_and_returned(
-    chat: OpenSearchIndex, chat_reference: LocalVectorIndex
-) -> None:
-    conditions = conditions_from({"speaker": {"eq": "john"}})
-
-    by_keyword = chat.keyword("t", "promotion lake", k=10, conditions=conditions)
-    by_vector = chat.search("t", [1, 0, 0], k=10, conditions=conditions)
-
-    assert _ids(by_keyword) == ["lake", "reply"]
-    assert _ids(by_keyword) == _ids(
-        chat_reference.keyword("t", "promotion lake", k=10, conditions=conditions)
-    )
-    assert _ids(by_vector) == ["reply", "lake"]
-    assert {hit.fields["speaker"] for hit in by_keyword + by_vector} == {"john"}
-
-
-def test_browse_lists_newest_first_from_an_offset(
-    stocked: OpenSearchIndex, reference: LocalVectorIndex
-) -> None:
-    # Given docs created at 50, 100, 200, 300.5 and one without a created_at
-    # When the tenant lists two from offset 1, and everything
-    page = stocked.browse("t", k=2, offset=1)
-    everything = stocked.browse("t", k=10, offset=0)
-
-    # Then the page skips the newest, the doc without a date comes last, scores are 0
-    assert _ids(page) == ["coffee", "tea"]
-    assert _ids(everything) == ["oslo", "coffee", "tea", "south", "bare"]
-    assert _ids(everything) == _ids(reference.browse("t", k=10, offset=0))
-    assert {hit.score for hit in everything} == {0.0}
-
-
-def test_browse_applies_the_filters(stocked: OpenSearchIndex) -> None:
-    conditions = conditions_from({"topics": {"any": ["drinks"]}})
-
-    assert _ids(stocked.browse("t", k=10, offset=0, conditions=conditions)) == ["coffee", "tea"]
-
-
 # --- versions ------------------------------------------------------------------------------
-
-
-def test_an_older_write_after_a_newer_one_changes_nothing(index: OpenSearchIndex) -> None:
-    # Given version 3 of a doc
-    index.upsert([_doc("tea", [0, 0, 1], version=3, text="new")])
-
-    # When version 2 arrives late
-    failures = index.upsert([_doc("tea", [1, 0, 0], version=2, text="old")])
-
-    # Then that is no failure and version 3 stays
-    assert failures == {}
-    assert _ids(index.search("t", [0, 0, 1], k=1)) == ["tea"]
-    assert index.search("t", [0, 0, 1], k=1)[0].score == pytest.approx(1.0)
-    assert _ids(index.keyword("t", "old", k=10)) == []
 
 
 def test_a_replayed_batch_changes_nothing(
@@ -514,59 +215,16 @@ def test_a_replayed_batch_changes_nothing(
     assert after == before
 
 
-def test_a_removal_older_than_the_doc_is_ignored(stocked: OpenSearchIndex) -> None:
-    # Given the doc at version 1
-    # When a removal at version 0 arrives
-    failures = stocked.remove([Removal(id="tea", tenant="t", version=0)])
-
-    # Then the doc is still found
-    assert failures == {}
-    assert "tea" in _ids(stocked.search("t", [1, 0, 0], k=10))
-
-
-def test_a_removal_at_the_docs_version_removes_it(stocked: OpenSearchIndex) -> None:
-    assert stocked.remove([Removal(id="tea", tenant="t", version=1)]) == {}
-
-    assert "tea" not in _ids(stocked.search("t", [1, 0, 0], k=10))
-
-
-def test_a_removed_doc_stays_removed_when_its_older_write_is_replayed(
-    index: OpenSearchIndex,
-) -> None:
-    # Given a doc written at version 5 and removed at version 6
-    written = [_doc("memo", [0, 0, 1], version=5, text="memo")]
-    index.upsert(written)
-    index.remove([Removal(id="memo", tenant="t", version=6)])
-
-    # When the write is replayed
-    failures = index.upsert(written)
-
-    # Then nothing fails and the doc does not come back, in any kind of read
-    assert failures == {}
-    assert "memo" not in _ids(index.search("t", [0, 0, 1], k=10))
-    assert "memo" not in _ids(index.keyword("t", "memo", k=10))
-    assert "memo" not in _ids(index.browse("t", k=10, offset=0))
-
-
-def test_a_doc_written_again_after_its_removal_comes_back(index: OpenSearchIndex) -> None:
-    index.upsert([_doc("memo", [0, 0, 1], version=5)])
-    index.remove([Removal(id="memo", tenant="t", version=6)])
-
-    index.upsert([_doc("memo", [0, 0, 1], version=7)])
-
-    assert _ids(index.search("t", [0, 0, 1], k=1)) == ["memo"]
-
-
-def test_removing_an_absent_doc_is_a_success(index: OpenSearchIndex) -> None:
-    assert index.remove([Removal(id="never-written", tenant="t", version=3)]) == {}
-
-
 # --- failures ------------------------------------------------------------------------------
 
 
 def test_a_bulk_item_error_fails_that_doc_alone(index: OpenSearchIndex) -> None:
     # Given a batch where one vector has the wrong dimension
-    batch = [_doc("good", [1, 0, 0]), _doc("bad", [1, 0]), _doc("fine", [0, 1, 0])]
+    batch = [
+        vector_doc("good", [1, 0, 0]),
+        vector_doc("bad", [1, 0]),
+        vector_doc("fine", [0, 1, 0]),
+    ]
 
     # When it is written in one _bulk
     failures = index.upsert(batch)
@@ -663,7 +321,7 @@ def test_one_bulk_request_per_write_call(
     before = bulks()
 
     # When a batch is written and a batch removed
-    stocked.upsert([_doc("n1", [1, 0, 0], version=2), _doc("n2", [0, 1, 0], version=2)])
+    stocked.upsert([vector_doc("n1", [1, 0, 0], version=2), vector_doc("n2", [0, 1, 0], version=2)])
     stocked.remove([Removal(id="n1", tenant="t", version=3), Removal("n2", "t", 3)])
 
     # Then each call sent one _bulk
@@ -874,7 +532,7 @@ def test_put_mapping_merges_multi_fields_and_never_changes_an_analyzer(
         client.indices.put_mapping(index=INDEX, body=english_notes)
 
     # Then the multi-field stays (stems still match), and the analyzer change is refused
-    assert index.upsert([_doc("p", [1, 0, 0], text="I painted")]) == {}
+    assert index.upsert([vector_doc("p", [1, 0, 0], text="I painted")]) == {}
     assert _ids(index.keyword("t", "paint", k=10)) == ["p"]
     reasons = [rejection.reason for rejection in lenient_server.rejected]
     assert len(reasons) == 1
@@ -968,13 +626,13 @@ def test_serverless_search_hides_an_older_copy_and_the_next_write_deletes_it(
 ) -> None:
     server, index = collection
     # Given version 2 of a doc, and an older copy that slipped in beside it
-    index.upsert([_doc("memo", [1, 0, 0], version=2, text="memo")])
+    index.upsert([vector_doc("memo", [1, 0, 0], version=2, text="memo")])
     stale = {"doc_id": "memo", "tenant": "t", "version": 1, "deleted": False, "text": "memo"}
     _stale_copy(server, {**stale, "vector": [1.0, 0.0, 0.0]})
 
     # When it is searched, and then written again
     found = index.search("t", [1, 0, 0], k=10)
-    index.upsert([_doc("memo", [1, 0, 0], version=3, text="memo")])
+    index.upsert([vector_doc("memo", [1, 0, 0], version=3, text="memo")])
 
     # Then the search shows it once, and the next write leaves one copy
     assert _ids(found) == ["memo"]
@@ -1095,12 +753,12 @@ def test_a_rebuild_may_change_the_dimensions(
     stocked: OpenSearchIndex, server: LoopbackOpenSearch
 ) -> None:
     rebuild = stocked.rebuild(2)
-    assert rebuild.target.upsert([_doc("flat", [1, 0])]) == {}
+    assert rebuild.target.upsert([vector_doc("flat", [1, 0])]) == {}
     rebuild.switch()
 
     # a function started after the switch ensures the index through the alias, then writes
     redeployed = OpenSearchIndex(stocked._client, INDEX, 2, server.flavour)
-    assert redeployed.upsert([_doc("tilted", [1, 1])]) == {}
+    assert redeployed.upsert([vector_doc("tilted", [1, 1])]) == {}
     assert _ids(redeployed.search("t", [1, 0], k=5)) == ["flat", "tilted"]
     assert server.created == [INDEX, f"{INDEX}-gen1"]
 

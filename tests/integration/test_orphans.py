@@ -1,7 +1,8 @@
 """The orphan sweep (memkit.jobs.orphans) on moto: vectors whose source item left the
 table without a stream event reaching the indexer are found and removed; the others stay.
-On the local exact index (the world) and through the real OpenSearch adapter against the
-strict loopback OpenSearch, as a managed domain and as a serverless collection."""
+On the local exact index (the world), through the real OpenSearch adapter against the strict
+loopback OpenSearch, as a managed domain and as a serverless collection, and on the DynamoDB
+vector table through its local stand-in."""
 
 from __future__ import annotations
 
@@ -16,7 +17,12 @@ from memkit.jobs.phases import Deadline
 from memkit.store import keys
 from memkit.vectors.protocol import VectorDoc
 from memkit_dev.local.opensearch import LoopbackOpenSearch
-from tests.integration.memory_world import CountingEmbedder, MemoryWorld, build_world
+from tests.integration.memory_world import (
+    CountingEmbedder,
+    MemoryWorld,
+    backend_world,
+    build_world,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -200,14 +206,18 @@ def test_the_cleanup_run_includes_the_orphan_phase(dynamodb_table: str) -> None:
     assert [phase.name for phase in phases][-1] == "orphans"
 
 
-# -- through the OpenSearch adapter --------------------------------------------------------
+# -- through the OpenSearch adapter, and on the DynamoDB vector table ----------------------
 
 
-@pytest.fixture(params=["domain", "serverless"])
+@pytest.fixture(params=["domain", "serverless", "dynamodb"])
 def os_world(request: pytest.FixtureRequest, dynamodb_table: str) -> Iterator[MemoryWorld]:
     from memkit.config import IndexSettings
     from memkit.vectors.opensearch import opensearch_index
 
+    if request.param == "dynamodb":
+        with backend_world("dynamodb", dynamodb_table) as world:
+            yield world
+        return
     embedder = CountingEmbedder()
     with LoopbackOpenSearch(embedder.dimensions, flavour=request.param) as server:
         index = opensearch_index(
@@ -223,7 +233,7 @@ def os_world(request: pytest.FixtureRequest, dynamodb_table: str) -> Iterator[Me
     assert server.rejected == []
 
 
-def test_orphans_are_removed_through_the_opensearch_adapter(
+def test_orphans_are_removed_through_the_adapter(
     os_world: MemoryWorld, dynamodb_table: str
 ) -> None:
     _stock(os_world)

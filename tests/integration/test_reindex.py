@@ -1,7 +1,8 @@
 """Rebuilding the vector index from the table (memkit reindex): on moto with the local exact
-index, and on moto with the real OpenSearch adapter against the strict loopback OpenSearch
-(a managed domain, as the local stack runs it). The API writes, the real indexer indexes the
-stream, then a rebuild replaces the index while searches keep answering."""
+index and with the DynamoDB vector table (its generations, through the local stand-in), and on
+moto with the real OpenSearch adapter against the strict loopback OpenSearch (a managed
+domain, as the local stack runs it). The API writes, the real indexer indexes the stream, then
+a rebuild replaces the index while searches keep answering."""
 
 from __future__ import annotations
 
@@ -20,7 +21,13 @@ from memkit.jobs.reindex import OutOfTime, Reindexer
 from memkit.vectors.opensearch import OpenSearchIndex
 from memkit_dev.local.opensearch import LoopbackOpenSearch
 from tests.conftest import LambdaContextStub
-from tests.integration.memory_world import CountingEmbedder, MemoryWorld, build_world
+from tests.integration.memory_world import (
+    BACKENDS,
+    CountingEmbedder,
+    MemoryWorld,
+    backend_world,
+    build_world,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -108,6 +115,14 @@ def local_world(dynamodb_table: str) -> MemoryWorld:
     return build_world(dynamodb_table)
 
 
+@pytest.fixture(params=BACKENDS)
+def world(request: pytest.FixtureRequest, dynamodb_table: str) -> Iterator[MemoryWorld]:
+    """The local exact index, or the DynamoDB vector table (a rebuild of the same
+    dimensions: a new model of another size needs a new vector table there)."""
+    with backend_world(request.param, dynamodb_table) as built:
+        yield built
+
+
 def test_a_reindex_with_new_dimensions_holds_every_record_and_indexed_message(
     local_world: MemoryWorld,
 ) -> None:
@@ -128,70 +143,68 @@ def test_a_reindex_with_new_dimensions_holds_every_record_and_indexed_message(
     assert _nearest(local_world.vector_index, embedder, "passport number") == "m1"
 
 
-def test_a_reindex_leaves_system_messages_out(local_world: MemoryWorld) -> None:
+def test_a_reindex_leaves_system_messages_out(world: MemoryWorld) -> None:
     # Given records and messages, and a session's system message (stamped for indexing
     # like every message of its session)
-    _stock(local_world)
+    _stock(world)
     system = {"id": "s0", "role": "system", "content": "You are a travel agent."}
     body = {"messages": [system], "user_id": "ada"}
-    response = local_world.api("POST", "/v1/working-memory/chat-2/messages", body=body)
+    response = world.api("POST", "/v1/working-memory/chat-2/messages", body=body)
     assert response.status == 201, response.body
-    local_world.settle()
+    world.settle()
 
     # When the index is rebuilt from the table
-    report = Reindexer(local_world.store, local_world.vector_index, LocalEmbedder()).run()
+    report = Reindexer(world.store, world.vector_index, LocalEmbedder()).run()
 
     # Then it holds the records and the messages, not the instructions
     assert report.switched
-    assert local_world.index_ids() == ALL_IDS
+    assert world.index_ids() == ALL_IDS
 
 
-def test_searches_answer_from_the_old_index_until_the_switch(local_world: MemoryWorld) -> None:
-    _stock(local_world)
+def test_searches_answer_from_the_old_index_until_the_switch(world: MemoryWorld) -> None:
+    _stock(world)
     during: list[list[str]] = []
 
-    Reindexer(local_world.store, local_world.vector_index, CountingEmbedder()).run(
-        before_switch=lambda: during.append(_search(local_world, "what does Ada drink?"))
+    Reindexer(world.store, world.vector_index, CountingEmbedder()).run(
+        before_switch=lambda: during.append(_search(world, "what does Ada drink?"))
     )
 
     assert during[0][0] == "tea"  # the copy is done, the old index still answers
-    assert _search(local_world, "what does Ada drink?")[0] == "tea"
+    assert _search(world, "what does Ada drink?")[0] == "tea"
 
 
-def test_an_item_written_during_the_rebuild_is_searchable_after(local_world: MemoryWorld) -> None:
+def test_an_item_written_during_the_rebuild_is_searchable_after(world: MemoryWorld) -> None:
     # Given a rebuild whose copy has finished
-    _stock(local_world)
+    _stock(world)
 
     def write_during_the_rebuild() -> None:
         # the indexer writes it to the index that is live now (the old one)
         memory = {"id": "late", "text": "Cy bought a red bicycle yesterday", "user_id": "cy"}
-        assert local_world.api("POST", f"{LTM}/", body={"memories": [memory]}).status == 200
-        local_world.settle()
+        assert world.api("POST", f"{LTM}/", body={"memories": [memory]}).status == 200
+        world.settle()
 
     # When a record is written before the switch (no clock margin: only it is caught up)
-    report = Reindexer(
-        local_world.store, local_world.vector_index, CountingEmbedder(), catch_up_margin=0
-    ).run(before_switch=write_during_the_rebuild)
+    report = Reindexer(world.store, world.vector_index, CountingEmbedder(), catch_up_margin=0).run(
+        before_switch=write_during_the_rebuild
+    )
 
     # Then the catch-up after the switch indexed it into the new index
     assert report.caught_up == 1
-    assert local_world.index_ids() == ALL_IDS | {"late"}
-    assert _search(local_world, "who bought a bicycle?")[0] == "late"
+    assert world.index_ids() == ALL_IDS | {"late"}
+    assert _search(world, "who bought a bicycle?")[0] == "late"
 
 
-def test_a_dry_run_counts_and_changes_nothing(local_world: MemoryWorld) -> None:
-    _stock(local_world)
-    before = local_world.embedded_texts
+def test_a_dry_run_counts_and_changes_nothing(world: MemoryWorld) -> None:
+    _stock(world)
+    before = world.embedded_texts
 
-    report = Reindexer(local_world.store, local_world.vector_index, CountingEmbedder()).run(
-        dry_run=True
-    )
+    report = Reindexer(world.store, world.vector_index, CountingEmbedder()).run(dry_run=True)
 
     assert report.indexable == len(ALL_IDS)
     assert report.indexed == 0
     assert not report.switched
-    assert local_world.embedded_texts == before
-    assert local_world.index_ids() == ALL_IDS
+    assert world.embedded_texts == before
+    assert world.index_ids() == ALL_IDS
 
 
 # -- OpenSearch (the loopback domain) through the real adapter -----------------------------

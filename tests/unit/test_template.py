@@ -1631,3 +1631,91 @@ def test_the_mcp_function_may_do_what_the_api_does_but_queue_jobs(
 
     assert [s for s in api if "sqs:SendMessage" not in s["Action"]] == mcp
     assert _granting(mcp, "sqs:SendMessage") == []
+
+
+# -- VectorStore dynamodb ----------------------------------------------------------------------
+
+
+def _deployed(template: dict[str, Any], parameters: dict[str, str]) -> dict[str, str]:
+    """The resources a deployment with `parameters` creates: logical id -> type."""
+    resources = template["Resources"]
+    return {
+        name: r["Type"] for name, r in resources.items() if _created(template, name, parameters)
+    }
+
+
+def test_a_dynamodb_vector_store_replaces_opensearch_with_one_on_demand_table(
+    template: dict[str, Any],
+) -> None:
+    # Given the same deployment with the serverless collection and with the vector table
+    public = {"OpenSearchNetworkAccess": "public"}
+    serverless = _deployed(template, _parameters(template, VectorStore="serverless", **public))
+    dynamodb = _deployed(template, _parameters(template, VectorStore="dynamodb", **public))
+
+    # Then the vector table is the one resource added, and every OpenSearch resource (the
+    # collection's capacity floor bills while idle) is gone
+    assert set(dynamodb) - set(serverless) == {"VectorTable"}
+    assert {t for t in dynamodb.values() if "OpenSearch" in t} == set()
+    assert {t for t in serverless.values() if "OpenSearch" in t}
+
+
+def test_the_vector_table_bills_while_idle_for_its_storage_alone(template: dict[str, Any]) -> None:
+    table = template["Resources"]["VectorTable"]["Properties"]
+
+    # On demand (no provisioned capacity on the table or its index), no stream, no point-in-
+    # time recovery or contributor insights (each bills by the hour or the GB on its own)
+    assert table["BillingMode"] == "PAY_PER_REQUEST"
+    assert "ProvisionedThroughput" not in table
+    assert all("ProvisionedThroughput" not in index for index in table["GlobalSecondaryIndexes"])
+    for extra in (
+        "StreamSpecification",
+        "PointInTimeRecoverySpecification",
+        "ContributorInsightsSpecification",
+        "KinesisStreamSpecification",
+    ):
+        assert extra not in table, extra
+    assert template["Resources"]["VectorTable"]["DeletionPolicy"] == "Delete"
+
+
+def test_the_vector_index_is_partitioned_by_scope_with_the_embedders_dimensions(
+    template: dict[str, Any],
+) -> None:
+    from memkit.vectors.dynamodb import INLINE_ATTRIBUTES, PROJECTED, SCOPE, VECTOR
+
+    parameters = _parameters(template, VectorStore="dynamodb", EmbeddingProvider="cohere")
+    table = _evaluate(template, template["Resources"]["VectorTable"]["Properties"], parameters)
+    [index] = table["VectorIndexes"]
+    schema = {e["AttributeName"]: e["SearchSchemaElementType"] for e in index["SearchSchema"]}
+    defined = {d["AttributeName"]: d["AttributeType"] for d in table["AttributeDefinitions"]}
+
+    # The adapter's attributes are the template's: HASH scope, the equality filters inline
+    # (each declared, as DynamoDB requires), the projected fields; 1,024 for Cohere
+    assert index["VectorAttribute"] == {"AttributeName": VECTOR}
+    assert schema == {SCOPE: "HASH", **dict.fromkeys(INLINE_ATTRIBUTES, "INLINE_FILTER")}
+    assert all(name in defined for name in schema)
+    assert index["Projection"]["NonKeyAttributes"] == list(PROJECTED)
+    assert index["Dimensions"] == 1024
+    assert index["DistanceFunction"] == "COSINE"
+
+
+def test_a_dynamodb_store_is_reached_through_the_table_and_searchvectors_alone(
+    template: dict[str, Any],
+) -> None:
+    parameters = _parameters(template, VectorStore="dynamodb")
+    environment = _evaluate(
+        template, template["Globals"]["Function"]["Environment"]["Variables"], parameters
+    )
+
+    for function in VECTOR_FUNCTIONS:
+        statements = _statements(template, function, parameters)
+        [access] = _granting(statements, "dynamodb:SearchVectors")
+        assert access["Resource"] == [
+            {"Fn::GetAtt": ["VectorTable", "Arn"]},
+            {"Fn::Sub": "${VectorTable.Arn}/index/*"},
+        ]
+        assert _granting(statements, "aoss:APIAccessAll") == []
+        assert _granting(statements, "es:ESHttpPost") == []
+    assert environment["MEMKIT_VECTOR_TABLE"] == {"Ref": "VectorTable"}
+    assert "MEMKIT_OPENSEARCH_ENDPOINT" not in environment
+    assert "MEMKIT_OPENSEARCH_FLAVOUR" not in environment
+    assert _refusals(template, parameters) == []

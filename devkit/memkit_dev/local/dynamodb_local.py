@@ -199,7 +199,9 @@ class DynamoDBLocal:
     restarts), or in memory when `data_dir` is None."""
 
     def __init__(self, home: Path, data_dir: Path | None, host: str = "127.0.0.1") -> None:
-        self._home = home
+        # Absolute: Java runs in this folder, where a relative path (the default --tools-dir
+        # .tools) would name the jar below itself.
+        self._home = home.resolve()
         self._data_dir = data_dir
         self._host = host
         self._port = _free_port(host)

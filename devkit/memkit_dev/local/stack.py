@@ -1,7 +1,9 @@
 """The local stack: DynamoDB (DynamoDB Local, moto or an endpoint), the API function, the HTTP
 API in front, and long-term memory: a loopback OpenSearch (memkit_dev.local.opensearch) that
-the production adapter talks to, and a stream pump that reads the table's stream as Lambda's
-poller does and invokes the indexer function with the real records (memkit_dev.local.streams).
+the production adapter talks to, or with `vector_store="dynamodb"` the template's VectorTable
+on DynamoDB with vector indexes (memkit_dev.local.vector_dynamodb, in front of the same engine),
+and a stream pump that reads the table's stream as Lambda's poller does and invokes the
+indexer function with the real records (memkit_dev.local.streams).
 
 Other background parts (the cleanup timer) join through `LocalStack.background`: anything
 with start() and stop(), started after the table exists.
@@ -32,6 +34,7 @@ from memkit_dev.local.auth import (
     LambdaKeyAuthorizer,
     dev_principal,
 )
+from memkit_dev.local.bedrock import LoopbackBedrock
 from memkit_dev.local.dynamodb import MotoDynamoDB, dynamodb_client
 from memkit_dev.local.dynamodb_local import DynamoDBLocal, Unavailable, prepare
 from memkit_dev.local.functions import FunctionSpec, LocalFunction
@@ -41,7 +44,14 @@ from memkit_dev.local.opensearch import LoopbackOpenSearch
 from memkit_dev.local.queues import QueuePump, create_queues, queue_pump_for
 from memkit_dev.local.schedule import ScheduleTimer, function_timeout
 from memkit_dev.local.streams import StreamPump, pump_for
-from memkit_dev.local.template import create_table, find_template, load_template
+from memkit_dev.local.template import (
+    VECTOR_TABLE_RESOURCE,
+    create_table,
+    find_template,
+    load_template,
+    table_definition,
+)
+from memkit_dev.local.vector_dynamodb import VectorDynamoDB
 
 API_FUNCTION = "ApiFunction"
 MCP_FUNCTION = "McpFunction"
@@ -56,6 +66,8 @@ KEY_AUTHORIZER_FUNCTION = "ApiKeyAuthorizerFunction"
 DEV_KEY_NAME = "memkit serve (development)"
 log = logging.getLogger("memkit.local")
 Engine = Literal["auto", "dynamodb-local", "moto"]
+Embedder = Literal["local", "titan", "cohere"]
+OpenSearchFlavour = Literal["domain", "serverless"]
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 # The index is rebuilt from the table on start; a progress line shows past this long.
 REBUILD_QUIET_SECONDS = 1.0
@@ -97,6 +109,12 @@ class LocalStackConfig:
     metrics: bool = False
     # Index session messages as long-term records (MEMKIT_INDEX_MESSAGES).
     index_messages: bool = True
+    # The functions' embedder: local (the shipped model), or titan | cohere, the production
+    # Bedrock embedders answered by a loopback Bedrock (memkit_dev.local.bedrock).
+    embedder: Embedder = "local"
+    # What the loopback OpenSearch stands in for (MEMKIT_OPENSEARCH_FLAVOUR): a managed
+    # domain, or a Serverless collection (no custom ids, a search to find a doc's copies).
+    opensearch_flavour: OpenSearchFlavour = "domain"
     # Background curation: how long a session must be quiet before extraction (seconds),
     # and the window its summaries keep it within (tokens).
     extraction_quiet_seconds: int = 5
@@ -127,6 +145,27 @@ class LocalStackConfig:
     # Origins a browser page may call the API from (the template's CorsAllowedOrigins:
     # comma-separated, or *); empty: no CORS, as the template's default.
     cors_allowed_origins: str = ""
+    # The vector index: opensearch (the loopback OpenSearch, a managed domain as the
+    # adapter sees it unless opensearch_flavour says serverless, rebuilt from the table on
+    # start) or dynamodb (VectorStore dynamodb:
+    # the template's VectorTable, kept with the table's data).
+    vector_store: Literal["opensearch", "dynamodb"] = "opensearch"
+
+    @property
+    def vector_table(self) -> str:
+        """The vector table's name (the template's, with this stack's table name)."""
+        return f"{self.table_name}-vectors-{embedder_dimensions(self.embedder, self.region)}"
+
+
+def embedder_dimensions(embedder: Embedder, region: str) -> int:
+    """The vector size of `embedder` as the functions build it: the local model's, Titan's
+    (MEMKIT_EMBEDDING_DIMENSIONS' default) or Cohere's."""
+    if embedder == "local":
+        return LOCAL_DIMENSIONS
+    from memkit.config import IndexSettings
+    from memkit.handlers.wiring import embedder_for
+
+    return embedder_for(IndexSettings(embedder=embedder), region).dimensions
 
 
 def _plain_variables(variables: dict[str, Any] | None) -> dict[str, str]:
@@ -149,6 +188,8 @@ class LocalStack:
         self._cleanup: LocalFunction | None = None
         self.cleanup_timer: ScheduleTimer | None = None
         self.opensearch: LoopbackOpenSearch | None = None
+        self.bedrock: LoopbackBedrock | None = None
+        self.vectors: VectorDynamoDB | None = None
         self.pump: StreamPump | None = None
         self.curator_pump: StreamPump | None = None
         self.worker_pump: QueuePump | None = None
@@ -204,7 +245,7 @@ class LocalStack:
             "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled",
             "POWERTOOLS_LOG_LEVEL": config.log_level,
             "POWERTOOLS_METRICS_DISABLED": "false" if config.metrics else "true",
-            "MEMKIT_EMBEDDER": "local",
+            "MEMKIT_EMBEDDER": config.embedder,
             "MEMKIT_INDEX_MESSAGES": "true" if config.index_messages else "false",
             "MEMKIT_LLM_PROVIDER": "local",
             "MEMKIT_EXTRACTION_QUIET_SECONDS": str(config.extraction_quiet_seconds),
@@ -232,10 +273,15 @@ class LocalStack:
             environment.update(
                 {
                     "MEMKIT_OPENSEARCH_ENDPOINT": self.opensearch.url,
-                    "MEMKIT_OPENSEARCH_FLAVOUR": "domain",
+                    "MEMKIT_OPENSEARCH_FLAVOUR": config.opensearch_flavour,
                     "MEMKIT_OPENSEARCH_AUTH": "none",
                 }
             )
+        if self.bedrock is not None:
+            environment["MEMKIT_BEDROCK_ENDPOINT"] = self.bedrock.url
+        if self.vectors is not None:
+            environment["MEMKIT_VECTOR_TABLE"] = config.vector_table
+            environment["MEMKIT_VECTOR_ENDPOINT"] = self.vectors.url
         if self.dynamodb_endpoint:
             environment["MEMKIT_DYNAMODB_ENDPOINT"] = self.dynamodb_endpoint
         if self._local_endpoint():
@@ -277,8 +323,16 @@ class LocalStack:
             dynamodb_client(self.dynamodb_endpoint, config.region), template, config.table_name
         )
 
-        self.opensearch = LoopbackOpenSearch(LOCAL_DIMENSIONS)
-        self.opensearch.start()
+        if config.embedder != "local":
+            self.bedrock = LoopbackBedrock().start()
+        if config.vector_store == "dynamodb":
+            self._start_vector_table(template)
+        else:
+            self.opensearch = LoopbackOpenSearch(
+                embedder_dimensions(config.embedder, config.region),
+                flavour=config.opensearch_flavour,
+            )
+            self.opensearch.start()
         root = template_path.parent
         self._create_queues(template)  # first: every function's environment names them
         spec = FunctionSpec.from_template(template, root, API_FUNCTION)
@@ -302,9 +356,11 @@ class LocalStack:
             on_failure=self.dead_letters.append,
         )
         self.pump.start()
-        # The table is the source of truth and the index lives in memory: fill it from the
-        # table (the pump, started first, takes what is written meanwhile).
-        self._rebuild_index()
+        # The table is the source of truth and the loopback index lives in memory: fill it
+        # from the table (the pump, started first, takes what is written meanwhile). The
+        # vector table keeps its data with the table's.
+        if self.opensearch is not None:
+            self._rebuild_index()
         self._start_curation(template, root)
         self._start_cleanup(template, root)
         if config.auth == "apikey":
@@ -371,6 +427,8 @@ class LocalStack:
                 "region": self.config.region,
                 "dynamodb": self.dynamodb_endpoint,
                 "opensearch": self.opensearch.url if self.opensearch is not None else None,
+                "vectors": self.vectors.url if self.vectors is not None else None,
+                "vector_table": self.config.vector_table if self.vectors is not None else None,
             },
         }
 
@@ -394,6 +452,33 @@ class LocalStack:
                 )
         return moto_endpoint, "moto, in memory (small data only)"
 
+    def _index_settings(self) -> dict[str, Any]:
+        """The embedder and vector index the functions use, as IndexSettings fields."""
+        return {
+            "embedder": self.config.embedder,
+            "bedrock_endpoint": self.bedrock.url if self.bedrock is not None else None,
+            "opensearch_flavour": self.config.opensearch_flavour,
+            "opensearch_auth": "none",
+        }
+
+    def _start_vector_table(self, template: dict[str, Any]) -> None:
+        """DynamoDB with vector indexes in front of the engine, and the template's
+        VectorTable on it: created, or (data kept from an earlier run) given its indexes
+        again, filled from the table's items."""
+        config = self.config
+        assert self.dynamodb_endpoint is not None
+        dimensions = embedder_dimensions(config.embedder, config.region)
+        self.vectors = VectorDynamoDB(self.dynamodb_endpoint, region=config.region).start()
+        client = dynamodb_client(self.vectors.url, config.region)
+        created = create_table(
+            client, template, config.vector_table, VECTOR_TABLE_RESOURCE, dimensions
+        )
+        if not created:
+            definition = table_definition(
+                template, config.vector_table, VECTOR_TABLE_RESOURCE, dimensions
+            )
+            self.vectors.adopt(definition)
+
     def _rebuild_index(self) -> None:
         """Fill the loopback index from the table, as `memkit reindex` does (nothing to do
         for an empty table)."""
@@ -411,9 +496,7 @@ class LocalStack:
             region=config.region,
             dynamodb_endpoint=self.dynamodb_endpoint,
             opensearch_endpoint=self.opensearch.url,
-            opensearch_flavour="domain",
-            opensearch_auth="none",
-            embedder="local",
+            **self._index_settings(),
         )
         show_after = REBUILD_QUIET_SECONDS if config.progress else math.inf
         report = run_quietly(reindexer(settings), sys.stderr, show_after=show_after)
@@ -505,6 +588,10 @@ class LocalStack:
             self._key_authorizer.stop()
         if self.opensearch is not None:
             self.opensearch.stop()
+        if self.bedrock is not None:
+            self.bedrock.stop()
+        if self.vectors is not None:
+            self.vectors.stop()
         if self._dynamodb_local is not None:
             self._dynamodb_local.stop()
         if self._moto is not None:

@@ -9,6 +9,9 @@ from typing import Any
 import yaml
 
 TABLE_RESOURCE = "MemoryTable"
+# VectorStore dynamodb's table (memkit.vectors.dynamodb); its VectorIndexes need a DynamoDB
+# that has them (memkit_dev.local.vector_dynamodb in front of moto or DynamoDB Local).
+VECTOR_TABLE_RESOURCE = "VectorTable"
 # Properties create_table accepts; the rest (TTL, PITR, SSE, tags) are set separately or are
 # AWS-only concerns the local stack does not model.
 CREATE_TABLE_PROPERTIES = (
@@ -18,6 +21,7 @@ CREATE_TABLE_PROPERTIES = (
     "GlobalSecondaryIndexes",
     "BillingMode",
     "StreamSpecification",
+    "VectorIndexes",
 )
 
 
@@ -61,13 +65,26 @@ def load_template(path: Path) -> dict[str, Any]:
     return document
 
 
-def table_definition(template: dict[str, Any], table_name: str) -> dict[str, Any]:
-    """create_table arguments for the template's MemoryTable, named `table_name`."""
-    properties = template["Resources"][TABLE_RESOURCE]["Properties"]
+def table_definition(
+    template: dict[str, Any],
+    table_name: str,
+    resource: str = TABLE_RESOURCE,
+    dimensions: int | None = None,
+) -> dict[str, Any]:
+    """create_table arguments for the template's `resource` table, named `table_name`; a
+    vector index's dimensions (a FindInMap of the embedder in the template) are
+    `dimensions`."""
+    properties = template["Resources"][resource]["Properties"]
     definition: dict[str, Any] = {"TableName": table_name}
     for key in CREATE_TABLE_PROPERTIES:
         if key in properties:
             definition[key] = properties[key]
+    if "VectorIndexes" in definition:
+        if dimensions is None:
+            raise ValueError(f"{resource} has vector indexes: give their dimensions")
+        definition["VectorIndexes"] = [
+            {**index, "Dimensions": dimensions} for index in definition["VectorIndexes"]
+        ]
     if "StreamSpecification" in definition:
         definition["StreamSpecification"] = {
             "StreamEnabled": True,
@@ -76,23 +93,31 @@ def table_definition(template: dict[str, Any], table_name: str) -> dict[str, Any
     return definition
 
 
-def ttl_attribute(template: dict[str, Any]) -> str | None:
-    ttl = template["Resources"][TABLE_RESOURCE]["Properties"].get("TimeToLiveSpecification")
+def ttl_attribute(template: dict[str, Any], resource: str = TABLE_RESOURCE) -> str | None:
+    ttl = template["Resources"][resource]["Properties"].get("TimeToLiveSpecification")
     return ttl["AttributeName"] if ttl and ttl.get("Enabled") else None
 
 
-def create_table(client: Any, template: dict[str, Any], table_name: str) -> None:
-    """Create the table (and its TTL setting) unless it exists. `client` is a boto3 client."""
+def create_table(
+    client: Any,
+    template: dict[str, Any],
+    table_name: str,
+    resource: str = TABLE_RESOURCE,
+    dimensions: int | None = None,
+) -> bool:
+    """Create the `resource` table (and its TTL setting) unless it exists; whether it did.
+    `client` is a boto3 client."""
     existing = client.list_tables().get("TableNames", [])
     if table_name in existing:
-        return
-    client.create_table(**table_definition(template, table_name))
+        return False
+    client.create_table(**table_definition(template, table_name, resource, dimensions))
     client.get_waiter("table_exists").wait(
         TableName=table_name, WaiterConfig={"Delay": 0.2, "MaxAttempts": 50}
     )
-    attribute = ttl_attribute(template)
+    attribute = ttl_attribute(template, resource)
     if attribute:
         client.update_time_to_live(
             TableName=table_name,
             TimeToLiveSpecification={"Enabled": True, "AttributeName": attribute},
         )
+    return True

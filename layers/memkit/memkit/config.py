@@ -58,6 +58,9 @@ class IndexSettings(BaseModel):
     embedding_model: str | None = None
     # Titan V2 only: 256, 512 or 1024.
     embedding_dimensions: int = Field(default=1024)
+    # A Bedrock-runtime-compatible endpoint for titan | cohere (the local stack's loopback
+    # Bedrock); None = AWS.
+    bedrock_endpoint: str | None = None
     # An OpenSearch endpoint (https://...); None = the in-process local index (one process).
     opensearch_endpoint: str | None = None
     # domain: a managed domain (custom _id, external versioning); serverless: an AOSS
@@ -66,6 +69,15 @@ class IndexSettings(BaseModel):
     opensearch_index: str = Field(default="memkit-memories", min_length=1, max_length=255)
     # sigv4 on AWS (service es or aoss by flavour); none for the local stack's loopback index.
     opensearch_auth: Literal["sigv4", "none"] = "sigv4"
+    # VectorStore dynamodb: the table whose native vector index is the vector index
+    # (memkit.vectors.dynamodb); set, it is used instead of OpenSearch. Its vector index, and
+    # a DynamoDB-compatible endpoint for it (the local stack's stand-in, memkit_dev.local.
+    # vector_dynamodb); None = AWS, where SearchVectors goes to search-dynamodb.<region>.
+    vector_table: str | None = Field(default=None, min_length=3, max_length=255)
+    vector_index_name: str = Field(
+        default="memkit-vectors", min_length=3, max_length=255, pattern=r"^[a-zA-Z0-9_.-]+$"
+    )
+    vector_endpoint: str | None = None
     # Index session messages as long-term records of memory_type "message" (a session's own
     # index_messages setting wins).
     index_messages: bool = True

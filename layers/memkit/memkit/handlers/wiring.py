@@ -94,6 +94,7 @@ def embedder_for(settings: IndexSettings, region: str) -> Embedder:
     client = boto3.client(
         "bedrock-runtime",
         region_name=region,
+        endpoint_url=settings.bedrock_endpoint,
         config=Config(retries={"max_attempts": 2, "mode": "standard"}, read_timeout=30),
     )
     if settings.embedder == "titan":
@@ -114,8 +115,13 @@ def process_local_index(dimensions: int) -> LocalVectorIndex:
 
 @lru_cache(maxsize=4)
 def vector_index_for(settings: IndexSettings, region: str, dimensions: int) -> VectorIndex:
-    """OpenSearch at `opensearch_endpoint` (a domain or a Serverless collection), else the
-    process's local index."""
+    """The vector table's index (`vector_table`: VectorStore dynamodb), OpenSearch at
+    `opensearch_endpoint` (a domain or a Serverless collection), else the process's local
+    index."""
+    if settings.vector_table is not None:
+        from memkit.vectors.dynamodb import dynamodb_index
+
+        return dynamodb_index(settings, region, dimensions)
     if settings.opensearch_endpoint is None:
         return process_local_index(dimensions)
     from memkit.vectors.opensearch import opensearch_index
@@ -133,10 +139,11 @@ def configured_index(
 
 def rebuildable(index: VectorIndex) -> RebuildableIndex:
     """`index` as the rebuildable index it is (memkit's own indexes all are)."""
+    from memkit.vectors.dynamodb import DynamoVectorIndex
     from memkit.vectors.local import LocalVectorIndex
     from memkit.vectors.opensearch import OpenSearchIndex
 
-    if not isinstance(index, OpenSearchIndex | LocalVectorIndex):
+    if not isinstance(index, OpenSearchIndex | LocalVectorIndex | DynamoVectorIndex):
         raise TypeError(f"{type(index).__name__} cannot be rebuilt")
     return index
 

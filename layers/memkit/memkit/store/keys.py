@@ -40,8 +40,12 @@ never forge another key.
 
 from __future__ import annotations
 
-import hashlib
 import zlib
+
+# Key components are escaped and shortened by memkit.keyparts (the vector table's too).
+from memkit.keyparts import MAX_PART_BYTES as MAX_PART_BYTES
+from memkit.keyparts import part as part
+from memkit.keyparts import within
 
 Key = tuple[str, str]
 
@@ -54,36 +58,13 @@ PAD_PREFIX = "PAD#"
 TIME_DIGITS = 16
 
 
-# DynamoDB keys hold 2,048 (partition) and 1,024 (sort) bytes. An id of 256 characters can
-# take 1,024 bytes in UTF-8, so a longer component keeps a prefix and a digest of the whole.
-MAX_PART_BYTES = 600
 MAX_SORT_KEY_BYTES = 1_024
-
-
-def _within(text: str, limit: int) -> str:
-    """`text`, or when it is longer than `limit` bytes its first bytes plus a SHA-256 digest
-    of the whole (unique, no longer order-preserving), `limit` bytes in all."""
-    raw = text.encode()
-    if len(raw) <= limit:
-        return text
-    digest = hashlib.sha256(raw).hexdigest()
-    prefix = raw[: limit - len(digest) - 1].decode(errors="ignore")
-    return f"{prefix}~{digest}"
-
-
-def part(value: str, limit: int = MAX_PART_BYTES) -> str:
-    """A key component with `%` and `#` escaped, and at most `limit` bytes long.
-
-    Escaping is reversible and keeps order; a component that would be too long becomes its
-    first bytes plus a digest of the whole. Items keep their ids as attributes, so nothing
-    is ever parsed back out of a key."""
-    return _within(value.replace("%", "%25").replace("#", "%23"), limit)
 
 
 def sort_key(head: str, tail: str) -> str:
     """`head` + `tail` within DynamoDB's sort key size: `tail` is shortened (a digest) only
     when the whole would not fit, so every sort key that fitted before is unchanged."""
-    return head + _within(tail, MAX_SORT_KEY_BYTES - len(head.encode()))
+    return head + within(tail, MAX_SORT_KEY_BYTES - len(head.encode()))
 
 
 def profiles_pk(tenant: str, namespace: str) -> str:

@@ -40,6 +40,7 @@ BASE_MODULES = {
     "errors",
     "identity",
     "ids",
+    "keyparts",
     "times",
     "tokens",
     "versions",

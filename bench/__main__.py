@@ -27,6 +27,7 @@ BENCHMARKS = (
     "transfer",
     "locomo",
     "agentcore",
+    "cost",
 )
 
 

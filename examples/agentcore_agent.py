@@ -56,15 +56,11 @@ RECALL = [FACTS, PREFERENCES, "/summaries/{actorId}"]
 
 def find_or_make_memory(session: boto3.Session, name: str) -> str:
     """The id of the memory called `name`, made (ACTIVE) when there is none: what an agent's
-    deployment does once."""
+    deployment does once. A name is unique in an account: CreateMemory refuses a second
+    memory of one name ("already exists"), which the SDK reads as "use that one"."""
     memories = MemoryClient(region_name=session.region_name, boto3_session=session)
-    for memory in memories.list_memories():
-        if str(memory.get("id", "")).startswith(f"{name}-"):
-            return str(memory["id"])
-    made = memories.create_memory_and_wait(
-        name=name, strategies=STRATEGIES, event_expiry_days=30, poll_interval=1
-    )
-    return str(made["id"])
+    memory = memories.create_or_get_memory(name=name, strategies=STRATEGIES, event_expiry_days=30)
+    return str(memory["id"])
 
 
 def recall(conversation: MemorySession, actor: str, question: str) -> list[str]:

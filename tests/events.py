@@ -94,3 +94,19 @@ def jwt_authorizer(tenant: str, user: str, *scopes: str) -> dict[str, Any]:
     claims (the tenant in `custom:tenant`)."""
     claims = {"sub": user, "custom:tenant": tenant, "scope": " ".join(scopes)}
     return {"jwt": {"claims": claims, "scopes": None}}
+
+
+def sqs_record(message: dict[str, Any]) -> dict[str, Any]:
+    """A message received from SQS (ReceiveMessage's shape) as Lambda hands it to a
+    function (an SQS event's record)."""
+    return {
+        "messageId": message["MessageId"],
+        "receiptHandle": message["ReceiptHandle"],
+        "body": message["Body"],
+        "attributes": {},
+        "messageAttributes": {},
+        "md5OfBody": message["MD5OfBody"],
+        "eventSource": "aws:sqs",
+        "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:work",
+        "awsRegion": "us-east-1",
+    }

@@ -7,12 +7,16 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+import httpx
 import pytest
+from botocore.exceptions import ClientError
 
+from memkit.config import IndexSettings
 from memkit.identity import ADMIN, READ, WRITE
 from memkit_dev.local.auth import mint
 from memkit_dev.local.stack import LocalStack
 from tests.agentcore import CONTROL_PLANE, agentcore_client
+from tests.waits import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -79,6 +83,34 @@ def test_create_memory_answers_an_active_memory_with_its_strategies(
         "/strategies/{memoryStrategyId}/actors/{actorId}/sessions/{sessionId}"
     ]
     assert strategies["facts"]["strategyId"].startswith("facts-")
+
+
+def test_a_second_memory_of_one_name_is_the_validation_exception_the_sdk_reads(
+    clients: dict[str, Any], memory_id: str
+) -> None:
+    control = clients["control"]
+
+    with pytest.raises(control.exceptions.ValidationException) as raised:
+        control.create_memory(name="support", eventExpiryDuration=7)
+
+    # bedrock-agentcore's MemoryClient.create_or_get_memory: "already exists" in str(error)
+    assert "already exists" in str(raised.value)
+    assert raised.value.response["reason"] == "ResourceConflict"
+    named = [m for m in control.list_memories()["memories"] if m["id"].startswith("support-")]
+    assert [m["id"] for m in named] == [memory_id]
+
+
+def test_a_create_memory_retried_with_its_client_token_answers_the_same_memory(
+    clients: dict[str, Any],
+) -> None:
+    control = clients["control"]
+    sent = {"name": "retried", "eventExpiryDuration": 7, "clientToken": "create-retried-1"}
+
+    first = control.create_memory(**sent)["memory"]
+    again = control.create_memory(**sent)["memory"]
+
+    assert again["id"] == first["id"]
+    assert again["status"] == "ACTIVE"
 
 
 def test_an_agent_reads_its_memory_but_only_an_admin_creates_one(
@@ -377,5 +409,83 @@ def test_list_memories_pages_through_its_paginator(clients: dict[str, Any], memo
 
     assert {memory_id, extra} <= set(listed)
     assert control.delete_memory(memoryId=extra)["status"] == "DELETING"
-    with pytest.raises(control.exceptions.ResourceNotFoundException):
-        control.get_memory(memoryId=extra)
+    assert eventually(lambda: _gone(control, extra), timeout=120)
+
+
+def _gone(control: Any, memory_id: str) -> bool:
+    """Whether GetMemory answers ResourceNotFoundException (what the SDK's
+    delete_memory_and_wait polls for)."""
+    try:
+        control.get_memory(memoryId=memory_id)
+    except ClientError as error:
+        return error.response["Error"]["Code"] == "ResourceNotFoundException"
+    return False
+
+
+def _holdings(client: Any, memory_id: str, session: str, tag: str) -> tuple[Any, ...]:
+    """What a memory holds of ada, read through AgentCore's API: a session's events, and the
+    records a retrieval finds."""
+    events = client.list_events(memoryId=memory_id, actorId="ada", sessionId=session)["events"]
+    found = client.retrieve_memory_records(
+        memoryId=memory_id,
+        namespace="/users/ada/facts",
+        searchCriteria={"searchQuery": f"{tag} tea"},
+    )["memoryRecordSummaries"]
+    return tuple(e["eventId"] for e in events), tuple(r["memoryRecordId"] for r in found)
+
+
+def test_delete_memory_deletes_what_it_holds_and_no_other_memorys_data(
+    jwt_stack: LocalStack, clients: dict[str, Any], memory_id: str
+) -> None:
+    control, ada = clients["control"], clients["ada"]
+    facts = {"semanticMemoryStrategy": {"name": "facts", "namespaces": ["/users/{actorId}/facts"]}}
+    made = control.create_memory(name="doomed", eventExpiryDuration=7, memoryStrategies=[facts])
+    doomed = made["memory"]["id"]
+    record_ids = {}
+    # Given ada's events and records in a memory, and in another one (the module's)
+    for memory, tag in ((doomed, "green"), (memory_id, "black")):
+        ada.create_event(
+            memoryId=memory,
+            actorId="ada",
+            sessionId=f"{tag}-tea",
+            eventTimestamp=datetime.now(UTC),
+            payload=[_turn(f"I drink {tag} tea")],
+        )
+        made = ada.batch_create_memory_records(
+            memoryId=memory,
+            records=[
+                {
+                    "requestIdentifier": "fact",
+                    "namespaces": ["/users/ada/facts"],
+                    "content": {"text": f"ada drinks {tag} tea"},
+                    "timestamp": datetime.now(UTC),
+                }
+            ],
+        )
+        record_ids[memory] = made["successfulRecords"][0]["memoryRecordId"]
+        assert eventually(lambda m=memory, t=tag: all(_holdings(ada, m, f"{t}-tea", t)))
+    kept = _holdings(ada, memory_id, "black-tea", "black")
+
+    # When the memory is deleted
+    answer = control.delete_memory(memoryId=doomed)
+
+    # Then it is DELETING, its data out of reach at once, and gone once its job has run
+    assert answer["status"] == "DELETING"
+    with pytest.raises(ada.exceptions.ResourceNotFoundException):
+        ada.list_events(memoryId=doomed, actorId="ada", sessionId="green-tea")
+    assert eventually(lambda: _gone(control, doomed), timeout=120)
+    admin = {"Authorization": f"Bearer {_token(jwt_stack, 'ops', ADMIN)}"}
+    with httpx.Client(base_url=jwt_stack.url, headers=admin, timeout=30) as rest:
+        in_it = {"namespace": doomed, "user_id": "ada"}
+        assert rest.get("/v1/working-memory/green-tea", params=in_it).status_code == 404
+        assert rest.get("/v1/working-memory", params=in_it).json()["sessions"] == []
+        assert rest.get(f"/v1/long-term-memory/{record_ids[doomed]}").status_code == 404
+        query = {"text": "green tea", "namespace": {"eq": doomed}}
+        assert rest.post("/v1/long-term-memory/search", json=query).json()["memories"] == []
+        # and the other memory's are as they were
+        other = rest.get(f"/v1/long-term-memory/{record_ids[memory_id]}")
+        assert other.status_code == 200
+    assert _holdings(ada, memory_id, "black-tea", "black") == kept
+    assert jwt_stack.opensearch is not None
+    docs = jwt_stack.opensearch.documents(IndexSettings().opensearch_index)
+    assert [d for _, d in docs if d.get("namespace") == doomed and not d.get("deleted")] == []

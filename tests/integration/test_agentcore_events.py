@@ -4,6 +4,8 @@ AgentCore's shapes, identity from verified claims."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -26,8 +28,9 @@ T0 = 1_750_000_000.0
 ENGINES = ("moto", "dynamodb-local")
 
 
-def _handler(table: str, **settings: Any) -> Any:
-    """The API's Lambda handler over `table`, verifying JWT claims (tenant in custom:tenant)."""
+def _handler(table: str, clock: Callable[[], float] | None = None, **settings: Any) -> Any:
+    """The API's Lambda handler over `table`, verifying JWT claims (tenant in custom:tenant);
+    the store reads `clock` when given (a quota's minute must not turn mid-test)."""
     from memkit.config import ApiSettings
     from memkit.handlers.api import make_lambda_handler
     from memkit.handlers.wiring import api_services
@@ -40,7 +43,8 @@ def _handler(table: str, **settings: Any) -> Any:
         tenant_claim="custom:tenant",
         **settings,
     )
-    services = api_services(DynamoStore(checked), checked)
+    store = DynamoStore(checked) if clock is None else DynamoStore(checked, clock=clock)
+    services = api_services(store, checked)
     return make_lambda_handler(lambda: services)
 
 
@@ -446,8 +450,55 @@ def test_create_memory_is_idempotent_by_client_token(api: Any) -> None:
     )
 
 
+def test_a_second_memory_of_one_name_is_refused_as_agentcore_refuses_it(api: Any) -> None:
+    first = _memory(api, name="support")
+
+    again = api("POST", "/memories/create", OPS, body={"name": "support", "eventExpiryDuration": 7})
+
+    # the bedrock-agentcore SDK's create_or_get_memory reads exactly this as "find it"
+    assert again.status == 400
+    assert again.headers["x-amzn-ErrorType"] == "ValidationException"
+    assert "already exists" in again.body["message"]
+    assert again.body["fieldList"][0]["name"] == "name"
+    assert [m["id"] for m in api("POST", "/memories", OPS, body={}).body["memories"]] == [first]
+
+
+def test_another_tenant_may_name_its_memory_alike(api: Any) -> None:
+    ours = _memory(api, name="support")
+
+    theirs = _memory(api, OTHER_OPS, name="support")
+
+    assert theirs != ours
+
+
+def test_concurrent_creations_of_one_name_make_one_memory(api: Any) -> None:
+    def create(n: int) -> ApiResponse:
+        body = {"name": "racing", "eventExpiryDuration": 7, "clientToken": f"token-{n}"}
+        return api("POST", "/memories/create", OPS, body=body)
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        answers = list(pool.map(create, range(6)))
+
+    made = [a for a in answers if a.status == 202]
+    refused = [a for a in answers if a.status != 202]
+    assert len(made) == 1, [a.body for a in answers]
+    assert all(a.status == 400 and "already exists" in a.body["message"] for a in refused)
+    listed = api("POST", "/memories", OPS, body={}).body["memories"]
+    assert [m["id"] for m in listed] == [made[0].body["memory"]["id"]]
+
+
+def test_a_deleted_memorys_name_is_free_again(api: Any) -> None:
+    first = _memory(api, name="support")
+    assert api("DELETE", f"/memories/{first}/delete", OPS).status == 202
+
+    second = _memory(api, name="support")
+
+    assert second != first
+    assert api("GET", f"/memories/{second}/details").status == 200
+
+
 def test_list_memories_pages(api: Any) -> None:
-    made = {_memory(api) for _ in range(3)}
+    made = {_memory(api, name=f"memory{n}") for n in range(3)}
 
     first = api("POST", "/memories/", OPS, body={"maxResults": 2})
     rest = api("POST", "/memories/", OPS, body={"nextToken": first.body["nextToken"]})
@@ -458,7 +509,8 @@ def test_list_memories_pages(api: Any) -> None:
 
 
 def test_a_tenants_spent_quota_is_a_throttled_exception(dynamodb_table: str) -> None:
-    handler = _handler(dynamodb_table, tenant_requests_per_minute=1)
+    # 10 s into a minute, held there: both calls count against the same minute
+    handler = _handler(dynamodb_table, clock=lambda: 1_800_000_010.0, tenant_requests_per_minute=1)
     call_api(handler, "POST", "/memories", body={}, authorizer=OPS)
 
     refused = call_api(handler, "POST", "/memories", body={}, authorizer=OPS)

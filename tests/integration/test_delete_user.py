@@ -25,6 +25,7 @@ from memkit.models.domain import Owner
 from memkit.service.long_term import LongTermService
 from memkit.store import keys
 from tests.conftest import ApiResponse, LambdaContextStub, call_api
+from tests.events import sqs_record
 from tests.integration.memory_world import BACKENDS, MemoryWorld, backend_world
 
 pytestmark = pytest.mark.integration
@@ -294,7 +295,7 @@ class Queued:
             )
             if not messages:
                 return responses
-            event = {"Records": [_sqs_record(m) for m in messages]}
+            event = {"Records": [sqs_record(m) for m in messages]}
             response = dict(handler(event, LambdaContextStub()))
             responses.append(response)
             failed = {f["itemIdentifier"] for f in response["batchItemFailures"]}
@@ -302,20 +303,6 @@ class Queued:
                 if m["MessageId"] not in failed:
                     self.sqs.delete_message(QueueUrl=self.url, ReceiptHandle=m["ReceiptHandle"])
         raise AssertionError("the queue never emptied")
-
-
-def _sqs_record(message: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "messageId": message["MessageId"],
-        "receiptHandle": message["ReceiptHandle"],
-        "body": message["Body"],
-        "attributes": {},
-        "messageAttributes": {},
-        "md5OfBody": message["MD5OfBody"],
-        "eventSource": "aws:sqs",
-        "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:work",
-        "awsRegion": "us-east-1",
-    }
 
 
 def _api_over(world: MemoryWorld, table: str, index: Any = None, **settings: Any) -> Any:

@@ -13,6 +13,7 @@ import pytest
 from memkit.config import ApiSettings, McpSettings
 from memkit.handlers.mcp import make_lambda_handler
 from memkit.identity import ADMIN, READ, WRITE
+from memkit.store.dynamodb import DynamoStore
 from tests.conftest import LambdaContextStub
 from tests.events import http_event, jwt_authorizer, load_event
 from tests.integration.memory_world import MemoryWorld, build_world
@@ -508,7 +509,9 @@ def test_the_tenants_quota_applies_to_mcp_requests(dynamodb_table: str) -> None:
         tenant_claim="custom:tenant",
         tenant_requests_per_minute=1,
     )
-    handler = _handler(build_world(dynamodb_table, settings))
+    # 10 s into a minute, held there: both calls count against the same minute
+    store = DynamoStore(settings, clock=lambda: 1_800_000_010.0, index_messages=True)
+    handler = _handler(build_world(dynamodb_table, settings, store=store))
 
     first = call_mcp(handler, request("tools/list"), ADA)
     second = call_mcp(handler, request("tools/list"), ADA)

@@ -23,12 +23,12 @@ from __future__ import annotations
 import copy
 import threading
 from collections import defaultdict
-from typing import Any
+from typing import Any, Self
 
-from werkzeug.serving import BaseWSGIServer, make_server
+from memkit_dev.local.loopback import LoopbackServer
 
 
-class MotoDynamoDB:
+class MotoDynamoDB(LoopbackServer):
     """moto's DynamoDB (and Streams) server on 127.0.0.1, in a thread of this process."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
@@ -49,27 +49,15 @@ class MotoDynamoDB:
             with _serial:
                 return dispatcher(environ, start_response)
 
-        self._server: BaseWSGIServer = make_server(
-            host, port, app, threaded=False, request_handler=QuietHandler
-        )
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, name="moto-dynamodb", daemon=True
-        )
+        super().__init__("moto-dynamodb", host, port, app=app, threaded=False, handler=QuietHandler)
 
     @property
     def endpoint(self) -> str:
-        host, port = self._server.socket.getsockname()[:2]
-        return f"http://{host}:{port}"
+        return self.url
 
-    def start(self) -> MotoDynamoDB:
+    def start(self) -> Self:
         mend_moto_transactions()
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
+        return super().start()
 
 
 _serial = threading.RLock()

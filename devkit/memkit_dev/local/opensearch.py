@@ -62,11 +62,11 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
-from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 from werkzeug.wrappers import Request, Response
 
 from memkit.vectors.keyword import KeywordIndex, terms, weighted_matches
 from memkit.vectors.protocol import BOOLEAN_FIELDS, DATE_FIELDS, KEYWORD_FIELDS, Removal
+from memkit_dev.local.loopback import LoopbackServer
 from memkit_dev.local.sigv4 import SignatureRejected, SigningKey, verify
 
 Flavour = Literal["domain", "serverless"]
@@ -570,15 +570,10 @@ class _Signer:
         return None
 
 
-class _QuietHandler(WSGIRequestHandler):
-    def log_request(self, *args: Any, **kwargs: Any) -> None:
-        """A line per request would drown the local stack's own output."""
-
-
 # --- the server ----------------------------------------------------------------------------
 
 
-class LoopbackOpenSearch:
+class LoopbackOpenSearch(LoopbackServer):
     """An OpenSearch-subset server on 127.0.0.1 (port 0: any free port), in a thread of
     this process, for a managed domain or a serverless collection; thread-safe."""
 
@@ -615,35 +610,7 @@ class LoopbackOpenSearch:
         self.denied: list[Rejection] = []
         self.requests: list[tuple[str, str]] = []
         self.created: list[str] = []
-        self._server: BaseWSGIServer = make_server(
-            host, port, self, threaded=True, request_handler=_QuietHandler
-        )
-        # A short poll interval: stop() waits for it (0.5 s by default, per test).
-        self._thread = threading.Thread(
-            target=lambda: self._server.serve_forever(poll_interval=0.05),
-            name="loopback-opensearch",
-            daemon=True,
-        )
-
-    @property
-    def url(self) -> str:
-        host, port = self._server.socket.getsockname()[:2]
-        return f"http://{host}:{port}"
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
-
-    def __enter__(self) -> LoopbackOpenSearch:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+        super().__init__("loopback-opensearch", host, port)
 
     def documents(self, index: str) -> list[tuple[str, dict[str, Any]]]:
         """The stored docs of `index` (or of the index an alias leads to) as (_id,

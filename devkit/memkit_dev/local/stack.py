@@ -34,6 +34,7 @@ from memkit_dev.local.auth import (
     LambdaKeyAuthorizer,
     dev_principal,
 )
+from memkit_dev.local.bedrock import LoopbackBedrock
 from memkit_dev.local.dynamodb import MotoDynamoDB, dynamodb_client
 from memkit_dev.local.dynamodb_local import DynamoDBLocal, Unavailable, prepare
 from memkit_dev.local.functions import FunctionSpec, LocalFunction
@@ -65,6 +66,8 @@ KEY_AUTHORIZER_FUNCTION = "ApiKeyAuthorizerFunction"
 DEV_KEY_NAME = "memkit serve (development)"
 log = logging.getLogger("memkit.local")
 Engine = Literal["auto", "dynamodb-local", "moto"]
+Embedder = Literal["local", "titan", "cohere"]
+OpenSearchFlavour = Literal["domain", "serverless"]
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 # The index is rebuilt from the table on start; a progress line shows past this long.
 REBUILD_QUIET_SECONDS = 1.0
@@ -106,10 +109,19 @@ class LocalStackConfig:
     metrics: bool = False
     # Index session messages as long-term records (MEMKIT_INDEX_MESSAGES).
     index_messages: bool = True
+    # The functions' embedder: local (the shipped model), or titan | cohere, the production
+    # Bedrock embedders answered by a loopback Bedrock (memkit_dev.local.bedrock).
+    embedder: Embedder = "local"
+    # What the loopback OpenSearch stands in for (MEMKIT_OPENSEARCH_FLAVOUR): a managed
+    # domain, or a Serverless collection (no custom ids, a search to find a doc's copies).
+    opensearch_flavour: OpenSearchFlavour = "domain"
     # Background curation: how long a session must be quiet before extraction (seconds),
     # and the window its summaries keep it within (tokens).
     extraction_quiet_seconds: int = 5
     summary_window_tokens: int = 16_000
+    # DeleteMemory (AgentCore) starts deleting a memory's data this long after marking it
+    # DELETING (MEMKIT_AGENTCORE_DELETION_GRACE_SECONDS, 30 on AWS).
+    agentcore_deletion_grace_seconds: int = 5
     # The cleanup function on a timer (EventBridge Scheduler's stand-in), every this many
     # seconds; 0 = off.
     cleanup_interval_seconds: float = 60.0
@@ -134,14 +146,26 @@ class LocalStackConfig:
     # comma-separated, or *); empty: no CORS, as the template's default.
     cors_allowed_origins: str = ""
     # The vector index: opensearch (the loopback OpenSearch, a managed domain as the
-    # adapter sees it, rebuilt from the table on start) or dynamodb (VectorStore dynamodb:
+    # adapter sees it unless opensearch_flavour says serverless, rebuilt from the table on
+    # start) or dynamodb (VectorStore dynamodb:
     # the template's VectorTable, kept with the table's data).
     vector_store: Literal["opensearch", "dynamodb"] = "opensearch"
 
     @property
     def vector_table(self) -> str:
         """The vector table's name (the template's, with this stack's table name)."""
-        return f"{self.table_name}-vectors-{LOCAL_DIMENSIONS}"
+        return f"{self.table_name}-vectors-{embedder_dimensions(self.embedder, self.region)}"
+
+
+def embedder_dimensions(embedder: Embedder, region: str) -> int:
+    """The vector size of `embedder` as the functions build it: the local model's, Titan's
+    (MEMKIT_EMBEDDING_DIMENSIONS' default) or Cohere's."""
+    if embedder == "local":
+        return LOCAL_DIMENSIONS
+    from memkit.config import IndexSettings
+    from memkit.handlers.wiring import embedder_for
+
+    return embedder_for(IndexSettings(embedder=embedder), region).dimensions
 
 
 def _plain_variables(variables: dict[str, Any] | None) -> dict[str, str]:
@@ -164,6 +188,7 @@ class LocalStack:
         self._cleanup: LocalFunction | None = None
         self.cleanup_timer: ScheduleTimer | None = None
         self.opensearch: LoopbackOpenSearch | None = None
+        self.bedrock: LoopbackBedrock | None = None
         self.vectors: VectorDynamoDB | None = None
         self.pump: StreamPump | None = None
         self.curator_pump: StreamPump | None = None
@@ -220,11 +245,12 @@ class LocalStack:
             "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled",
             "POWERTOOLS_LOG_LEVEL": config.log_level,
             "POWERTOOLS_METRICS_DISABLED": "false" if config.metrics else "true",
-            "MEMKIT_EMBEDDER": "local",
+            "MEMKIT_EMBEDDER": config.embedder,
             "MEMKIT_INDEX_MESSAGES": "true" if config.index_messages else "false",
             "MEMKIT_LLM_PROVIDER": "local",
             "MEMKIT_EXTRACTION_QUIET_SECONDS": str(config.extraction_quiet_seconds),
             "MEMKIT_SUMMARY_WINDOW_TOKENS": str(config.summary_window_tokens),
+            "MEMKIT_AGENTCORE_DELETION_GRACE_SECONDS": str(config.agentcore_deletion_grace_seconds),
             "MEMKIT_AUTH_MODE": config.auth,
         }
         if config.auth == "jwt":
@@ -247,10 +273,12 @@ class LocalStack:
             environment.update(
                 {
                     "MEMKIT_OPENSEARCH_ENDPOINT": self.opensearch.url,
-                    "MEMKIT_OPENSEARCH_FLAVOUR": "domain",
+                    "MEMKIT_OPENSEARCH_FLAVOUR": config.opensearch_flavour,
                     "MEMKIT_OPENSEARCH_AUTH": "none",
                 }
             )
+        if self.bedrock is not None:
+            environment["MEMKIT_BEDROCK_ENDPOINT"] = self.bedrock.url
         if self.vectors is not None:
             environment["MEMKIT_VECTOR_TABLE"] = config.vector_table
             environment["MEMKIT_VECTOR_ENDPOINT"] = self.vectors.url
@@ -295,10 +323,15 @@ class LocalStack:
             dynamodb_client(self.dynamodb_endpoint, config.region), template, config.table_name
         )
 
+        if config.embedder != "local":
+            self.bedrock = LoopbackBedrock().start()
         if config.vector_store == "dynamodb":
             self._start_vector_table(template)
         else:
-            self.opensearch = LoopbackOpenSearch(LOCAL_DIMENSIONS)
+            self.opensearch = LoopbackOpenSearch(
+                embedder_dimensions(config.embedder, config.region),
+                flavour=config.opensearch_flavour,
+            )
             self.opensearch.start()
         root = template_path.parent
         self._create_queues(template)  # first: every function's environment names them
@@ -419,20 +452,30 @@ class LocalStack:
                 )
         return moto_endpoint, "moto, in memory (small data only)"
 
+    def _index_settings(self) -> dict[str, Any]:
+        """The embedder and vector index the functions use, as IndexSettings fields."""
+        return {
+            "embedder": self.config.embedder,
+            "bedrock_endpoint": self.bedrock.url if self.bedrock is not None else None,
+            "opensearch_flavour": self.config.opensearch_flavour,
+            "opensearch_auth": "none",
+        }
+
     def _start_vector_table(self, template: dict[str, Any]) -> None:
         """DynamoDB with vector indexes in front of the engine, and the template's
         VectorTable on it: created, or (data kept from an earlier run) given its indexes
         again, filled from the table's items."""
         config = self.config
         assert self.dynamodb_endpoint is not None
+        dimensions = embedder_dimensions(config.embedder, config.region)
         self.vectors = VectorDynamoDB(self.dynamodb_endpoint, region=config.region).start()
         client = dynamodb_client(self.vectors.url, config.region)
         created = create_table(
-            client, template, config.vector_table, VECTOR_TABLE_RESOURCE, LOCAL_DIMENSIONS
+            client, template, config.vector_table, VECTOR_TABLE_RESOURCE, dimensions
         )
         if not created:
             definition = table_definition(
-                template, config.vector_table, VECTOR_TABLE_RESOURCE, LOCAL_DIMENSIONS
+                template, config.vector_table, VECTOR_TABLE_RESOURCE, dimensions
             )
             self.vectors.adopt(definition)
 
@@ -453,9 +496,7 @@ class LocalStack:
             region=config.region,
             dynamodb_endpoint=self.dynamodb_endpoint,
             opensearch_endpoint=self.opensearch.url,
-            opensearch_flavour="domain",
-            opensearch_auth="none",
-            embedder="local",
+            **self._index_settings(),
         )
         show_after = REBUILD_QUIET_SECONDS if config.progress else math.inf
         report = run_quietly(reindexer(settings), sys.stderr, show_after=show_after)
@@ -547,6 +588,8 @@ class LocalStack:
             self._key_authorizer.stop()
         if self.opensearch is not None:
             self.opensearch.stop()
+        if self.bedrock is not None:
+            self.bedrock.stop()
         if self.vectors is not None:
             self.vectors.stop()
         if self._dynamodb_local is not None:

@@ -58,6 +58,9 @@ class IndexSettings(BaseModel):
     embedding_model: str | None = None
     # Titan V2 only: 256, 512 or 1024.
     embedding_dimensions: int = Field(default=1024)
+    # A Bedrock-runtime-compatible endpoint for titan | cohere (the local stack's loopback
+    # Bedrock); None = AWS.
+    bedrock_endpoint: str | None = None
     # An OpenSearch endpoint (https://...); None = the in-process local index (one process).
     opensearch_endpoint: str | None = None
     # domain: a managed domain (custom _id, external versioning); serverless: an AOSS
@@ -103,6 +106,10 @@ class ApiSettings(StoreSettings, IndexSettings):
     # DELETE /v1/users/{user_id} works this long, then leaves the rest to a job on the
     # memory work queue (the function times out at 15 s; API Gateway waits 29 s).
     user_deletion_budget_seconds: float = Field(default=10.0, ge=0, le=25)
+    # DeleteMemory (AgentCore) starts deleting a memory's data this long after it marked the
+    # memory DELETING: longer than a request that found it ACTIVE can take (the function's
+    # 15 s), so the deletion finds what such a request wrote. SQS delays at most 900 s.
+    agentcore_deletion_grace_seconds: int = Field(default=30, ge=0, le=900)
     work_queue_url: str | None = None
     sqs_endpoint: str | None = None
     # Requests a tenant may make a minute (memkit.store.quota: one counter write each);

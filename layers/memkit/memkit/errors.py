@@ -153,6 +153,12 @@ class ResourceConflict(ValidationFailed):
     code = "resource_conflict"
 
 
+class NameTaken(ResourceConflict):
+    """A name that is unique within its tenant (an AgentCore memory's) is another's."""
+
+    code = "resource_conflict"
+
+
 class NotServed(BadRequest):
     """An operation of a compatible API that memkit does not implement."""
 

@@ -22,6 +22,7 @@ from memkit.store.protocol import AgentCoreStore, RecordStore, SessionStore, Sto
 
 if TYPE_CHECKING:
     from memkit.embeddings.protocol import Embedder
+    from memkit.jobs.agentcore_deletion import MemoryDeletion
     from memkit.jobs.compact import Compaction
     from memkit.jobs.forget import Forgetting
     from memkit.jobs.policies import PolicyService
@@ -47,6 +48,7 @@ class Lifecycle:
     compaction: Callable[[LongTermService], Compaction]
     policies: Callable[[], PolicyService]
     deletion: Callable[[], UserDeletion]
+    memory_deletion: Callable[[], MemoryDeletion]
 
 
 @dataclass(frozen=True)
@@ -100,6 +102,10 @@ class Services:
     @cached_property
     def deletion(self) -> UserDeletion:
         return self.lifecycle.deletion()
+
+    @cached_property
+    def memory_deletion(self) -> MemoryDeletion:
+        return self.lifecycle.memory_deletion()
 
 
 def _one(field: str, query: str | None, body: str | None) -> str | None:

@@ -42,6 +42,7 @@ from memkit.errors import Misconfigured, StoreUnavailable
 if TYPE_CHECKING:
     from memkit.api.context import Lifecycle, Services
     from memkit.embeddings.protocol import Embedder
+    from memkit.jobs.agentcore_deletion import MemoryDeletion
     from memkit.jobs.cleanup import CleanupRun
     from memkit.jobs.compact import Compaction
     from memkit.jobs.curation import Curator, Job, Policy, Queueing
@@ -93,6 +94,7 @@ def embedder_for(settings: IndexSettings, region: str) -> Embedder:
     client = boto3.client(
         "bedrock-runtime",
         region_name=region,
+        endpoint_url=settings.bedrock_endpoint,
         config=Config(retries={"max_attempts": 2, "mode": "standard"}, read_timeout=30),
     )
     if settings.embedder == "titan":
@@ -259,8 +261,8 @@ def api_services(
 def _api_lifecycle(
     store: DynamoStore, settings: ApiSettings, index: Callable[[], VectorIndex]
 ) -> Lifecycle:
-    """Forgetting, compaction, policies and a user's deletion, each built on the first
-    request that needs it (their modules load then, not at cold start)."""
+    """Forgetting, compaction, policies, a user's and an AgentCore memory's deletion, each
+    built on the first request that needs it (their modules load then, not at cold start)."""
     from memkit.api.context import Lifecycle
 
     def forgetting() -> Forgetting:
@@ -286,7 +288,13 @@ def _api_lifecycle(
 
         return UserDeletion(store, index, configured_job_sender(settings))
 
-    return Lifecycle(forgetting, compaction, policies, deletion)
+    def memory_deletion() -> MemoryDeletion:
+        from memkit.jobs.agentcore_deletion import MemoryDeletion
+
+        send = configured_job_sender(settings)
+        return MemoryDeletion(store, index, send, settings.agentcore_deletion_grace_seconds)
+
+    return Lifecycle(forgetting, compaction, policies, deletion, memory_deletion)
 
 
 @lru_cache(maxsize=1)
@@ -381,6 +389,15 @@ def production_deletions() -> UserDeletion:
     settings = checked(curation_settings)
     index = configured_index(settings, settings.region)
     return UserDeletion(dynamo_store(settings), index, configured_job_sender(settings))
+
+
+@lru_cache(maxsize=1)
+def production_memory_deletions() -> MemoryDeletion:
+    from memkit.jobs.agentcore_deletion import MemoryDeletion
+
+    settings = checked(curation_settings)
+    index = configured_index(settings, settings.region)
+    return MemoryDeletion(dynamo_store(settings), index, configured_job_sender(settings))
 
 
 # -- the scheduled cleanup -------------------------------------------------------------------

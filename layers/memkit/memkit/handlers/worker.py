@@ -1,6 +1,7 @@
 """The memory worker's entry point (functions/worker): the work queue's messages -> jobs run
-with the configured MemoryModel (memkit.jobs.curation), and the rest of a user's deletion
-that did not finish within its request (memkit.jobs.users). A job that fails is reported in
+with the configured MemoryModel (memkit.jobs.curation), the rest of a user's deletion that
+did not finish within its request (memkit.jobs.users), and AgentCore memories' deletions
+(memkit.jobs.agentcore_deletion). A job that fails is reported in
 batchItemFailures; SQS retries it after its visibility timeout and, after maxReceiveCount
 tries, moves it to the DLQ.
 """
@@ -18,16 +19,21 @@ from aws_lambda_powertools.utilities.batch import (
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from memkit.handlers.wiring import production_curator, production_deletions
+from memkit.handlers.wiring import (
+    production_curator,
+    production_deletions,
+    production_memory_deletions,
+)
 from memkit.jobs.curation import Curator, Job
 from memkit.observability import drop_disabled_metrics, logger, metrics
 
 if TYPE_CHECKING:
+    from memkit.jobs.agentcore_deletion import MemoryDeletion
     from memkit.jobs.users import UserDeletion
 
 Handler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
 
-# A delete_user job works for this share of the time the invocation has left, then queues
+# A deletion job works for this share of the time the invocation has left, then queues
 # itself again (so the rest of a batch still has time).
 DELETION_SHARE = 0.75
 
@@ -35,9 +41,11 @@ DELETION_SHARE = 0.75
 def make_lambda_handler(
     curator: Callable[[], Curator] = production_curator,
     deletions: Callable[[], UserDeletion] = production_deletions,
+    memory_deletions: Callable[[], MemoryDeletion] = production_memory_deletions,
 ) -> Handler:
-    """The memory worker over `curator`, and `deletions` for a user's deletion that did not
-    finish within its request (production: from settings)."""
+    """The memory worker over `curator`, `deletions` for a user's deletion that did not
+    finish within its request, and `memory_deletions` for AgentCore memories' (production:
+    from settings)."""
 
     @logger.inject_lambda_context(clear_state=True)
     @metrics.log_metrics
@@ -47,9 +55,11 @@ def make_lambda_handler(
 
         def on_message(record: SQSRecord) -> None:
             job = Job.from_json(record.body)
+            budget = DELETION_SHARE * context.get_remaining_time_in_millis() / 1000
             if job.kind == "delete_user":
-                budget = DELETION_SHARE * context.get_remaining_time_in_millis() / 1000
                 outcome = deletions().resume(job, budget)
+            elif job.kind == "delete_memory":
+                outcome = memory_deletions().resume(job, budget)
             else:
                 outcome = worker.run(job)
             logger.info("curation job", extra={"job": job.kind, "outcome": outcome})

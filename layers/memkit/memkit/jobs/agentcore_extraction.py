@@ -152,19 +152,27 @@ class StrategyExtraction:
     def extract(self, owner: Owner, meta: SessionMeta, memory: AgentMemory, log: SessionLog) -> str:
         """Run the memory's strategies on the session's unread messages; in a word, what came
         of it (logs and metrics carry no content)."""
+        if memory.deleting:
+            return "memory deleted"
         plans = [p for p in map(plan_of, memory.strategies) if p is not None]
         runnable = [p for p in plans if self._can(p)]
         if not runnable or meta.user_id is None:
             return "unsupported"
         pending = log.unextracted_messages(owner, meta, LIMIT)
         written = 0
+        deleted = False
 
         def ask(chunk: list[StoredMessage]) -> list[Finding]:
             turns = [Turn(m.id, m.role, m.content, m.created_at) for m in chunk if mined(m)]
             return self._find(owner, meta, memory, runnable, turns) if turns else []
 
         def keep(chunk: list[StoredMessage], findings: list[Finding]) -> None:
-            nonlocal written
+            nonlocal written, deleted
+            # DeleteMemory may have come while the model thought: nothing more is written
+            # into a memory being deleted (its deletion would not find it).
+            deleted = deleted or self._deleted(owner.tenant, memory.memory_id)
+            if deleted:
+                return
             written += self._write(owner, findings)
             # Marked only once what the strategies found in them is stored.
             log.mark_extracted(owner, meta, [m.id for m in chunk])
@@ -172,7 +180,13 @@ class StrategyExtraction:
         in_chunks(pending, CHUNK, ask, keep)
         metrics.add_metric(name="AgentCoreRecordsExtracted", unit="Count", value=written)
         logger.info("agentcore extraction", extra={"messages": len(pending), "records": written})
+        if deleted:
+            return "memory deleted"
         return "extracted" if pending else "nothing new"
+
+    def _deleted(self, tenant: str, memory_id: str) -> bool:
+        current = self._memories.get_agent_memory(tenant, memory_id)
+        return current is None or current.deleting
 
     def _can(self, plan: Plan) -> bool:
         capabilities = self._model.capabilities

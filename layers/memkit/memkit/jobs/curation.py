@@ -30,7 +30,7 @@ import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, get_args
 
 from memkit.errors import NotFound, VersionConflict
 from memkit.ids import new_ulid
@@ -48,7 +48,8 @@ from memkit.models.memory import CreateMemories, MemoryEdit, MemoryRecordIn, Sea
 from memkit.observability import logger, metrics
 from memkit.store.changes import ItemChange, RecordValue, SessionValue, Value
 
-JobKind = Literal["summarize", "extract", "title", "describe", "delete_user"]
+JobKind = Literal["summarize", "extract", "title", "describe", "delete_user", "delete_memory"]
+JOB_KINDS: tuple[JobKind, ...] = get_args(JobKind)
 STRATEGIES: tuple[Strategy, ...] = ("discrete", "summary", "preferences", "custom")
 # Turns given to the model in one extraction call, and read per job.
 EXTRACT_CHUNK = 40
@@ -97,7 +98,8 @@ class Job:
     stamp: str
     delay_seconds: int = 0
     record_id: str | None = None  # describe: the record
-    # delete_user (memkit.jobs.users): the user and the job that reports on it.
+    # delete_user (memkit.jobs.users): the user and the job that reports on it;
+    # delete_memory (memkit.jobs.agentcore_deletion): the job (`namespace` is the memory).
     user_id: str | None = None
     job_id: str | None = None
 
@@ -119,7 +121,7 @@ class Job:
     def from_json(cls, body: str) -> Job:
         raw = json.loads(body)
         kind = raw["job"]
-        if kind not in ("summarize", "extract", "title", "describe", "delete_user"):
+        if kind not in JOB_KINDS:
             raise ValueError("unknown job")
         return cls(
             kind,

@@ -342,7 +342,9 @@ class MemoryStrategy:
 class AgentMemory:
     """An AgentCore memory: a tenant's configuration item. Its events live in the namespace
     named by its id; `request_digest` identifies the CreateMemory that made it (a retry with
-    the same client token and parameters gets it back)."""
+    the same client token and parameters gets it back). `deletion_job`: the job deleting it
+    (DeleteMemory); until it is done the memory shows as DELETING and nothing reads or
+    writes its data."""
 
     memory_id: str
     name: str
@@ -353,6 +355,16 @@ class AgentMemory:
     description: str | None = None
     strategies: tuple[MemoryStrategy, ...] = ()
     indexed_keys: tuple[dict[str, str], ...] = ()
+    deletion_job: str | None = None
+
+    @property
+    def deleting(self) -> bool:
+        return self.deletion_job is not None
+
+    @property
+    def status(self) -> str:
+        """Its MemoryStatus."""
+        return "DELETING" if self.deleting else "ACTIVE"
 
     def as_json(self) -> dict[str, Any]:
         return {

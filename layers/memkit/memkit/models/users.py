@@ -1,5 +1,5 @@
-"""A user's full deletion: what it removed (domain), and the HTTP bodies of
-DELETE /v1/users/{user_id} and GET /v1/jobs/{job_id}."""
+"""A full deletion (a user's, an AgentCore memory's): what it removed (domain), and the HTTP
+bodies of DELETE /v1/users/{user_id} and GET /v1/jobs/{job_id}."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pydantic import Field
 from memkit.models.domain import Model
 
 JobStatus = Literal["running", "done", "failed"]
-JobKind = Literal["delete_user"]
+JobKind = Literal["delete_user", "delete_memory"]
 
 
 # -- domain -----------------------------------------------------------------------------------

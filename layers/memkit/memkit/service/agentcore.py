@@ -33,6 +33,7 @@ from memkit.errors import (
     FieldProblem,
     Forbidden,
     IdempotencyMismatch,
+    NameTaken,
     NotFound,
     ResourceConflict,
     TooLarge,
@@ -309,6 +310,13 @@ class AgentCoreService:
             )
         try:
             self._store.create_agent_memory(tenant, memory)
+        except NameTaken as exc:
+            # AgentCore's words: the bedrock-agentcore SDK's create_or_get_memory reads a
+            # ValidationException that says "already exists" as "find that memory".
+            raise ResourceConflict(
+                f"Memory with name {body.name} already exists",
+                [FieldProblem("name", "another memory of this account has this name")],
+            ) from exc
         except VersionConflict:
             existing = self._store.get_agent_memory(tenant, memory_id)
             if existing is None or existing.request_digest != digest:
@@ -320,18 +328,21 @@ class AgentCoreService:
         metrics.add_metric(name="AgentCoreMemoriesCreated", unit="Count", value=1)
         return memory
 
-    def memory(self, tenant: str, memory_id: str) -> AgentMemory:
-        """The memory `memory_id` (or its ARN) names; 404 when the tenant has none such."""
+    def described(self, tenant: str, memory_id: str) -> AgentMemory:
+        """The memory `memory_id` (or its ARN) names, DELETING ones too (GetMemory,
+        DeleteMemory); 404 when the tenant has none such."""
         found = self._store.get_agent_memory(tenant, memory_id_of(memory_id))
         if found is None:
             raise NotFound(f"memory {memory_id} does not exist")
         return found
 
-    def delete_memory(self, tenant: str, memory_id: str) -> AgentMemory:
-        memory = self.memory(tenant, memory_id)
-        if not self._store.delete_agent_memory(tenant, memory.memory_id):
-            raise NotFound(f"memory {memory_id} does not exist")
-        return memory
+    def memory(self, tenant: str, memory_id: str) -> AgentMemory:
+        """The memory whose data an operation reads or writes: 404 when the tenant has none
+        such, or it is being deleted (its data is going)."""
+        found = self.described(tenant, memory_id)
+        if found.deleting:
+            raise NotFound(f"memory {memory_id} is being deleted")
+        return found
 
     def list_memories(self, tenant: str, limit: int, token: str | None) -> MemoryPage:
         return self._store.list_agent_memories(tenant, limit, token)

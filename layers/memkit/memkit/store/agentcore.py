@@ -5,21 +5,47 @@ memkit.service.agentcore). Keys in keys.py; items never leave this module."""
 from __future__ import annotations
 
 import json
+import random
+import time
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
+from botocore.exceptions import ClientError
 from pynamodb.exceptions import DoesNotExist
 
-from memkit.errors import BadRequest, FieldProblem, VersionConflict
+from memkit.errors import BadRequest, FieldProblem, NameTaken, VersionConflict
 from memkit.models.agentcore import AgentMemory, Listing, MemoryPage, SessionSummary
 from memkit.models.domain import Owner, SessionMeta, StoredMessage
 from memkit.store import keys
 from memkit.store.cursor import decode_cursor, encode_cursor
 from memkit.store.failures import translated
-from memkit.store.sessions import SessionTable
+from memkit.store.sessions import PageCursor, SessionTable
 from memkit.times import now_iso
 
 LOG_PAGE = 200
+NEW_ITEM = "attribute_not_exists(PK)"
+CONDITION_FAILED = "ConditionalCheckFailed"
+TRANSACTION_CONFLICT = "TransactionConflict"
+# A CreateMemory whose transaction meets another one on its items (two creations of one
+# name at once) tries this many times, pausing up to this long between tries.
+CREATE_ATTEMPTS = 5
+CONFLICT_PAUSE_SECONDS = 0.05
+
+
+def _cancellation_codes(exc: ClientError) -> list[str | None]:
+    """Why a transaction was cancelled, item by item in its order (None: not that item)."""
+    reasons = exc.response.get("CancellationReasons") or []
+    return [None if r.get("Code") in (None, "None") else r.get("Code") for r in reasons]
+
+
+def _to_memory(item: Any) -> AgentMemory:
+    memory = AgentMemory.from_json(json.loads(item.spec))
+    return replace(memory, deletion_job=item.deletion_job)
+
+
+def _everything(item: Any) -> bool:
+    return True
 
 
 def _token_problem(field: str = "nextToken") -> BadRequest:
@@ -32,22 +58,50 @@ class AgentCoreTable(SessionTable):
     # -- memories ----------------------------------------------------------------------------
 
     def create_agent_memory(self, tenant: str, memory: AgentMemory) -> None:
-        """Store a new memory; VersionConflict when its id exists already."""
-        pk, sk = keys.agent_memory_key(tenant, memory.memory_id)
+        """Store a new memory and the claim on its name, both or neither (one transaction):
+        VersionConflict when its id exists already (a retry of its CreateMemory), NameTaken
+        when another memory of the tenant holds its name."""
+        memory_key = keys.agent_memory_key(tenant, memory.memory_id)
+        item = self._agent_item(self._items.agent_memory, memory_key, tenant, memory)
+        item.spec = json.dumps(memory.as_json(), ensure_ascii=False, separators=(",", ":"))
+        claim = self._agent_item(
+            self._items.agent_name, keys.agent_name_key(tenant, memory.name), tenant, memory
+        )
+        table = self._items.base.Meta.table_name
+        actions = []
+        for new in (item, claim):
+            new.version = 1
+            put = {"TableName": table, "Item": new.serialize(), "ConditionExpression": NEW_ITEM}
+            actions.append({"Put": put})
+        with translated("create memory"):
+            for attempt in range(1, CREATE_ATTEMPTS + 1):
+                try:
+                    self._items.connection.client.transact_write_items(TransactItems=actions)
+                    return
+                except ClientError as exc:
+                    failed = _cancellation_codes(exc)
+                    if failed[:1] == [CONDITION_FAILED]:
+                        raise VersionConflict("create memory: its id exists") from exc
+                    if failed[1:2] == [CONDITION_FAILED]:
+                        raise NameTaken(f"the memory name {memory.name!r} is taken") from exc
+                    if TRANSACTION_CONFLICT not in failed or attempt == CREATE_ATTEMPTS:
+                        raise
+                # Another transaction held an item a moment: the next attempt sees its outcome.
+                time.sleep(random.uniform(0, CONFLICT_PAUSE_SECONDS))  # noqa: S311 (jitter)
+
+    @staticmethod
+    def _agent_item(item_cls: Any, key: keys.Key, tenant: str, memory: AgentMemory) -> Any:
+        """A new item of the memory (its configuration, or the claim on its name)."""
         stamp = now_iso(memory.created_at)
-        item = self._items.agent_memory(
-            pk,
-            sk,
+        return item_cls(
+            *key,
             tenant=tenant,
             namespace=memory.memory_id,
             created_at=stamp,
             updated_at=stamp,
             memory_id=memory.memory_id,
             name=memory.name,
-            spec=json.dumps(memory.as_json(), ensure_ascii=False, separators=(",", ":")),
         )
-        with translated("create memory"):
-            item.save(condition=self._items.agent_memory.pk.does_not_exist())
 
     def get_agent_memory(self, tenant: str, memory_id: str) -> AgentMemory | None:
         pk, sk = keys.agent_memory_key(tenant, memory_id)
@@ -56,24 +110,65 @@ class AgentCoreTable(SessionTable):
                 item = self._items.agent_memory.get(pk, sk, consistent_read=True)
             except DoesNotExist:
                 return None
-        return AgentMemory.from_json(json.loads(item.spec))
+        return _to_memory(item)
 
-    def delete_agent_memory(self, tenant: str, memory_id: str) -> bool:
+    def mark_agent_memory_deleting(
+        self, tenant: str, memory_id: str, job_id: str, replacing: str | None
+    ) -> AgentMemory | None:
+        """Record that job `job_id` deletes the memory, if its deletion job is still
+        `replacing` (None: it has none yet): the memory as marked, or None when it is gone
+        or another request marked it first."""
+        item_cls = self._items.agent_memory
         pk, sk = keys.agent_memory_key(tenant, memory_id)
+        current = (
+            item_cls.deletion_job.does_not_exist()
+            if replacing is None
+            else item_cls.deletion_job == replacing
+        )
+        item = item_cls(pk, sk)
+        try:
+            with translated("mark memory deleting"):
+                item.update(
+                    actions=[
+                        item_cls.deletion_job.set(job_id),
+                        item_cls.updated_at.set(now_iso(self._clock())),
+                    ],
+                    condition=item_cls.pk.exists() & current,
+                    add_version_condition=False,
+                )
+        except VersionConflict:
+            return None
+        return _to_memory(item)
+
+    def delete_agent_memory(self, tenant: str, memory: AgentMemory) -> bool:
+        """Delete the memory and free its name; False when it was gone already."""
+        pk, sk = keys.agent_memory_key(tenant, memory.memory_id)
         item_cls = self._items.agent_memory
         try:
             with translated("delete memory"):
                 item_cls(pk, sk).delete(condition=item_cls.pk.exists(), add_version_condition=False)
         except VersionConflict:
             return False
+        self.free_agent_memory_name(tenant, memory)
         return True
+
+    def free_agent_memory_name(self, tenant: str, memory: AgentMemory) -> None:
+        """Delete the claim on the memory's name if this memory holds it (idempotent)."""
+        claim_cls = self._items.agent_name
+        claim = claim_cls(*keys.agent_name_key(tenant, memory.name))
+        try:
+            with translated("free memory name"):
+                claim.delete(
+                    condition=claim_cls.memory_id == memory.memory_id, add_version_condition=False
+                )
+        except VersionConflict:
+            pass  # freed already, or another memory's claim
 
     def list_agent_memories(self, tenant: str, limit: int, token: str | None) -> MemoryPage:
         items, last = self._page(
             self._items.agent_memory, keys.agent_memories_pk(tenant), limit, token
         )
-        memories = [AgentMemory.from_json(json.loads(item.spec)) for item in items]
-        return MemoryPage(memories, encode_cursor(last))
+        return MemoryPage([_to_memory(item) for item in items], encode_cursor(last))
 
     def _page(
         self, item_cls: Any, pk: str, limit: int, token: str | None
@@ -119,6 +214,21 @@ class AgentCoreTable(SessionTable):
     def has_actor(self, tenant: str, memory_id: str, actor_id: str) -> bool:
         key = keys.agent_actor_key(tenant, memory_id, actor_id)
         return self._live(self._batch_get([key]).get(key))
+
+    def agent_memory_actors(self, tenant: str, memory_id: str) -> Iterator[str]:
+        """Every actor the memory has listed, expired ones included (its deletion)."""
+        pk = keys.agent_actors_pk(tenant, memory_id)
+        with translated("list actors"):
+            for item in self._items.agent_actor.query(pk, page_size=LOG_PAGE):
+                yield item.actor_id
+
+    def delete_agent_actors_page(
+        self, tenant: str, memory_id: str, after: PageCursor | None = None
+    ) -> tuple[int, PageCursor | None]:
+        """One page of the memory's actor items deleted: how many, and where the next page
+        starts (None: the end)."""
+        pk = keys.agent_actors_pk(tenant, memory_id)
+        return self._delete_page(pk, _everything, after, "delete actors")
 
     # -- sessions ----------------------------------------------------------------------------
 

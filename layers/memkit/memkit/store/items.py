@@ -60,6 +60,7 @@ class ItemClasses:
     record: Any
     index_state: Any
     agent_memory: Any
+    agent_name: Any
     agent_actor: Any
     # For TransactWrite: the same botocore client, timeouts and retries as the items.
     connection: Connection
@@ -251,11 +252,19 @@ def bind_items(
         reason = UnicodeAttribute(null=True)
 
     class AgentMemoryItem(TableItem, discriminator="agentcore_memory"):
-        """An AgentCore memory's configuration (memkit.service.agentcore), its spec as JSON."""
+        """An AgentCore memory's configuration (memkit.service.agentcore), its spec as JSON;
+        `deletion_job` is set once DeleteMemory has started its deletion."""
 
         memory_id = UnicodeAttribute()
         name = UnicodeAttribute()
         spec = UnicodeAttribute()
+        deletion_job = UnicodeAttribute(null=True)
+
+    class AgentNameItem(TableItem, discriminator="agentcore_name"):
+        """The claim on an AgentCore memory's name: the memory that holds it."""
+
+        memory_id = UnicodeAttribute()
+        name = UnicodeAttribute()
 
     class AgentActorItem(TableItem, discriminator="agentcore_actor"):
         """An actor (a user) of an AgentCore memory: what ListActors lists."""
@@ -276,6 +285,7 @@ def bind_items(
         RecordItem,
         IndexStateItem,
         AgentMemoryItem,
+        AgentNameItem,
         AgentActorItem,
         connection,
     )

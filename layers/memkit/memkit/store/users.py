@@ -1,9 +1,10 @@
-"""Everything of one user: sessions, scratchpads, records (full deletion), and the jobs that
-finish a deletion in the background.
+"""Everything of one user, or of a whole namespace (an AgentCore memory's): sessions,
+scratchpads, records (full deletion), and the jobs that finish a deletion in the background.
 
 A user's items are found without a Scan: sessions by GSI2 (the user's sessions in a
 namespace), records by the lifecycle index GSI3 (a namespace's records, then the user's),
-user-scoped scratchpads in the user's own partition. Both indexes are eventually consistent:
+user-scoped scratchpads in the user's own partition; a namespace's sessions by GSI1, its
+records by GSI3, its profiles in their partition. The indexes are eventually consistent:
 a listing may still name an item just deleted (deleting it again is harmless) or miss one
 written a moment ago (the next run of the deletion finds it).
 
@@ -15,6 +16,7 @@ never the user's id or content, and expires a week after it was created. It carr
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from itertools import islice
 from typing import Any
 
 from pynamodb.models import BatchWrite
@@ -23,6 +25,7 @@ from memkit.errors import VersionConflict
 from memkit.models.domain import Owner
 from memkit.models.users import DeletionCounts, JobState
 from memkit.store import keys
+from memkit.store.base import BATCH_GET_LIMIT
 from memkit.store.curation import CurationTable
 from memkit.store.failures import translated
 from memkit.store.sessions import PageCursor
@@ -46,60 +49,83 @@ def _everything(item: Any) -> bool:
 
 
 class UserTable(CurationTable):
-    """Everything of one user: sessions, scratchpads, records (full deletion), and jobs."""
+    """Everything of one user, or of a whole namespace: sessions, scratchpads, records (full
+    deletion), and jobs."""
 
-    # -- a user's items ----------------------------------------------------------------------
+    # -- a user's items, or a namespace's ----------------------------------------------------
 
-    def user_session_ids(self, tenant: str, namespace: str, user_id: str) -> Iterator[str]:
-        """The ids of the user's sessions in the namespace, expired ones included (GSI2)."""
+    def scope_sessions(self, owner: Owner) -> Iterator[tuple[str, str | None]]:
+        """The sessions of `owner.user_id` in the namespace (GSI2), or without a user every
+        session of the namespace (GSI1, then one BatchGetItem a page for their users):
+        (session id, its user), expired ones included."""
         session_cls = self._items.session
-        hash_key = keys.sessions_by_user(tenant, namespace, user_id)
-        with translated("list a user's sessions"):
-            for item in session_cls.by_user.query(hash_key, page_size=PAGE_SIZE):
-                yield item.session_id
+        if owner.user_id is not None:
+            hash_key = keys.sessions_by_user(owner.tenant, owner.namespace, owner.user_id)
+            with translated("list a user's sessions"):
+                for item in session_cls.by_user.query(hash_key, page_size=PAGE_SIZE):
+                    yield item.session_id, owner.user_id
+            return
+        hash_key = keys.sessions_by_namespace(owner.tenant, owner.namespace)
+        with translated("list a namespace's sessions"):
+            listed = (item.session_id for item in session_cls.by_namespace.query(hash_key))
+            while page := list(islice(listed, BATCH_GET_LIMIT)):
+                metas = self._batch_get(
+                    keys.session_key(owner.tenant, owner.namespace, one) for one in page
+                )
+                for session_id in page:
+                    meta = metas.get(keys.session_key(owner.tenant, owner.namespace, session_id))
+                    yield session_id, getattr(meta, "user_id", None)
 
-    def user_record_ids(self, tenant: str, namespace: str, user_id: str) -> Iterator[str]:
-        """The ids of the user's long-term records in the namespace (GSI3)."""
+    def scope_records(self, owner: Owner) -> Iterator[tuple[str, str | None]]:
+        """The long-term records of `owner.user_id` in the namespace, or without a user every
+        record of the namespace (GSI3): (record id, its user)."""
         record_cls = self._items.record
-        prefix = keys.user_records_prefix(user_id)
-        with translated("list a user's records"):
+        condition = None
+        if owner.user_id is not None:
+            condition = record_cls.gsi3sk.startswith(keys.user_records_prefix(owner.user_id))
+        with translated("list records to delete"):
             for item in record_cls.by_namespace.query(
-                keys.records_by_namespace(tenant, namespace),
-                range_key_condition=record_cls.gsi3sk.startswith(prefix),
+                keys.records_by_namespace(owner.tenant, owner.namespace),
+                range_key_condition=condition,
                 page_size=PAGE_SIZE,
             ):
-                yield item.record_id
+                yield item.record_id, item.user_id
 
-    def delete_user_items_page(
+    def delete_owned_items_page(
         self, owner: Owner, session_id: str, after: PageCursor | None = None
     ) -> tuple[int, PageCursor | None]:
         """One page of the items of a session's partition that are the user's (messages kept
-        after their session went; a session id another user has since taken): the items
-        deleted and where the next page starts (None: the end)."""
-        assert owner.user_id is not None
+        after their session went; a session id another user has since taken), or without a
+        user all of them: the items deleted and where the next page starts (None: the end)."""
         pk = keys.session_pk(owner.tenant, owner.namespace, session_id)
 
         def doomed(item: Any) -> bool:
-            return getattr(item, "user_id", None) == owner.user_id
+            return owner.user_id is None or getattr(item, "user_id", None) == owner.user_id
 
         return self._delete_page(pk, doomed, after, "delete a user's items")
 
     def delete_user_pads(self, tenant: str, namespace: str, user_id: str) -> int:
         """Delete every item of the user's partition (user-scoped scratchpads); how many."""
-        pk = keys.user_pk(tenant, namespace, user_id)
+        return self._delete_partition(keys.user_pk(tenant, namespace, user_id), "delete pads")
+
+    def delete_namespace_profiles(self, tenant: str, namespace: str) -> int:
+        """Delete the profiles defined in the namespace; how many."""
+        pk = keys.profiles_pk(tenant, namespace)
+        return self._delete_partition(pk, "delete profiles")
+
+    def _delete_partition(self, pk: str, operation: str) -> int:
         count, cursor = 0, None
         while True:
-            deleted, cursor = self._delete_page(pk, _everything, cursor, "delete a user's pads")
+            deleted, cursor = self._delete_page(pk, _everything, cursor, operation)
             count += deleted
             if cursor is None:
                 return count
 
-    def delete_user_records(
-        self, tenant: str, namespace: str, user_id: str, record_ids: Sequence[str]
-    ) -> tuple[int, int]:
-        """Delete those of `record_ids` that are the user's records in the namespace, with
-        their index states (one consistent read first: a listing may be stale). Returns
-        (records deleted, items deleted)."""
+    def delete_scope_records(self, owner: Owner, record_ids: Sequence[str]) -> tuple[int, int]:
+        """Delete those of `record_ids` that are records of the namespace and of
+        `owner.user_id` (without a user: of any), with their index states (one consistent
+        read first: a listing may be stale). Returns (records deleted, items deleted)."""
+        tenant = owner.tenant
         wanted = [
             key
             for record_id in dict.fromkeys(record_ids)
@@ -109,10 +135,12 @@ class UserTable(CurationTable):
         owned = {
             pk
             for (pk, sk), item in found.items()
-            if sk == keys.RECORD_SK and item.user_id == user_id and item.namespace == namespace
+            if sk == keys.RECORD_SK
+            and item.namespace == owner.namespace
+            and (owner.user_id is None or item.user_id == owner.user_id)
         }
         doomed = [item for (pk, _), item in found.items() if pk in owned]
-        with translated("delete a user's records"), BatchWrite(self._items.base) as batch:
+        with translated("delete records"), BatchWrite(self._items.base) as batch:
             for item in doomed:
                 batch.delete(item)
         return len(owned), len(doomed)

@@ -105,7 +105,7 @@ def memory_view(memory: AgentMemory, tenant: str, region: str) -> dict[str, Any]
                 "type": s.kind.value,
                 "namespaces": list(s.namespaces),
                 "namespaceTemplates": list(s.namespaces),
-                "status": "ACTIVE",
+                "status": memory.status,
                 "createdAt": memory.created_at,
                 "updatedAt": memory.updated_at,
             }
@@ -119,7 +119,7 @@ def memory_view(memory: AgentMemory, tenant: str, region: str) -> dict[str, Any]
             "name": memory.name,
             "description": memory.description,
             "eventExpiryDuration": memory.event_expiry_days,
-            "status": "ACTIVE",
+            "status": memory.status,
             "createdAt": memory.created_at,
             "updatedAt": memory.updated_at,
             "strategies": strategies,
@@ -180,17 +180,22 @@ def create_memory() -> Response[str]:
 
 @router.get(f"{MEMORY}/details", include_in_schema=False)
 def get_memory(memory_id: str) -> Response[str]:
-    services, memory = _memory(memory_id)
+    """GetMemory: DELETING while its deletion runs, then ResourceNotFoundException."""
+    services = services_of(router)
     tenant = caller_of(router).tenant
+    memory = services.agentcore.described(tenant, _path(memory_id, "memoryId"))
     return _answer({"memory": memory_view(memory, tenant, services.settings.region)})
 
 
 @router.delete(f"{MEMORY}/delete", include_in_schema=False)
 def delete_memory(memory_id: str) -> Response[str]:
+    """DeleteMemory: DELETING at once (202); a job deletes everything the memory holds
+    (memkit.jobs.agentcore_deletion), then the memory."""
     services = services_of(router)
     tenant = caller_of(router).tenant
-    memory = services.agentcore.delete_memory(tenant, _path(memory_id, "memoryId"))
-    return _answer({"memoryId": memory.memory_id, "status": "DELETING"}, 202)
+    memory = services.agentcore.described(tenant, _path(memory_id, "memoryId"))
+    deleting = services.memory_deletion.start(tenant, memory)
+    return _answer({"memoryId": deleting.memory_id, "status": deleting.status}, 202)
 
 
 # API Gateway routes /memories/ to the route /memories (a route path cannot end with a slash);

@@ -70,7 +70,7 @@ def delete_user(
 @router.get(
     "/v1/jobs/<job_id>",
     tags=TAGS,
-    summary="A background job's status and counts (a user's deletion)",
+    summary="A background job's status and counts (a user's or an AgentCore memory's deletion)",
     responses=documented_errors(404),
 )
 def get_job(job_id: JobId) -> JobView:

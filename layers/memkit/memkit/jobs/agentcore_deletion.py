@@ -1,0 +1,143 @@
+"""An AgentCore memory's deletion (DeleteMemory): everything it holds, in the background.
+
+DeleteMemory marks the memory DELETING and answers at once, as AgentCore does. From then on
+no AgentCore operation reads or writes its data (ResourceNotFoundException), GetMemory and
+ListMemories show it DELETING, and its name is free for a new memory. A `delete_memory` job
+(memkit.jobs.deletion: its item polled with GET /v1/jobs/{id}, its runs bounded and
+resumable) then deletes every user's sessions (messages, pending memories, scratchpads),
+user scratchpads and long-term records in the memory's namespace, their vectors, the
+namespace's profiles and lifecycle policy, the memory's actor items, and last the memory
+itself: GetMemory is ResourceNotFoundException once nothing of it is left.
+
+The job's first run waits a grace period (the API function's timeout and more): a request
+that found the memory ACTIVE just before it was marked has finished its writes by then, so
+the sweep finds them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from functools import partial
+from typing import TYPE_CHECKING, Any, Protocol
+
+from memkit.errors import NotFound
+from memkit.ids import new_ulid
+from memkit.jobs.curation import Job
+from memkit.jobs.deletion import BackgroundDeletion, DeletionRun, DeletionStore, paged
+from memkit.models.agentcore import AgentMemory
+from memkit.models.domain import Owner
+from memkit.models.users import DeletionCounts
+from memkit.times import Deadline
+from memkit.vectors.protocol import VectorIndex
+
+if TYPE_CHECKING:
+    from memkit.store.sessions import PageCursor
+
+# Longer than the API function's timeout (15 s): see the module's docstring.
+DEFAULT_GRACE_SECONDS = 30
+
+
+class MemoryStore(DeletionStore, Protocol):
+    """What a memory's deletion needs of the table (DynamoStore)."""
+
+    def get_agent_memory(self, tenant: str, memory_id: str) -> AgentMemory | None: ...
+
+    def mark_agent_memory_deleting(
+        self, tenant: str, memory_id: str, job_id: str, replacing: str | None
+    ) -> AgentMemory | None: ...
+
+    def free_agent_memory_name(self, tenant: str, memory: AgentMemory) -> None: ...
+
+    def agent_memory_actors(self, tenant: str, memory_id: str) -> Iterator[str]: ...
+
+    def delete_agent_actors_page(
+        self, tenant: str, memory_id: str, after: PageCursor | None = None
+    ) -> tuple[int, PageCursor | None]: ...
+
+    def delete_namespace_profiles(self, tenant: str, namespace: str) -> int: ...
+
+    def delete_lifecycle_policy(self, tenant: str, namespace: str) -> bool: ...
+
+    def delete_agent_memory(self, tenant: str, memory: AgentMemory) -> bool: ...
+
+
+class MemoryDeletion(BackgroundDeletion):
+    """Deletes an AgentCore memory and everything it holds, as a job."""
+
+    kind = "delete_memory"
+    metric = "MemoryDeletion"
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        index: Callable[[], VectorIndex],
+        send: Callable[[Job], None] | None,
+        grace_seconds: int = DEFAULT_GRACE_SECONDS,
+        **options: Any,
+    ) -> None:
+        """`options`: BackgroundDeletion's (clock, monotonic, window, wait)."""
+        super().__init__(store, index, send, **options)
+        self._store = store
+        self._grace = grace_seconds
+
+    def start(self, tenant: str, memory: AgentMemory) -> AgentMemory:
+        """Mark `memory` DELETING, free its name and queue its deletion; the memory as it now
+        is. A memory being deleted already is answered as it is, unless its job failed or
+        is gone (then another starts). Without a work queue the deletion runs now, whole."""
+        if memory.deleting and self._send is not None and self._running(tenant, memory):
+            return memory
+        job_id = new_ulid(int(self._clock() * 1000))
+        marked = self._store.mark_agent_memory_deleting(
+            tenant, memory.memory_id, job_id, memory.deletion_job
+        )
+        if marked is None:  # another request marked it first, or it is gone
+            current = self._store.get_agent_memory(tenant, memory.memory_id)
+            if current is None:
+                raise NotFound(f"memory {memory.memory_id} does not exist")
+            return current
+        job = self._open(tenant, DeletionCounts(), job_id)
+        self._store.free_agent_memory_name(tenant, marked)
+        message = Job(
+            self.kind,
+            tenant,
+            marked.memory_id,
+            session_id="",
+            stamp=job.created_at,
+            job_id=job_id,
+            delay_seconds=self._grace,
+        )
+        if self._send is None:
+            self.resume(message, 0)
+            return marked
+        self._enqueue(tenant, job, message)
+        self._report("queued", DeletionCounts(), job_id)
+        return marked
+
+    def _running(self, tenant: str, memory: AgentMemory) -> bool:
+        assert memory.deletion_job is not None
+        state = self._jobs.get_job(tenant, memory.deletion_job)
+        return state is not None and state.status == "running"
+
+    def _run(self, job: Job, deadline: Deadline) -> DeletionRun:
+        tenant = job.tenant
+        memory = self._store.get_agent_memory(tenant, job.namespace)
+        if memory is None or memory.deletion_job != job.job_id:
+            return DeletionRun(DeletionCounts(), True)  # deleted, or by a later job
+        memory_id = memory.memory_id
+        # Every user's, and the scratchpads of each actor (and each user a listing names).
+        owner = Owner(tenant=tenant, namespace=memory_id)
+        actors = self._store.agent_memory_actors(tenant, memory_id)
+        run = self._sweep.run(owner, deadline, actors)
+        if not run.done:
+            return self._finished(run)
+        items, done = paged(
+            partial(self._store.delete_agent_actors_page, tenant, memory_id), deadline
+        )
+        counts = run.counts + DeletionCounts(items=items)
+        if not done:
+            return self._finished(DeletionRun(counts, False))
+        items = self._store.delete_namespace_profiles(tenant, memory_id)
+        items += int(self._store.delete_lifecycle_policy(tenant, memory_id))
+        # Last: until now GetMemory shows it DELETING, and a rerun finds it to finish.
+        items += int(self._store.delete_agent_memory(tenant, memory))
+        return DeletionRun(counts + DeletionCounts(items=items), True)

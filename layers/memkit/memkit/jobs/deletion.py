@@ -1,0 +1,375 @@
+"""What memkit's full deletions share: a user's in a namespace (memkit.jobs.users) and an
+AgentCore memory's, every user's in its namespace (memkit.jobs.agentcore_deletion).
+
+The sweep walks a scope's items as the table lists them now (its sessions, the users' own
+scratchpads, its long-term records) and deletes each, a page at a time; a rerun finds only
+what is left, so a deletion resumes by running again from the start, and deleting twice is
+harmless. Then the scope's vectors go from the index directly (the stream's REMOVE records
+would take them out too, later): "done" means nothing of the scope is searchable, even
+before the stream catches up.
+
+Messages that outlive their session (index_all_messages) are in no table listing once the
+session's meta has gone; the index names them (message docs carry the user and session), so
+each listing of the scope's docs deletes the table items it names before the docs go.
+
+What a request does not finish becomes a job (stored in the table, polled with
+GET /v1/jobs/{id}) that the memory worker resumes from the work queue, one bounded run at a
+time, queueing itself again until nothing is left.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field, replace
+from functools import partial
+from itertools import chain, islice
+from typing import TYPE_CHECKING, ClassVar, Protocol
+
+from memkit.errors import Forbidden, MemkitError, NotFound, StoreUnavailable
+from memkit.ids import new_ulid
+from memkit.jobs.curation import Job
+from memkit.models.domain import MessageRef, Owner
+from memkit.models.users import DeletionCounts, JobKind, JobState
+from memkit.observability import logger, metrics
+from memkit.times import Deadline, now_iso
+from memkit.vectors.filters import Condition
+from memkit.vectors.protocol import Hit, VectorIndex, source_of
+from memkit.vectors.removal import NEVER, VECTOR_WINDOW, remove_vectors
+
+if TYPE_CHECKING:
+    from memkit.store.sessions import PageCursor
+
+JOB_LIFETIME_SECONDS = 7 * 24 * 3600
+# A job that failed this many attempts has failed (the work queue's maxReceiveCount: the
+# message then moves to the dead-letter queue).
+MAX_FAILURES = 5
+RECORDS_PER_BATCH = 50
+
+
+class JobStore(Protocol):
+    """The jobs of the table (DynamoStore's UserTable)."""
+
+    def create_job(self, tenant: str, job: JobState) -> None: ...
+
+    def get_job(self, tenant: str, job_id: str) -> JobState | None: ...
+
+    def record_job_progress(
+        self, tenant: str, job_id: str, counts: DeletionCounts, updated_at: str, done: bool
+    ) -> JobState | None: ...
+
+    def record_job_failure(
+        self, tenant: str, job_id: str, updated_at: str, final: bool
+    ) -> JobState | None: ...
+
+
+class ScopeStore(Protocol):
+    """What sweeping a scope needs of the table (DynamoStore's UserTable)."""
+
+    def scope_sessions(self, owner: Owner) -> Iterator[tuple[str, str | None]]: ...
+
+    def delete_session_page(
+        self, owner: Owner, session_id: str, after: PageCursor | None = None
+    ) -> tuple[int, PageCursor | None]: ...
+
+    def delete_owned_items_page(
+        self, owner: Owner, session_id: str, after: PageCursor | None = None
+    ) -> tuple[int, PageCursor | None]: ...
+
+    def delete_user_pads(self, tenant: str, namespace: str, user_id: str) -> int: ...
+
+    def scope_records(self, owner: Owner) -> Iterator[tuple[str, str | None]]: ...
+
+    def delete_scope_records(self, owner: Owner, record_ids: list[str]) -> tuple[int, int]: ...
+
+
+@dataclass(frozen=True)
+class DeletionRun:
+    """What one run did, and whether it reached the end."""
+
+    counts: DeletionCounts
+    done: bool
+
+
+@dataclass
+class _Progress:
+    """What one run has done so far: its counts, and the sessions, records and users (their
+    scratchpads) it dealt with (a later listing that names them again skips them)."""
+
+    owner: Owner
+    deadline: Deadline
+    counts: DeletionCounts = field(default_factory=DeletionCounts)
+    sessions: set[str] = field(default_factory=set)
+    records: set[str] = field(default_factory=set)
+    users: set[str] = field(default_factory=set)
+
+
+def _unseen(ids: Iterable[str], seen: set[str]) -> Iterator[str]:
+    """The ids not in `seen`, each once (adding it to `seen`)."""
+    for value in ids:
+        if value not in seen:
+            seen.add(value)
+            yield value
+
+
+def _chunks(pairs: Iterable[tuple[str, str | None]], size: int) -> Iterator[dict[str, str | None]]:
+    iterator = iter(pairs)
+    while chunk := dict(islice(iterator, size)):
+        yield chunk
+
+
+def paged(
+    delete_page: Callable[[PageCursor | None], tuple[int, PageCursor | None]],
+    deadline: Deadline,
+) -> tuple[int, bool]:
+    """A deletion run a page at a time until its end or the deadline: items deleted, and
+    whether it reached the end."""
+    count, cursor = delete_page(None)
+    while cursor is not None and not deadline.passed():
+        deleted, cursor = delete_page(cursor)
+        count += deleted
+    return count, cursor is None
+
+
+class ScopeSweep:
+    """Deletes everything of a scope: `owner.user_id` in `owner.namespace`, or without a
+    user every user's in the namespace."""
+
+    def __init__(
+        self,
+        store: ScopeStore,
+        index: Callable[[], VectorIndex],
+        clock: Callable[[], float] = time.time,
+        window: int = VECTOR_WINDOW,
+        wait: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._store = store
+        self._index = index
+        self._clock = clock
+        self._window = window
+        self._wait = wait
+
+    def run(self, owner: Owner, deadline: Deadline, users: Iterable[str] = ()) -> DeletionRun:
+        """One pass over everything of the scope, until done or the deadline. `users`: whose
+        scratchpads in the namespace go too (the scope's own user, and every user a listing
+        names, are added); each user's go before the items that named the user, so a pass
+        cut short finds the user again."""
+        run = _Progress(owner, deadline)
+        done = (
+            self._delete_pads(run, chain([owner.user_id], users))
+            and self._delete_sessions(run)
+            and self._delete_records(run, self._store.scope_records(owner))
+            and self._delete_vectors(run)
+        )
+        return DeletionRun(run.counts, done)
+
+    def _delete_pads(self, run: _Progress, user_ids: Iterable[str | None]) -> bool:
+        """Delete the scratchpads of the users not dealt with yet (the first at once: the
+        callers look at the deadline before each item)."""
+        owner = run.owner
+        for n, user_id in enumerate(_unseen((u for u in user_ids if u), run.users)):
+            if n and run.deadline.passed():
+                return False
+            pads = self._store.delete_user_pads(owner.tenant, owner.namespace, user_id)
+            run.counts += DeletionCounts(items=pads)
+        return True
+
+    def _delete_sessions(self, run: _Progress) -> bool:
+        for session_id, user_id in self._store.scope_sessions(run.owner):
+            if run.deadline.passed() or not self._delete_pads(run, [user_id]):
+                return False
+            if not self._delete_session(run, session_id):
+                return False
+        return True
+
+    def _delete_session(self, run: _Progress, session_id: str) -> bool:
+        """Delete the session a page at a time; its vectors go with the scope's."""
+        owner = run.owner
+        try:
+            items, done = paged(
+                partial(self._store.delete_session_page, owner, session_id), run.deadline
+            )
+        except Forbidden:
+            # The listing was stale: the id now names another user's session. Only what
+            # is the user's goes.
+            return self._delete_owned_items(run, session_id)
+        run.counts += DeletionCounts(sessions=1 if done and items else 0, items=items)
+        if done:
+            run.sessions.add(session_id)
+        return done
+
+    def _delete_owned_items(self, run: _Progress, session_id: str) -> bool:
+        items, done = paged(
+            partial(self._store.delete_owned_items_page, run.owner, session_id), run.deadline
+        )
+        run.counts += DeletionCounts(items=items)
+        if done:
+            run.sessions.add(session_id)
+        return done
+
+    def _delete_records(self, run: _Progress, records: Iterable[tuple[str, str | None]]) -> bool:
+        unseen = ((rid, user) for rid, user in records if rid not in run.records)
+        for chunk in _chunks(unseen, RECORDS_PER_BATCH):
+            if run.deadline.passed() or not self._delete_pads(run, chunk.values()):
+                return False
+            run.records.update(chunk)
+            deleted, items = self._store.delete_scope_records(run.owner, list(chunk))
+            run.counts += DeletionCounts(records=deleted, items=items)
+        return True
+
+    def _delete_vectors(self, run: _Progress) -> bool:
+        if run.deadline.passed():
+            return False
+        owner = run.owner
+        conditions = [Condition("namespace", "eq", owner.namespace)]
+        if owner.user_id is not None:
+            conditions.append(Condition("user_id", "eq", owner.user_id))
+        vectors, done = remove_vectors(
+            self._index(),
+            owner.tenant,
+            conditions,
+            self._clock,
+            run.deadline,
+            window=self._window,
+            wait=self._wait,
+            before=lambda hits: self._delete_indexed(run, hits),
+        )
+        run.counts += DeletionCounts(vectors=vectors)
+        return done
+
+    def _delete_indexed(self, run: _Progress, hits: list[Hit]) -> bool:
+        """Delete the table items behind a listing's docs that no table listing named:
+        messages kept after their session went (index_all_messages), records the lifecycle
+        index does not list (yet). Each doc names the item it came from."""
+        sessions: set[str] = set()
+        records: list[tuple[str, str | None]] = []
+        for hit in hits:
+            source = source_of(run.owner.tenant, hit.fields)
+            if isinstance(source, MessageRef):
+                sessions.add(source.session_id)
+            elif source is not None:
+                records.append((source.record_id, None))
+        for session_id in sorted(sessions - run.sessions):
+            if run.deadline.passed() or not self._delete_owned_items(run, session_id):
+                return False
+        return self._delete_records(run, records)
+
+
+class DeletionStore(ScopeStore, JobStore, Protocol):
+    """What a background deletion needs of the table (DynamoStore's UserTable)."""
+
+
+class BackgroundDeletion(ABC):
+    """A deletion that a job carries on in the background: the job's item (its status and
+    counts, polled with GET /v1/jobs/{id}), its messages on the work queue, and the runs the
+    memory worker makes of it, each a sweep of a scope (and what a kind adds)."""
+
+    kind: ClassVar[JobKind]
+    # The metrics' prefix (`<metric>_<outcome>`, `<metric>Items`).
+    metric: ClassVar[str]
+
+    def __init__(
+        self,
+        store: DeletionStore,
+        index: Callable[[], VectorIndex],
+        send: Callable[[Job], None] | None,
+        clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
+        window: int = VECTOR_WINDOW,
+        wait: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._jobs = store
+        self._send = send
+        self._clock = clock
+        self._monotonic = monotonic
+        self._sweep = ScopeSweep(store, index, clock, window, wait)
+
+    def job(self, tenant: str, job_id: str) -> JobState:
+        """The tenant's job, or NotFound (another tenant's job is not found either)."""
+        job = self._jobs.get_job(tenant, job_id)
+        if job is None:
+            raise NotFound(f"no job {job_id!r}")
+        return job
+
+    def resume(self, job: Job, budget_seconds: float) -> str:
+        """Run a queued deletion for up to `budget_seconds`; queue it again if not done.
+        What came of it, in a word (for logs and metrics). A failed attempt is counted on
+        the job and raised, so the queue retries it; the last one marks the job failed."""
+        if not job.job_id:
+            raise ValueError(f"a {self.kind} job names its job")
+        state = self._jobs.get_job(job.tenant, job.job_id)
+        if state is None:
+            return "job gone"
+        if state.status != "running":
+            return f"{state.status} already"
+        try:
+            run = self._run(job, self._deadline(budget_seconds))
+        except MemkitError:
+            final = state.failures + 1 >= MAX_FAILURES
+            self._jobs.record_job_failure(
+                job.tenant, job.job_id, now_iso(self._clock()), final=final
+            )
+            raise
+        self._jobs.record_job_progress(
+            job.tenant, job.job_id, run.counts, now_iso(self._clock()), done=run.done
+        )
+        if not run.done:
+            self._queue(replace(job, delay_seconds=0))
+        outcome = "done" if run.done else "continued"
+        self._report(outcome, run.counts, job.job_id)
+        return outcome
+
+    @abstractmethod
+    def _run(self, job: Job, deadline: Deadline) -> DeletionRun:
+        """One run of the job's deletion, until done or the deadline."""
+
+    def _deadline(self, budget_seconds: float) -> Deadline:
+        """The budget's end; without a work queue to continue on, none: the run goes on until
+        done (or the function's timeout, and a retry)."""
+        if self._send is None:
+            return NEVER
+        return Deadline.after(budget_seconds, self._monotonic)
+
+    def _finished(self, run: DeletionRun) -> DeletionRun:
+        if not run.done and self._send is None:
+            # With no budget, only an index that never caught up with its removals stops a
+            # run short; nothing would finish the rest later, a retry does.
+            raise StoreUnavailable("the vector index is behind on removals; retry the deletion")
+        return run
+
+    def _open(self, tenant: str, counts: DeletionCounts, job_id: str | None = None) -> JobState:
+        """A new running job of this kind (its item stored)."""
+        now = self._clock()
+        stamp = now_iso(now)
+        job = JobState(
+            job_id=job_id or new_ulid(int(now * 1000)),
+            kind=self.kind,
+            status="running",
+            created_at=stamp,
+            updated_at=stamp,
+            expires_at=int(now) + JOB_LIFETIME_SECONDS,
+            counts=counts,
+        )
+        self._jobs.create_job(tenant, job)
+        return job
+
+    def _enqueue(self, tenant: str, job: JobState, message: Job) -> None:
+        """Send the job's first message; if that fails nothing will run it: the job says
+        so (failed), and the client's retry starts another."""
+        try:
+            self._queue(message)
+        except MemkitError:
+            self._jobs.record_job_failure(tenant, job.job_id, job.created_at, final=True)
+            raise
+
+    def _queue(self, message: Job) -> None:
+        assert self._send is not None
+        self._send(message)
+
+    def _report(self, outcome: str, counts: DeletionCounts, job_id: str | None = None) -> None:
+        # Counts and the job id only: never a user's id, a memory's name or content.
+        extra = {"kind": self.kind, "outcome": outcome, "job_id": job_id, **counts.as_dict()}
+        logger.info("deletion", extra=extra)
+        metrics.add_metric(name=f"{self.metric}_{outcome}", unit="Count", value=1)
+        metrics.add_metric(name=f"{self.metric}Items", unit="Count", value=counts.items)

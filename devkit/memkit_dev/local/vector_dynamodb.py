@@ -57,13 +57,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
+from typing import Any, Self
 from urllib.parse import urlsplit
 
 import numpy as np
-from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 from werkzeug.wrappers import Request, Response
 
+from memkit_dev.local.loopback import LoopbackServer
 from memkit_dev.local.sigv4 import SignatureRejected, SigningKey, verify
 
 PREFIX = "DynamoDB_20120810."
@@ -343,11 +343,6 @@ def _score(distance: str, vectors: np.ndarray, query: np.ndarray) -> np.ndarray:
 # --- the server -----------------------------------------------------------------------------
 
 
-class _QuietHandler(WSGIRequestHandler):
-    def log_request(self, *args: Any, **kwargs: Any) -> None:
-        """One line per request would drown the stack's output."""
-
-
 @dataclass(frozen=True)
 class Rejection:
     operation: str
@@ -355,7 +350,7 @@ class Rejection:
     message: str
 
 
-class VectorDynamoDB:
+class VectorDynamoDB(LoopbackServer):
     """DynamoDB with vector indexes on 127.0.0.1 (port 0: any free port), in front of the
     DynamoDB-compatible `engine` endpoint, in a thread of this process; thread-safe."""
 
@@ -391,42 +386,21 @@ class VectorDynamoDB:
         self.searches: deque[Item] = deque(maxlen=SEARCHES_KEPT)
         self.searched = 0
         self._throttled: dict[str, int] = {}
-        self._server: BaseWSGIServer = make_server(
-            host, port, self, threaded=True, request_handler=_QuietHandler
-        )
-        self._thread = threading.Thread(
-            target=lambda: self._server.serve_forever(poll_interval=0.05),
-            name="vector-dynamodb",
-            daemon=True,
-        )
+        super().__init__("vector-dynamodb", host, port)
         self._replicator = threading.Thread(
             target=self._replicate, name="vector-dynamodb-replication", daemon=True
         )
 
-    @property
-    def url(self) -> str:
-        host, port = self._server.socket.getsockname()[:2]
-        return f"http://{host}:{port}"
-
-    def start(self) -> VectorDynamoDB:
-        self._thread.start()
+    def start(self) -> Self:
         self._replicator.start()
-        return self
+        return super().start()
 
     def stop(self) -> None:
         with self._changed:
             self._stopping = True
             self._changed.notify_all()
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
+        super().stop()
         self._replicator.join(timeout=5)
-
-    def __enter__(self) -> VectorDynamoDB:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     # --- for tests and the local stack ---------------------------------------------------
 

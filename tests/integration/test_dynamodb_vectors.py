@@ -576,3 +576,24 @@ def test_a_process_reads_a_partitions_texts_once_for_searches_in_a_row(
     assert queries() == read
     assert _ids(first) == _ids(second) == ["tea"]
     assert sorted(_ids(vectors.index().keyword("t", "tea", 10, scope))) == ["mint", "tea"]
+
+
+def test_keyword_search_reads_a_scopes_newest_docs_alone(
+    vectors: DynamoVectors, index: DynamoVectorIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memkit.vectors import dynamodb
+
+    # Given a scope of three docs, and keyword search bounded to its two newest
+    monkeypatch.setattr(dynamodb, "KEYWORD_DOCS", 2)
+    scope = {"namespace": "n", "user_id": "ada"}
+    index.upsert(
+        [
+            _doc(f"tea{n}", [1, 0, 0], text=f"tea number {n}", created_at=n, **scope)
+            for n in range(3)
+        ]
+    )
+    vectors.settle()
+
+    # When the scope is searched by keywords, then the oldest is found by its vector alone
+    found = index.keyword("t", "tea", 10, conditions_from({k: {"eq": v} for k, v in scope.items()}))
+    assert sorted(_ids(found)) == ["tea1", "tea2"]

@@ -74,6 +74,7 @@ MAX_VECTOR_INDEXES = 5
 MAX_DIMENSIONS = 4096
 MAX_TOP_K = 100
 MAX_PROJECTED = 20
+SEARCHES_KEPT = 1_000
 DISTANCES = ("COSINE", "EUCLIDEAN", "DOT_PRODUCT")
 WRITES = ("PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems")
 FAKE_ACCESS_KEY = "testing"
@@ -386,7 +387,9 @@ class VectorDynamoDB:
         self.rejected: list[Rejection] = []
         self.denied: list[Rejection] = []
         self.requests: list[str] = []
-        self.searches: list[Item] = []  # every SearchVectors request, as sent
+        # The last SearchVectors requests, as sent, and how many there were in all.
+        self.searches: deque[Item] = deque(maxlen=SEARCHES_KEPT)
+        self.searched = 0
         self._throttled: dict[str, int] = {}
         self._server: BaseWSGIServer = make_server(
             host, port, self, threaded=True, request_handler=_QuietHandler
@@ -746,6 +749,7 @@ class VectorDynamoDB:
     def _search(self, payload: Item) -> Item:
         with self._lock:
             self.searches.append(payload)
+            self.searched += 1
         table = self._table(payload.get("TableName"))
         if table is None:
             self._engine("DescribeTable", {"TableName": payload.get("TableName")})

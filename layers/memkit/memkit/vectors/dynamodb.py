@@ -50,9 +50,10 @@ most 100, DynamoDB's limit), and once more at 100 when the filter left fewer tha
 from several scopes merge by score. What the over-fetch costs in recall is measured in
 docs/benchmarks.md. A search reaches at most 100 hits per scope.
 
-Keyword search reads the searched scopes' texts from GSI1 (one Query page per MB) and ranks
-them with BM25 in process (memkit.vectors.keyword, the local index's ranking): its
-statistics are those of the scopes searched, not the tenant's. A process keeps what it read
+Keyword search reads the searched scopes' texts from GSI1 (one Query page per MB), at most
+KEYWORD_DOCS of each scope's newest (an older doc of a larger scope is found by its vector
+alone), and ranks them with BM25 in process (memkit.vectors.keyword, the local index's
+ranking): its statistics are those of the docs read, not the tenant's. A process keeps what it read
 (analysed) for KEYWORD_CACHE_SECONDS, up to KEYWORD_CACHE_DOCS docs: an agent's searches in a
 row read a partition's texts once, and a write reaches the keyword side of a search in that
 process at most that much later (its vector side, as soon as the vector index has it).
@@ -81,7 +82,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from itertools import product
+from itertools import islice, product
 from typing import TYPE_CHECKING, Any
 
 from memkit.errors import BadRequest, Misconfigured, StoreUnavailable, Throttled
@@ -137,6 +138,8 @@ WRITERS = 8
 # in all (the least recently used go first).
 KEYWORD_CACHE_SECONDS = 30.0
 KEYWORD_CACHE_DOCS = 20_000
+# Keyword search reads at most this many of a scope's newest docs (about 2.4 MB of texts).
+KEYWORD_DOCS = 2_000
 THROTTLING = {
     "ProvisionedThroughputExceededException",
     "ThrottlingException",
@@ -777,7 +780,8 @@ class DynamoVectorIndex:
         held = [0]
 
         def read(scope: str) -> list[Hit]:
-            for item in self._scope_docs(scope, newest_first=True, with_text=True):
+            docs = self._scope_docs(scope, newest_first=True, with_text=True)
+            for item in islice(docs, KEYWORD_DOCS):
                 hit = self._hit(item, tenant, 0.0)
                 if hit is not None:
                     version = decode(item["version"])

@@ -12,7 +12,7 @@ loopback Bedrock), one local stack runs three phases through its HTTP API:
   memories, a different question each;
 - records: POST /v1/long-term-memory/, one semantic record each;
 - then 300 more records (batches of 50) and the searches again: what a search reads as the
-  user's memories grow (on `dynamodb` its keyword leg reads every text of the user's scope).
+  user's memories grow (on `dynamodb` its keyword leg reads the user's texts, up to 2,000).
 
 Every Lambda invocation is metered where it runs (memkit_dev.local.meter): handler time,
 DynamoDB requests with the capacity units DynamoDB Local reports (indexes included), SQS

@@ -22,6 +22,11 @@ AGENTCORE := $(AGENTCORE_VENV)/.installed
 AGENTCORE_SDK_VERSION := 1.25.0
 SEED ?= 1
 PORT ?= 8000
+# Test processes of `make test` and `make integration` (pytest-xdist; 0: one process, no
+# workers). Each test file runs whole in one of them: a module's local stack serves all of
+# its tests.
+TEST_WORKERS ?= 2
+PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadfile
 export AWS_DEFAULT_REGION ?= us-east-1
 export AWS_ACCOUNT_ID_ENDPOINT_MODE := disabled
 export PYDANTIC_DISABLE_PLUGINS := __all__
@@ -68,7 +73,7 @@ serve: $(STAMP)
 
 ## test: lint, type checks, template checks, the security scan, a short fuzz and every test
 test: lint typecheck template scan fuzz-quick $(AGENTCORE)
-	$(BIN)/python -m pytest --cov --cov-report=term:skip-covered --durations=25; rc=$$?; \
+	$(BIN)/python -m pytest $(PYTEST_PARALLEL) --cov --cov-report=term:skip-covered --durations=25; rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 1; fi; exit $$rc
 
 ## lint: ruff check and ruff format --check
@@ -105,7 +110,7 @@ unit: $(STAMP)
 
 ## integration: the integration tests alone (moto, DynamoDB Local, the local stack)
 integration: $(STAMP) $(AGENTCORE)
-	$(BIN)/python -m pytest tests/integration
+	$(BIN)/python -m pytest $(PYTEST_PARALLEL) tests/integration
 
 ## agentcore-example: the bedrock-agentcore SDK agent (examples/agentcore_agent.py) against the local stack
 agentcore-example: $(STAMP) $(AGENTCORE)

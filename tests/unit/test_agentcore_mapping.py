@@ -223,7 +223,11 @@ def test_an_extraction_resolves_its_templates() -> None:
     assert TEMPLATES[2].resolve("ada", "s-1") == "/strategies/prefs-0123456789/actors/ada/"
 
 
-@pytest.mark.parametrize("record_id", [new_record_id(), derived_record_id("m", "token", "r1")])
+# Named ids: a random id in a test's name differs between pytest-xdist's workers, which
+# then refuse to run (each must collect the same tests).
+@pytest.mark.parametrize(
+    "record_id", [new_record_id(), derived_record_id("m", "token", "r1")], ids=["new", "derived"]
+)
 def test_record_ids_take_agentcore_s_form(record_id: str) -> None:
     assert RECORD_ID.fullmatch(record_id)
     assert 40 <= len(record_id) <= 50

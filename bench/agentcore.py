@@ -219,9 +219,7 @@ def main() -> None:
         report(f"agentcore.month.agentcore.{item}", dollars, "USD")
     total_memkit = sum(month_memkit.values())
     total_agentcore = sum(month_agentcore.values())
-    one_ocu = total_memkit - month_memkit["opensearch_floor_2_ocu"] / 2
-    report("agentcore.month.memkit.total", total_memkit, "USD", "2 OCUs, standby replicas")
-    report("agentcore.month.memkit.total_1_ocu", one_ocu, "USD", "no standby replicas")
+    report("agentcore.month.memkit.total", total_memkit, "USD", "2 OCUs, OpenSearchMinCapacity 1")
     looked_up = f"prices of {billing.PRICES_LOOKED_UP}"
     report("agentcore.month.agentcore.total", total_agentcore, "USD", looked_up)
     floor = month_memkit["opensearch_floor_2_ocu"] + month_memkit["kms_key"]

@@ -61,9 +61,9 @@ USER = "ada"
 TENANT = "default"
 # What a month is priced at.
 MONTH = {"appends": 1_000_000, "searches": 1_000_000, "records": 100_000}
-# OpenSearch Serverless's floor: 2 OCUs with standby replicas (the template's default), 1
-# without (OpenSearchStandbyReplicas=DISABLED).
-SERVERLESS_FLOOR_OCUS = {"standby": 2, "no_standby": 1}
+# OpenSearch Serverless's idle floor by OpenSearchMinCapacity: that many OCUs for indexing
+# and as many for search (0, the template's default, scales to zero and bills none).
+SERVERLESS_MINIMUMS = (0, 1)
 # The price a month of the vector index's bytes is billed at, by backend (a domain's: none
 # added; DynamoDB's vector index: assumed the table's, see records_stored_month).
 INDEX_STORAGE_PRICE = {
@@ -299,8 +299,8 @@ def idle_month(backend: str) -> dict[str, float]:
     and storage are the same on every backend and listed apart)."""
     if backend == "serverless":
         return {
-            f"opensearch_floor_{name}": billing.ocu_floor_month(ocus)
-            for name, ocus in SERVERLESS_FLOOR_OCUS.items()
+            f"opensearch_floor_minimum_{minimum}": billing.ocu_floor_month(2 * minimum)
+            for minimum in SERVERLESS_MINIMUMS
         }
     # domain: a domain you already run (the template creates none); dynamodb: nothing
     return {}
@@ -373,10 +373,11 @@ def _idle_cell(backend: str) -> str:
     idle = idle_month(backend)
     if not idle:
         return "none added" if backend == "domain" else "$0"
-    return " / ".join(
-        f"{_dollars(idle[f'opensearch_floor_{name}'])} ({ocus} OCU{'s' * (ocus > 1)})"
-        for name, ocus in SERVERLESS_FLOOR_OCUS.items()
-    )
+    cells = []
+    for minimum in SERVERLESS_MINIMUMS:
+        dollars = idle[f"opensearch_floor_minimum_{minimum}"]
+        cells.append(f"{_dollars(dollars) if dollars else '$0'} (minimum {minimum})")
+    return " / ".join(cells)
 
 
 def _unpriced_cell(count: int, usage: dict[str, float]) -> str:

@@ -629,6 +629,17 @@ def _refusals(
     ]
 
 
+# The collection stage `dev` deploys (the policies name it; VectorCollection's Name).
+COLLECTION = "memkit-dev-vectors"
+
+
+def _named(template: dict[str, Any], name: str) -> str:
+    """A resource's Name (a !Sub of ${Stage}) as stage `dev` deploys it."""
+    return str(template["Resources"][name]["Properties"]["Name"]["Fn::Sub"]).replace(
+        "${Stage}", "dev"
+    )
+
+
 def _policy(template: dict[str, Any], name: str, **overrides: str) -> Any:
     """An OpenSearch Serverless policy document as stage `dev` deploys it with `overrides`
     (a resource's attribute, such as ${DataKey.Arn}, stays as written)."""
@@ -652,19 +663,117 @@ def test_a_serverless_store_is_reached_through_the_collection_and_its_data_polic
         assert access["Resource"] == {"Fn::GetAtt": ["VectorCollection", "Arn"]}
         assert _granting(statements, "es:ESHttpPost") == []
         assert f"${{{function}Role.Arn}}" in grant["Principal"]
-    assert rules["collection"]["Resource"] == ["collection/memkit-dev"]
-    assert rules["index"]["Resource"] == ["index/memkit-dev/*"]
+    assert rules["collection"]["Resource"] == [f"collection/{COLLECTION}"]
+    assert rules["index"]["Resource"] == [f"index/{COLLECTION}/*"]
     assert {"aoss:ReadDocument", "aoss:WriteDocument", "aoss:CreateIndex"} <= set(
         rules["index"]["Permission"]
     )
     [network] = _policy(template, "VectorNetworkPolicy", **IN_A_VPC)
     assert network["Rules"] == [
-        {"ResourceType": "collection", "Resource": ["collection/memkit-dev"]}
+        {"ResourceType": "collection", "Resource": [f"collection/{COLLECTION}"]}
     ]
     assert resources["VectorCollection"]["Properties"]["Type"] == "VECTORSEARCH"
     assert {"VectorEncryptionPolicy", "VectorNetworkPolicy"} <= set(
         resources["VectorCollection"]["DependsOn"]
     )
+
+
+def test_every_policy_names_the_collection_the_stack_creates(template: dict[str, Any]) -> None:
+    reindex, functions = (
+        _policy(template, name)[0]
+        for name in ("VectorReindexAccessPolicy", "VectorDataAccessPolicy")
+    )
+    deployer = _policy(template, "VectorDeployerAccessPolicy", DeployerPrincipalArn="arn:x")[0]
+    [network] = _policy(template, "VectorNetworkPolicy", OpenSearchNetworkAccess="public")
+    encryption = _policy(template, "VectorEncryptionPolicy")
+
+    # The collection (renamed when it moved into its group) is the one every policy covers,
+    # by its collection and by its indexes
+    assert _named(template, "VectorCollection") == COLLECTION
+    for policy in (reindex, functions, deployer, network, encryption):
+        for rule in policy["Rules"]:
+            kind = rule["ResourceType"]
+            expected = f"{kind}/{COLLECTION}" + ("/*" if kind == "index" else "")
+            assert rule["Resource"] == [expected], policy
+
+
+def test_the_collection_scales_in_a_nextgen_group_between_its_minimum_and_maximum(
+    template: dict[str, Any],
+) -> None:
+    parameters = _parameters(template, OpenSearchMinCapacity="1", OpenSearchMaxCapacity="8")
+    group = _properties(template, "VectorCollectionGroup", parameters)
+    collection = _properties(template, "VectorCollection", parameters)
+
+    # Scale to zero is NextGen's: the group is NEXTGEN, holds the collection (by name: its
+    # Ref is its id), and both components scale between the two parameters
+    assert group["Generation"] == "NEXTGEN"
+    assert collection["CollectionGroupName"] == {"Fn::Sub": "memkit-${Stage}"}
+    assert _named(template, "VectorCollectionGroup") == "memkit-dev"
+    assert "VectorCollectionGroup" in template["Resources"]["VectorCollection"]["DependsOn"]
+    assert group["CapacityLimits"] == {
+        "MinIndexingCapacityInOcu": "1",
+        "MinSearchCapacityInOcu": "1",
+        "MaxIndexingCapacityInOcu": "8",
+        "MaxSearchCapacityInOcu": "8",
+    }
+    assert group["StandbyReplicas"] == collection["StandbyReplicas"] == "ENABLED"
+    for store, created in (("serverless", True), ("domain", False), ("dynamodb", False)):
+        assert (
+            _created(template, "VectorCollectionGroup", {**parameters, "VectorStore": store})
+            is created
+        )
+
+
+def test_the_default_collection_bills_no_capacity_while_idle(template: dict[str, Any]) -> None:
+    parameters = _parameters(template)
+    limits = _properties(template, "VectorCollectionGroup", parameters)["CapacityLimits"]
+
+    # A NEXTGEN group whose minimum is 0 for indexing and for search: after 10 idle minutes
+    # both scale to 0 OCU and bill nothing
+    assert parameters["VectorStore"] == "serverless"
+    assert _properties(template, "VectorCollectionGroup", parameters)["Generation"] == "NEXTGEN"
+    assert limits["MinIndexingCapacityInOcu"] == limits["MinSearchCapacityInOcu"] == "0"
+
+
+def test_every_capacity_the_parameters_allow_is_one_the_group_accepts(
+    template: dict[str, Any],
+) -> None:
+    minimums = [float(v) for v in template["Parameters"]["OpenSearchMinCapacity"]["AllowedValues"]]
+    maximums = [float(v) for v in template["Parameters"]["OpenSearchMaxCapacity"]["AllowedValues"]]
+
+    # CollectionGroup CapacityLimits: multiples of 0.5 OCU, a minimum from 0, a maximum from
+    # 1; and any minimum with any maximum (no rule can compare two numbers): min <= max
+    assert all(value * 2 == int(value * 2) for value in minimums + maximums)
+    assert min(minimums) == 0
+    assert min(maximums) >= 1
+    assert max(minimums) <= min(maximums)
+
+
+@pytest.mark.parametrize(("store", "refused"), [("serverless", True), ("dynamodb", False)])
+def test_standby_replicas_disabled_is_refused_where_the_group_would_refuse_it(
+    template: dict[str, Any], store: str, refused: bool
+) -> None:
+    parameters = _parameters(
+        template, VectorStore=store, OpenSearchStandbyReplicas="DISABLED", **IN_A_VPC
+    )
+
+    refusals = _refusals(template, parameters)
+
+    # A NEXTGEN group keeps standby replicas: said before anything is created, with the way out
+    assert bool(refusals) is refused
+    assert all("OpenSearchMinCapacity" in refusal for refusal in refusals)
+
+
+def test_the_dev_stage_of_samconfig_deploys(template: dict[str, Any]) -> None:
+    import shlex
+    import tomllib
+
+    config = tomllib.loads((ROOT / "samconfig.toml").read_text())
+    overrides = config["default"]["deploy"]["parameters"]["parameter_overrides"]
+    parameters = _parameters(template, **dict(p.split("=", 1) for p in shlex.split(overrides)))
+
+    # What `sam deploy` passes for dev breaks none of the template's rules
+    assert _refusals(template, parameters, identity=True) == []
 
 
 def test_a_domain_store_is_reached_through_its_paths_alone(template: dict[str, Any]) -> None:
@@ -1208,7 +1317,7 @@ def test_by_default_the_key_encrypts_the_table_every_log_group_queue_and_the_col
         assert queue["KmsMasterKeyId"] == {"Ref": "DataKey"}, name
         assert queue["SqsManagedSseEnabled"] is False, name
     assert _policy(template, "VectorEncryptionPolicy") == {
-        "Rules": [{"ResourceType": "collection", "Resource": ["collection/memkit-dev"]}],
+        "Rules": [{"ResourceType": "collection", "Resource": [f"collection/{COLLECTION}"]}],
         "AWSOwnedKey": False,
         "KmsARN": "${DataKey.Arn}",
     }
@@ -1653,7 +1762,7 @@ def test_a_dynamodb_vector_store_replaces_opensearch_with_one_on_demand_table(
     dynamodb = _deployed(template, _parameters(template, VectorStore="dynamodb", **public))
 
     # Then the vector table is the one resource added, and every OpenSearch resource (the
-    # collection's capacity floor bills while idle) is gone
+    # collection's group, which bills a floor while idle if OpenSearchMinCapacity asks) is gone
     assert set(dynamodb) - set(serverless) == {"VectorTable"}
     assert {t for t in dynamodb.values() if "OpenSearch" in t} == set()
     assert {t for t in serverless.values() if "OpenSearch" in t}

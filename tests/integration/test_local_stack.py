@@ -151,6 +151,6 @@ def test_functions_wait_their_timeout_for_a_slow_local_engine(stack: LocalStack)
     from memkit_dev.local.template import load_template
 
     template = load_template(ROOT / "template.yaml")
-    for function, timeout in (("ApiFunction", 15), ("IndexerFunction", 60)):
+    for function, timeout in (("ApiFunction", 25), ("IndexerFunction", 60)):
         environment = stack._environment(template, function)
         assert float(environment["MEMKIT_READ_TIMEOUT_SECONDS"]) == timeout

@@ -294,6 +294,34 @@ def test_a_throttled_search_becomes_the_domain_error() -> None:
         index.search("t", [1, 0, 0], k=3)
 
 
+class _Refusing:
+    """A client whose every search fails with `error` (as opensearch-py raises it), counted."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error, self.searches = error, 0
+
+    def search(self, **_: Any) -> Any:
+        self.searches += 1
+        raise self.error
+
+
+def test_a_refused_request_is_resent_and_a_timed_out_one_is_not() -> None:
+    from opensearchpy.exceptions import ConnectionTimeout, TransportError
+
+    # Given a collection that answers 503, and one that does not answer in time
+    refusing = _Refusing(TransportError(503, "unavailable", {}))
+    silent = _Refusing(ConnectionTimeout("TIMEOUT", "read timed out", Exception()))
+
+    # When each is searched
+    for client in (refusing, silent):
+        with pytest.raises(StoreUnavailable):
+            OpenSearchIndex(client, INDEX, DIMENSIONS).search("t", [1, 0, 0], k=3)
+
+    # Then the refused search went out three times in all, the timed-out one once (it may
+    # have been applied: a serverless write sent again would add a copy)
+    assert (refusing.searches, silent.searches) == (3, 1)
+
+
 def test_the_local_stack_index_needs_no_signing() -> None:
     # Given the local stack's index: a domain on loopback, without auth
     with LoopbackOpenSearch(DIMENSIONS) as server:

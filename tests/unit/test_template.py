@@ -776,13 +776,91 @@ def test_the_dev_stage_of_samconfig_deploys(template: dict[str, Any]) -> None:
     assert _refusals(template, parameters, identity=True) == []
 
 
+# A Serverless collection that scaled to zero answers the first request to its search, and the
+# first to its indexing, after 10 to 30 s ("Scale to zero for Amazon OpenSearch Serverless");
+# the first searches after idle measured 18 to 19 s (a public DynamoDB vs OpenSearch
+# Serverless comparison, us-west-2, August 2026).
+WAKE_AT_MOST = 30
+WAKE_MEASURED = 19
+# What a request needs besides OpenSearch (embedding the query, the table's reads), and a
+# Lambda cold start before the handler runs: both inside API Gateway's integration timeout.
+REST_OF_A_REQUEST = 3
+COLD_START = 2
+# The functions that wait for the collection in the background, and how many requests in a row
+# may meet a sleeping component (an indexer batch: a lookup on search, then a bulk write).
+BACKGROUND = {
+    "IndexerFunction": 2,
+    "MemoryWorkerFunction": 2,
+    "CleanupFunction": 2,
+    "ReindexFunction": 2,
+}
+
+
+# A managed domain, as a deployer names it.
+A_DOMAIN = {
+    "VectorStore": "domain",
+    "OpenSearchDomainEndpoint": "https://search-memkit.us-east-1.es.amazonaws.com",
+    "OpenSearchDomainArn": "arn:aws:es:us-east-1:123456789012:domain/memkit",
+}
+
+
+def _environment(template: dict[str, Any], function: str, parameters: dict[str, str]) -> Any:
+    """A function's variables as deployed: the Globals', then its own over them."""
+    variables = template["Globals"]["Function"]["Environment"]["Variables"]
+    own = _functions(template)[function].get("Environment", {}).get("Variables", {})
+    return _evaluate(template, {**variables, **own}, parameters)
+
+
+def _serverless_wait(template: dict[str, Any], function: str) -> float:
+    """How long one of the function's requests to a Serverless collection may take."""
+    parameters = _parameters(template, VectorStore="serverless")
+    return float(_environment(template, function, parameters)["MEMKIT_OPENSEARCH_TIMEOUT_SECONDS"])
+
+
+@pytest.mark.parametrize(
+    ("function", "integration"),
+    [("ApiFunction", "ApiIntegration"), ("McpFunction", "McpIntegration")],
+)
+def test_a_request_to_a_waking_collection_answers_before_api_gateway_gives_up(
+    template: dict[str, Any], function: str, integration: str
+) -> None:
+    wait = _serverless_wait(template, function)
+    timeout = _functions(template)[function]["Timeout"]
+    gateway = template["Resources"][integration]["Properties"]["TimeoutInMillis"] / 1000
+
+    # The usual wake fits in one request's wait; a longer one ends the request with the
+    # function's own 503 and Retry-After, before Lambda's timeout and before API Gateway's
+    assert wait > WAKE_MEASURED
+    assert wait + REST_OF_A_REQUEST <= timeout
+    assert timeout + COLD_START <= gateway
+
+
+@pytest.mark.parametrize(("function", "in_a_row"), BACKGROUND.items())
+def test_background_functions_wait_out_a_collections_wake(
+    template: dict[str, Any], function: str, in_a_row: int
+) -> None:
+    wait = _serverless_wait(template, function)
+
+    # Each request outwaits the longest wake, and the function outwaits them all
+    assert wait > WAKE_AT_MOST
+    assert in_a_row * wait < _functions(template)[function]["Timeout"]
+
+
+def test_a_domain_waits_as_before(template: dict[str, Any]) -> None:
+    from memkit.config import IndexSettings
+
+    parameters = _parameters(template, **A_DOMAIN)
+
+    # No wake to wait for: every function keeps the settings' default
+    for function in (*VECTOR_FUNCTIONS, "ReindexFunction"):
+        assert "MEMKIT_OPENSEARCH_TIMEOUT_SECONDS" not in _environment(
+            template, function, parameters
+        )
+    assert IndexSettings().opensearch_timeout_seconds == 10
+
+
 def test_a_domain_store_is_reached_through_its_paths_alone(template: dict[str, Any]) -> None:
-    parameters = _parameters(
-        template,
-        VectorStore="domain",
-        OpenSearchDomainEndpoint="https://search-memkit.us-east-1.es.amazonaws.com",
-        OpenSearchDomainArn="arn:aws:es:us-east-1:123456789012:domain/memkit",
-    )
+    parameters = _parameters(template, **A_DOMAIN)
     environment = _evaluate(
         template, template["Globals"]["Function"]["Environment"]["Variables"], parameters
     )

@@ -46,6 +46,11 @@ with an OpenSearch error body and recorded in `rejected`, so a test can assert t
 sent nothing outside the subset. With `require_sigv4`, a request whose AWS4-HMAC-SHA256
 signature does not verify for the service, region and credentials given is answered 403.
 Every search sees every write at once (no refresh interval).
+
+`capacity.scale_to_zero()` makes every request wait until `capacity.wake()`, as the first
+requests to a Serverless collection that scaled to zero wait while its capacity returns (10
+to 30 s on AWS); a request its client gave up on meanwhile is still served on the wake, as a
+timed-out request may have been applied on AWS.
 """
 
 from __future__ import annotations
@@ -106,6 +111,29 @@ _INDEX_NAME = re.compile(r"[a-z0-9][a-z0-9_.+-]{0,254}")
 _SEARCH_KEYS = frozenset({"size", "from", "query", "_source", "sort"})
 # OpenSearch's k-NN limit for a faiss vector's dimension.
 MAX_DIMENSION = 16_000
+
+
+class Capacity:
+    """What serves the requests: up, or scaled to zero until `wake()`. `waiting` is set once
+    a request waits for it (so a test wakes it when a request is held, not after a delay)."""
+
+    def __init__(self) -> None:
+        self._up = threading.Event()
+        self._up.set()
+        self.waiting = threading.Event()
+
+    def scale_to_zero(self) -> None:
+        self.waiting.clear()
+        self._up.clear()
+
+    def wake(self) -> None:
+        self._up.set()
+
+    def serve(self) -> None:
+        """Returns once there is capacity to serve a request."""
+        if not self._up.is_set():
+            self.waiting.set()
+            self._up.wait()
 
 
 @dataclass(frozen=True)
@@ -610,7 +638,12 @@ class LoopbackOpenSearch(LoopbackServer):
         self.denied: list[Rejection] = []
         self.requests: list[tuple[str, str]] = []
         self.created: list[str] = []
+        self.capacity = Capacity()
         super().__init__("loopback-opensearch", host, port)
+
+    def stop(self) -> None:
+        self.capacity.wake()  # no request thread stays parked
+        super().stop()
 
     def documents(self, index: str) -> list[tuple[str, dict[str, Any]]]:
         """The stored docs of `index` (or of the index an alias leads to) as (_id,
@@ -641,6 +674,7 @@ class LoopbackOpenSearch(LoopbackServer):
                     )
                 response = _json(_error_body(403, "security_exception", reason), 403)
                 return response(environ, start_response)
+        self.capacity.serve()
         try:
             with self._lock:
                 self.requests.append((request.method, request.path))

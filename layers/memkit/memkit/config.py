@@ -69,6 +69,10 @@ class IndexSettings(BaseModel):
     opensearch_index: str = Field(default="memkit-memories", min_length=1, max_length=255)
     # sigv4 on AWS (service es or aoss by flavour); none for the local stack's loopback index.
     opensearch_auth: Literal["sigv4", "none"] = "sigv4"
+    # How long one request to OpenSearch may take, its resends included (a bulk write at
+    # least 30 s). A Serverless collection that scaled to zero answers its first request
+    # after 10 to 30 s: the template gives the background functions 40 s, the API's 20 s.
+    opensearch_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
     # VectorStore dynamodb: the table whose native vector index is the vector index
     # (memkit.vectors.dynamodb); set, it is used instead of OpenSearch. Its vector index, and
     # a DynamoDB-compatible endpoint for it (the local stack's stand-in, memkit_dev.local.
@@ -104,11 +108,11 @@ class ApiSettings(StoreSettings, IndexSettings):
     # Optimistic-concurrency retries for a PATCH that loses the race to another writer.
     merge_max_attempts: int = Field(default=25, ge=1, le=100)
     # DELETE /v1/users/{user_id} works this long, then leaves the rest to a job on the
-    # memory work queue (the function times out at 15 s; API Gateway waits 29 s).
+    # memory work queue (the function times out at 25 s; API Gateway waits 30 s).
     user_deletion_budget_seconds: float = Field(default=10.0, ge=0, le=25)
     # DeleteMemory (AgentCore) starts deleting a memory's data this long after it marked the
     # memory DELETING: longer than a request that found it ACTIVE can take (the function's
-    # 15 s), so the deletion finds what such a request wrote. SQS delays at most 900 s.
+    # 25 s), so the deletion finds what such a request wrote. SQS delays at most 900 s.
     agentcore_deletion_grace_seconds: int = Field(default=30, ge=0, le=900)
     work_queue_url: str | None = None
     sqs_endpoint: str | None = None

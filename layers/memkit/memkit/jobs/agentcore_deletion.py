@@ -33,7 +33,7 @@ from memkit.vectors.protocol import VectorIndex
 if TYPE_CHECKING:
     from memkit.store.sessions import PageCursor
 
-# Longer than the API function's timeout (15 s): see the module's docstring.
+# Longer than the API function's timeout (25 s): see the module's docstring.
 DEFAULT_GRACE_SECONDS = 30
 
 

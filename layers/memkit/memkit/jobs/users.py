@@ -19,7 +19,7 @@ from memkit.times import Deadline
 
 __all__ = ["DEFAULT_BUDGET_SECONDS", "MAX_FAILURES", "DeletionOutcome", "UserDeletion"]
 
-# API Gateway gives a request 29 s and the API function times out at 15 s: a deletion
+# API Gateway gives a request 30 s and the API function times out at 25 s: a deletion
 # stops starting work after this long and leaves the rest to a job.
 DEFAULT_BUDGET_SECONDS = 10.0
 

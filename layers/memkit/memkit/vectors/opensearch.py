@@ -58,6 +58,7 @@ from __future__ import annotations
 import math
 import re
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
@@ -100,6 +101,17 @@ MATCH_NONE: dict[str, Any] = {"match_none": {}}
 _IDENTIFIER = re.compile(r"[a-z][a-z0-9_]{0,80}")
 # A rebuild's generations are named `<alias>-gen<N>`.
 GENERATION_SUFFIX = "-gen"
+# How long one request may take, resends included (IndexSettings.opensearch_timeout_seconds),
+# and a bulk write at least (its items take longer than a search).
+DEFAULT_WAIT_SECONDS = 10.0
+BULK_WAIT_SECONDS = 30.0
+# A request refused for want of capacity, or whose connection was refused, is sent again at
+# once (as opensearch-py resends), at most RESENDS times and only within the request's wait.
+# A timed-out one is not: it may have been applied (a serverless write would add a copy).
+RESENDS = 2
+RESEND_STATUS = frozenset({429, 502, 503, 504})
+# A wait of 0 would be the client's default: a resend at the deadline gets this much.
+MIN_WAIT_SECONDS = 0.01
 
 
 def _english_text() -> dict[str, Any]:
@@ -379,12 +391,18 @@ class OpenSearchIndex:
     (see the module docstring for how each keeps versions). Thread-safe."""
 
     def __init__(
-        self, client: OpenSearch, index: str, dimensions: int, flavour: Flavour = "domain"
+        self,
+        client: OpenSearch,
+        index: str,
+        dimensions: int,
+        flavour: Flavour = "domain",
+        wait_seconds: float = DEFAULT_WAIT_SECONDS,
     ) -> None:
         self._client = client
         self._index = index
         self._dimensions = dimensions
         self._flavour: Flavour = flavour
+        self._wait = wait_seconds
         self._serverless = flavour == "serverless"
         self._ready = False
         self._ready_lock = threading.Lock()
@@ -393,13 +411,33 @@ class OpenSearchIndex:
     def dimensions(self) -> int:
         return self._dimensions
 
-    def _call(self, operation: str, request: Callable[[], Any]) -> Any:
-        from opensearchpy.exceptions import OpenSearchException
+    def _call(
+        self, operation: str, request: Callable[[float], Any], wait: float | None = None
+    ) -> Any:
+        """`request(seconds it may take)`, resent (RESENDS) while `wait` (the index's wait by
+        default) lasts: one request never takes longer, so a collection still waking up
+        after it scaled to zero is a domain error the caller can retry, not a timed-out
+        function."""
+        from opensearchpy.exceptions import (
+            ConnectionError,
+            ConnectionTimeout,
+            OpenSearchException,
+            TransportError,
+        )
 
-        try:
-            return request()
-        except OpenSearchException as exc:
-            raise _failure(operation, exc) from exc
+        deadline = time.monotonic() + (self._wait if wait is None else wait)
+        resends = RESENDS
+        while True:
+            try:
+                return request(max(MIN_WAIT_SECONDS, deadline - time.monotonic()))
+            except OpenSearchException as exc:
+                refused = isinstance(exc, TransportError) and exc.status_code in RESEND_STATUS
+                unconnected = isinstance(exc, ConnectionError) and not isinstance(
+                    exc, ConnectionTimeout
+                )
+                if not (refused or unconnected) or resends == 0 or time.monotonic() >= deadline:
+                    raise _failure(operation, exc) from exc
+                resends -= 1
 
     # --- the index -----------------------------------------------------------------------
 
@@ -417,20 +455,31 @@ class OpenSearchIndex:
 
     def _ensure_index(self) -> None:
         indices = self._client.indices
-        if not self._call("ensure_index", lambda: indices.exists(index=self._index)):
+        if not self._call(
+            "ensure_index", lambda wait: indices.exists(index=self._index, request_timeout=wait)
+        ):
             try:
                 body = index_body(self._dimensions, self._flavour)
-                self._call("ensure_index", lambda: indices.create(index=self._index, body=body))
+                self._call(
+                    "ensure_index",
+                    lambda wait: indices.create(index=self._index, body=body, request_timeout=wait),
+                )
                 return
             except _RequestFailed as failure:
                 if failure.error != "resource_already_exists_exception":
                     raise  # else another process created it first: update it like any index
         mapping = {"dynamic": False, "properties": scalar_properties()}
-        self._call("ensure_index", lambda: indices.put_mapping(index=self._index, body=mapping))
+        self._call(
+            "ensure_index",
+            lambda wait: indices.put_mapping(index=self._index, body=mapping, request_timeout=wait),
+        )
         if not self._serverless:
             settings = {"index": {"gc_deletes": GC_DELETES}}
             self._call(
-                "ensure_index", lambda: indices.put_settings(index=self._index, body=settings)
+                "ensure_index",
+                lambda wait: indices.put_settings(
+                    index=self._index, body=settings, request_timeout=wait
+                ),
             )
 
     def _ensure_once(self) -> None:
@@ -564,7 +613,8 @@ class OpenSearchIndex:
                 body.append(source)
         response = self._call(
             operation,
-            lambda: self._client.bulk(body=body, index=self._index, params={"request_timeout": 30}),
+            lambda wait: self._client.bulk(body=body, index=self._index, request_timeout=wait),
+            max(BULK_WAIT_SECONDS, self._wait),
         )
         items = response.get("items") if isinstance(response, dict) else None
         if not isinstance(items, list) or len(items) != len(actions):
@@ -610,7 +660,10 @@ class OpenSearchIndex:
     # --- reads ---------------------------------------------------------------------------
 
     def _hits(self, operation: str, body: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
-        response = self._call(operation, lambda: self._client.search(index=self._index, body=body))
+        response = self._call(
+            operation,
+            lambda wait: self._client.search(index=self._index, body=body, request_timeout=wait),
+        )
         hits = response["hits"]
         total = hits.get("total", {})
         count = total.get("value", 0) if isinstance(total, dict) else int(total or 0)
@@ -775,14 +828,16 @@ class OpenSearchIndex:
         try:
             live = self._live_generation()
             name = f"{self._index}{GENERATION_SUFFIX}{_generation_number(self._index, live) + 1}"
-            if self._call("rebuild", lambda: indices.exists(index=name)):
+            if self._call("rebuild", lambda wait: indices.exists(index=name, request_timeout=wait)):
                 # Left by a rebuild that stopped before its switch: nothing serves from it.
-                self._call("rebuild", lambda: indices.delete(index=name))
+                self._call("rebuild", lambda wait: indices.delete(index=name, request_timeout=wait))
             body = index_body(dimensions, self._flavour)
-            self._call("rebuild", lambda: indices.create(index=name, body=body))
+            self._call(
+                "rebuild", lambda wait: indices.create(index=name, body=body, request_timeout=wait)
+            )
         except _RequestFailed as failure:
             raise failure.domain_error() from failure
-        target = OpenSearchIndex(self._client, name, dimensions, self._flavour)
+        target = OpenSearchIndex(self._client, name, dimensions, self._flavour, self._wait)
         target._ready = True
         return AliasRebuild(self, target, live)
 
@@ -797,12 +852,14 @@ class OpenSearchIndex:
         indices = self._client.indices
         try:
             live = self._live_generation()
-            exists = self._call("rebuild", lambda: indices.exists(index=generation))
+            exists = self._call(
+                "rebuild", lambda wait: indices.exists(index=generation, request_timeout=wait)
+            )
         except _RequestFailed as failure:
             raise failure.domain_error() from failure
         if live != replaced or not exists:
             raise BadRequest("the paused rebuild is out of date (the index changed): start anew")
-        target = OpenSearchIndex(self._client, generation, dimensions, self._flavour)
+        target = OpenSearchIndex(self._client, generation, dimensions, self._flavour, self._wait)
         target._ready = True
         return AliasRebuild(self, target, live)
 
@@ -811,9 +868,14 @@ class OpenSearchIndex:
         it is a plain index, or None when neither exists."""
         indices = self._client.indices
         # 404 (no such alias) is an answer here, not a failure to log.
-        found = self._call("rebuild", lambda: indices.get_alias(name=self._index, ignore=404))
+        found = self._call(
+            "rebuild",
+            lambda wait: indices.get_alias(name=self._index, ignore=404, request_timeout=wait),
+        )
         if not isinstance(found, dict) or found.get("status") == 404:
-            exists = self._call("rebuild", lambda: indices.exists(index=self._index))
+            exists = self._call(
+                "rebuild", lambda wait: indices.exists(index=self._index, request_timeout=wait)
+            )
             return self._index if exists else None
         names = sorted(found)
         if len(names) != 1:
@@ -828,12 +890,15 @@ class OpenSearchIndex:
             actions.append({"remove": {"index": old, "alias": self._index}})
         actions.append({"add": {"index": new, "alias": self._index}})
         indices = self._client.indices
-        self._call("switch", lambda: indices.update_aliases(body={"actions": actions}))
+        self._call(
+            "switch",
+            lambda wait: indices.update_aliases(body={"actions": actions}, request_timeout=wait),
+        )
 
     def _drop(self, name: str) -> None:
         indices = self._client.indices
         try:
-            self._call("drop", lambda: indices.delete(index=name))
+            self._call("drop", lambda wait: indices.delete(index=name, request_timeout=wait))
         except _RequestFailed as failure:
             if failure.status != 404:
                 raise
@@ -915,19 +980,18 @@ def opensearch_index(settings: IndexSettings, region: str, dimensions: int) -> O
     client_logger = logging.getLogger("opensearch")
     if client_logger.level == logging.NOTSET:
         client_logger.setLevel(logging.WARNING)
+    wait = settings.opensearch_timeout_seconds
     client = OpenSearch(
         hosts=[endpoint],
         http_auth=auth,
         use_ssl=endpoint.startswith("https://"),
         verify_certs=True,
         connection_class=RequestsHttpConnection,
-        timeout=10,
-        # Retried at once (the client does not back off); a timed-out request may have
-        # been applied, so it is not retried (a serverless write would add a copy).
-        max_retries=2,
-        retry_on_status=(429, 502, 503, 504),
+        timeout=wait,
+        # OpenSearchIndex._call resends, within each request's wait (RESENDS).
+        max_retries=0,
         retry_on_timeout=False,
     )
     return OpenSearchIndex(
-        client, settings.opensearch_index, dimensions, settings.opensearch_flavour
+        client, settings.opensearch_index, dimensions, settings.opensearch_flavour, wait
     )

@@ -206,6 +206,60 @@ def test_the_cleanup_run_includes_the_orphan_phase(dynamodb_table: str) -> None:
     assert [phase.name for phase in phases][-1] == "orphans"
 
 
+DAY = 86_400
+
+
+def test_after_a_pass_the_scheduled_runs_leave_the_index_alone_for_a_week(
+    dynamodb_table: str,
+) -> None:
+    from memkit.config import CleanupSettings
+    from memkit.handlers.wiring import cleanup_phases
+    from memkit.jobs.cleanup import CleanupRun, TableCursors
+    from memkit.store.dynamodb import DynamoStore
+    from memkit.vectors.opensearch import opensearch_index
+
+    # Given a Serverless collection holding Ada's vectors, and the cleanup run as deployed
+    # (its default settings), started once a day
+    embedder = CountingEmbedder()
+    with LoopbackOpenSearch(embedder.dimensions, flavour="serverless") as server:
+        settings = CleanupSettings(
+            table_name=dynamodb_table,
+            region=REGION,
+            opensearch_endpoint=server.url,
+            opensearch_auth="none",
+            opensearch_flavour="serverless",
+        )
+        index = opensearch_index(settings, REGION, embedder.dimensions)
+        _stock(build_world(dynamodb_table, index=index, embedder=embedder))
+        now = [1_800_000_000.0]
+        store = DynamoStore(settings)
+        run = CleanupRun(cleanup_phases(settings, store, clock=lambda: now[0]), TableCursors(store))
+
+        # When it runs on eight days in a row
+        sent: list[int] = []
+        for _ in range(8):
+            before = len(server.requests)
+            assert run.run(remaining_ms=60_000).done
+            sent.append(len(server.requests) - before)
+            now[0] += DAY
+
+    # Then the first run swept the index, the next six asked it nothing (a collection that
+    # scaled to zero stays asleep), and the run a week after the pass starts the next one
+    assert sent[0] > 0
+    assert sent[1:7] == [0] * 6
+    assert sent[7] > 0
+
+
+def test_a_sweep_resting_on_a_cursor_it_cannot_read_starts_a_pass(world: MemoryWorld) -> None:
+    from memkit.jobs.orphans import RESTING
+
+    _stock(world)
+
+    outcome = _sweep(world, f"{RESTING}soon")
+
+    assert outcome.counts[EXAMINED] == 5
+
+
 # -- through the OpenSearch adapter, and on the DynamoDB vector table ----------------------
 
 

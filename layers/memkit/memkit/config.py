@@ -294,6 +294,9 @@ class CleanupSettings(StoreSettings, IndexSettings, LLMSettings):
     expiry_page_size: int = Field(default=100, ge=1, le=1000)
     # Vectors the orphan sweep checks against the table per run (memkit.jobs.orphans).
     orphan_sample_size: int = Field(default=1000, ge=0, le=100_000)
+    # How long the sweep rests after a pass over the whole index: the runs in between leave
+    # a Serverless collection that scaled to zero asleep. 0: a pass starts as one ends.
+    orphan_sweep_interval_seconds: int = Field(default=7 * 86_400, ge=0, le=366 * 86_400)
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> CleanupSettings:

@@ -432,7 +432,15 @@ def cleanup_phases(
     if settings.orphan_sample_size > 0:  # vectors whose item is gone
         from memkit.jobs.orphans import OrphanPhase
 
-        phases.append(OrphanPhase(store, index(), settings.orphan_sample_size))
+        phases.append(
+            OrphanPhase(
+                store,
+                index(),
+                settings.orphan_sample_size,
+                interval_seconds=settings.orphan_sweep_interval_seconds,
+                clock=clock,
+            )
+        )
     return phases
 
 

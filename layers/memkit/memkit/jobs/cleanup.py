@@ -3,8 +3,8 @@
 A run derives one deadline from the invocation's remaining time (a margin before the
 timeout, so it always stops cleanly and saves its cursors), then runs each phase
 (memkit.jobs.phases) from the cursor it saved last time. After each phase it saves the
-phase's new cursor (none once the phase reached its end), so a run stopped by its deadline
-resumes where it stopped.
+phase's new cursor (none once the phase reached its end, unless it keeps one to say when
+to start again), so a run stopped by its deadline resumes where it stopped.
 
 A phase that raises does not stop the others: the run logs it (the exception's type and
 where, never its message: it could quote content), counts it, keeps the phase's saved
@@ -184,7 +184,7 @@ class CleanupRun:
         for metric, value in outcome.counts.items():
             metrics.add_metric(name=metric, unit="Count", value=value)
         try:
-            self._cursors.save(name, None if outcome.done else outcome.cursor)
+            self._cursors.save(name, outcome.cursor)
         except Exception as exc:  # the work is done; the next run redoes a little of it
             return self._failed(name, exc, outcome.counts)
         status: Status = "done" if outcome.done else "stopped"

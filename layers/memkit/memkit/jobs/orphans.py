@@ -10,12 +10,19 @@ table whether each doc's item (named by its fields, `source_of`) is still there:
 must exist and be live; a message must be live and still stamped for indexing. One
 BatchGet per 100 docs; docs whose item is gone are removed at a version just above the
 doc's, so a newer write of the same item (its write time is later) still wins.
+
+A pass that reached the end of the index rests `interval_seconds` before the next one starts
+(its cursor says until when): the runs in between send the index nothing, so a Serverless
+collection that scaled to zero stays asleep through them (a request wakes it, and it bills
+for 10 minutes after). An orphan costs nothing meanwhile but its place in the index: a
+search drops a hit whose item is gone.
 """
 
 from __future__ import annotations
 
+import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from memkit.jobs.phases import PhaseOutcome
@@ -30,6 +37,9 @@ REMOVED = "OrphanVectorsRemoved"
 COUNTS = (EXAMINED, FOUND, REMOVED)
 # Docs read per index page (one BatchGet of 100 keys checks a page).
 PAGE_SIZE = 100
+# The cursor of a sweep resting between passes: this prefix, then the epoch second the next
+# pass may start (a doc id is hex, a DynamoDB page key JSON: neither starts so).
+RESTING = "next-pass-at:"
 
 
 class SourceTable(Protocol):
@@ -49,23 +59,34 @@ class OrphanPhase:
         index: VectorIndex,
         sample_size: int = 1000,
         page_size: int = PAGE_SIZE,
+        interval_seconds: float = 0,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self._table = table
         self._index = index
         self._sample_size = sample_size
         self._page_size = page_size
+        self._interval = interval_seconds
+        self._clock = clock
 
     def run(self, cursor: str | None, deadline: Deadline) -> PhaseOutcome:
         """Up to `sample_size` docs after `cursor`; done when the sweep reached the end of
-        the index (the next run starts over from the first doc)."""
+        the index (the next pass starts over from the first doc, once `interval_seconds`
+        have passed: until then a run is done at once, without asking the index)."""
         counts: Counter[str] = Counter(dict.fromkeys(COUNTS, 0))
+        resting_until = _resting_until(cursor)
+        if resting_until is not None:
+            if self._clock() < resting_until:
+                return PhaseOutcome(True, cursor, dict(counts))
+            cursor = None
         after = cursor
         while counts[EXAMINED] < self._sample_size and not deadline.passed():
             wanted = min(self._page_size, self._sample_size - counts[EXAMINED])
             page, after_page = self._index.sample(wanted, after)
             self._check(page, counts)
             if after_page is None:
-                return PhaseOutcome(True, None, dict(counts))
+                rest = f"{RESTING}{int(self._clock() + self._interval)}" if self._interval else None
+                return PhaseOutcome(True, rest, dict(counts))
             after = after_page
         return PhaseOutcome(False, after, dict(counts))
 
@@ -86,3 +107,14 @@ class OrphanPhase:
             [Removal(doc.id, doc.tenant, doc.version + 1) for doc in orphans]
         )
         counts[REMOVED] += len(orphans) - len(failures)
+
+
+def _resting_until(cursor: str | None) -> float | None:
+    """When a resting sweep's next pass may start, or None (a pass's cursor, or none: a
+    resting cursor that does not read is as good as a pass that ended long ago)."""
+    if cursor is None or not cursor.startswith(RESTING):
+        return None
+    try:
+        return float(cursor.removeprefix(RESTING))
+    except ValueError:
+        return 0.0

@@ -15,8 +15,9 @@ from memkit.times import Deadline
 
 @dataclass
 class PhaseOutcome:
-    """What a phase did in one run. `done`: it reached the end (the next run starts over);
-    else `cursor` says where to resume. `counts` are what it examined, deleted, found...
+    """What a phase did in one run. `done`: it reached the end; `cursor`: what the next run
+    starts from (None: the beginning; a phase that is done may keep one, as the orphan sweep
+    keeps when its next pass may start). `counts` are what it examined, deleted, found...
     (metric names, values are counts); never content."""
 
     done: bool

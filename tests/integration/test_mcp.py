@@ -351,6 +351,7 @@ def test_the_metadata_names_the_resource_its_issuer_and_scopes_without_a_token(
         found = answer(handler(http_event("GET", path), LambdaContextStub()))
 
         assert found.status == 200
+        assert "x-memkit-warning" not in found.headers  # auth mode jwt: identity is verified
         assert found.body == {
             "resource": f"https://{HOST}/mcp",
             "resource_name": "memkit",
@@ -524,11 +525,17 @@ def test_the_tenants_quota_applies_to_mcp_requests(dynamodb_table: str) -> None:
 
 def test_auth_mode_none_serves_and_says_so(dynamodb_table: str) -> None:
     world = build_world(dynamodb_table, ApiSettings(table_name=dynamodb_table, region="us-east-1"))
+    handler = _handler(world)
 
-    listed = call_mcp(_handler(world), request("tools/list"), None)
+    listed = call_mcp(handler, request("tools/list"), None)
+    metadata = answer(
+        handler(http_event("GET", "/.well-known/oauth-protected-resource"), LambdaContextStub())
+    )
+    streamless = answer(handler(http_event("GET", "/mcp"), LambdaContextStub()))
 
-    assert listed.status == 200
-    assert listed.headers["x-memkit-warning"].startswith("unauthenticated")
+    assert (listed.status, metadata.status, streamless.status) == (200, 200, 405)
+    for response in (listed, metadata, streamless):  # public routes and refusals too
+        assert response.headers["x-memkit-warning"].startswith("unauthenticated")
 
 
 def test_the_apis_host_is_allowed_and_another_host_or_origin_is_refused(mcp: Any) -> None:

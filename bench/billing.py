@@ -34,7 +34,17 @@ PRICES: dict[str, float] = {
     "opensearch_ocu_hour": 0.24,  # OpenSearch Serverless, indexing or search OCU
     "opensearch_storage_gb_month": 0.024,  # OpenSearch Serverless managed storage
     "kms_key_month": 1.00,  # UseCustomerManagedKey (the default)
+    # DynamoDB's vector index units, billed by the GB of the bytes DynamoDB reports
+    "dynamodb_vector_search_gb": 0.002,  # VS: VectorSearchRequestBytes (usage type VectorSearch)
+    "dynamodb_vector_write_gb": 0.52,  # VWR: VectorWriteRequestBytes (VectorWriteRequest)
 }
+VECTOR_UNITS_SOURCE = (
+    "aws/agent-toolkit-for-aws, amazon-dynamodb skill, scripts/calculate_costs.py (us-east-1, "
+    "from the AWS Price List API's VectorSearch and VectorWriteRequest usage types; PR #258, "
+    "August 2026); the same per GB on a us-west-2 bill of 2026-08-23 "
+    "(jus2024/serverless-poc-stock-management, docs/measurements/"
+    "cost-explorer-unit-price-2026-08-23.json)"
+)
 SOURCES: dict[str, str] = {
     "http_api_request": "apigatewaycost.com's HTTP API table (first 300M a month)",
     "lambda_request": "cloudchipr.com's Lambda pricing guide (us-east-1)",
@@ -50,16 +60,12 @@ SOURCES: dict[str, str] = {
     "opensearch_ocu_hour": "kane.mx's S3 Vectors vs OpenSearch post ($175.20 a month for 1 OCU)",
     "opensearch_storage_gb_month": "cloudburn.io's OpenSearch pricing guide (managed storage)",
     "kms_key_month": "aws.amazon.com/kms/pricing, as docs/deploy.md",
-}
-# Metered quantities with no price found on PRICES_LOOKED_UP: counted and shown, never priced
-# as zero. DynamoDB's vector index units are reported in bytes (VectorSearchRequestBytes,
-# VectorWriteRequestBytes); no stored copy of the pricing page carried their price.
-UNPRICED: dict[str, str] = {
-    "vector_search_bytes": "DynamoDB vector search (VS) bytes",
-    "vector_write_bytes": "DynamoDB vector write (VWR) bytes",
+    "dynamodb_vector_search_gb": VECTOR_UNITS_SOURCE,
+    "dynamodb_vector_write_gb": VECTOR_UNITS_SOURCE,
 }
 HOURS_A_MONTH = 730
-# A GB-month of storage is billed on binary gigabytes.
+# A GB-month of storage is billed on binary gigabytes; so, assumed, are the vector units' GB
+# (their bills say "GB" and no more: 1e9 bytes would make them 7% dearer).
 GB = 1024**3
 # The embedders' token prices (the local embedder runs inside the function: no bill of its own).
 EMBEDDING_TOKEN_PRICE = {
@@ -78,6 +84,11 @@ LINE_ITEMS = {
     "llm_input_tokens": "nova_lite_input_token",
     "llm_output_tokens": "nova_lite_output_token",
 }
+# Usage counted in bytes -> the GB price each is billed at.
+BYTE_ITEMS = {
+    "vector_search_bytes": "dynamodb_vector_search_gb",
+    "vector_write_bytes": "dynamodb_vector_write_gb",
+}
 # SQS bills each message three requests: sent, received, deleted.
 SQS_REQUESTS_A_MESSAGE = 3
 # The function memory Lambda bills when the template names none for a function.
@@ -85,10 +96,16 @@ DEFAULT_MEMORY_MB = 512
 
 
 def line_items(usage: Mapping[str, float], embedder: str = "titan") -> dict[str, float]:
-    """Dollars for each priced line of `usage`: the usage's count times its price. Embedding
-    tokens are priced at `embedder`'s token price (nothing for the local embedder)."""
+    """Dollars for each priced line of `usage`: the usage's count times its price, a count of
+    bytes (BYTE_ITEMS) in GB times its GB price. Embedding tokens are priced at `embedder`'s
+    token price (nothing for the local embedder)."""
     dollars = {
         item: usage[item] * PRICES[price] for item, price in LINE_ITEMS.items() if item in usage
+    }
+    dollars |= {
+        item: usage[item] / GB * PRICES[price]
+        for item, price in BYTE_ITEMS.items()
+        if item in usage
     }
     token_price = EMBEDDING_TOKEN_PRICE[embedder]
     if token_price is not None and "embed_tokens" in usage:
@@ -97,13 +114,8 @@ def line_items(usage: Mapping[str, float], embedder: str = "titan") -> dict[str,
 
 
 def dollars(usage: Mapping[str, float], embedder: str = "titan") -> float:
-    """What `usage` costs, its priced lines summed (`unpriced` lists what is left out)."""
+    """What `usage` costs, its priced lines summed."""
     return sum(line_items(usage, embedder).values())
-
-
-def unpriced(usage: Mapping[str, float]) -> dict[str, float]:
-    """The quantities of `usage` that have no price (UNPRICED), where there are any."""
-    return {item: usage[item] for item in UNPRICED if usage.get(item)}
 
 
 def ocu_floor_month(ocus: float) -> float:

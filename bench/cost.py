@@ -65,13 +65,11 @@ MONTH = {"appends": 1_000_000, "searches": 1_000_000, "records": 100_000}
 # and as many for search (0, the template's default, scales to zero and bills none).
 SERVERLESS_MINIMUMS = (0, 1)
 # The price a month of the vector index's bytes is billed at, by backend (a domain's: none
-# added; DynamoDB's vector index: assumed the table's, see records_stored_month).
+# added; DynamoDB's vector index: the table's, see records_stored_month).
 INDEX_STORAGE_PRICE = {
     "serverless": "opensearch_storage_gb_month",
     "dynamodb": "dynamodb_storage_gb_month",
 }
-# The unpriced quantities as the summary names them.
-UNPRICED_SHORT = {"vector_search_bytes": "VS", "vector_write_bytes": "VWR"}
 # What one unit of each phase's work is.
 UNITS = {
     "appends": "append",
@@ -309,8 +307,9 @@ def idle_month(backend: str) -> dict[str, float]:
 def records_stored_month(run: Run) -> float:
     """A month of MONTH["records"] records kept: the tables' storage and the vector index's:
     a Serverless collection's managed storage, or a DynamoDB vector index's at the table's
-    storage price (an assumption: its own price was on no stored page); a domain's storage is
-    the domain's own EBS."""
+    storage price (DynamoDB's price list has no storage usage type of the vector index's own,
+    as aws/agent-toolkit-for-aws's cost calculator notes); a domain's storage is the
+    domain's own EBS."""
     count = MONTH["records"]
     dollars = billing.storage_month(count * run.table_bytes_per_record, "dynamodb_storage_gb_month")
     index_price = INDEX_STORAGE_PRICE.get(run.backend)
@@ -355,12 +354,6 @@ def _report(run: Run) -> None:
                 if count * dollars >= 0.005
             ),
         )
-        for item, quantity in billing.unpriced(usage).items():
-            report(
-                f"{prefix}.month.per_{count:_}_{phase}.unpriced.{item}",
-                count * quantity,
-                billing.UNPRICED[item],
-            )
     report(f"{prefix}.month.{MONTH['records']:_}_records_kept", records_stored_month(run), "USD")
     report(f"{prefix}.seconds", run.seconds, "s to measure")
 
@@ -380,13 +373,6 @@ def _idle_cell(backend: str) -> str:
     return " / ".join(cells)
 
 
-def _unpriced_cell(count: int, usage: dict[str, float]) -> str:
-    return "".join(
-        f" + {count * quantity / 1e9:,.1f} GB of {UNPRICED_SHORT[item]}"
-        for item, quantity in billing.unpriced(usage).items()
-    )
-
-
 def _summary(runs: list[Run]) -> None:
     """The tables docs/cost.md carries, in Markdown."""
     print(
@@ -397,7 +383,6 @@ def _summary(runs: list[Run]) -> None:
     for run in runs:
         cells = [
             _dollars(count * billing.dollars(run.usage[phase], run.embedder))
-            + _unpriced_cell(count, run.usage[phase])
             for phase, count in MONTH.items()
         ]
         print(

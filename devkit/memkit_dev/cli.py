@@ -272,7 +272,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--data-dir",
         type=Path,
         default=Path(".memkit"),
-        help="where DynamoDB Local keeps the data across restarts (default .memkit)",
+        help="where DynamoDB Local keeps the data across restarts, and the development keys "
+        "(default .memkit of the current directory)",
     )
     serve.add_argument(
         "--ephemeral", action="store_true", help="keep the data in memory: a throwaway run"
@@ -281,7 +282,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--tools-dir",
         type=Path,
         default=Path(".tools"),
-        help="where DynamoDB Local is installed on first use (default .tools)",
+        help="where DynamoDB Local is installed on first use (default .tools of the current "
+        "directory)",
     )
     serve.add_argument("--table", default="memkit-local", help="table name (created if absent)")
     serve.add_argument(
@@ -366,7 +368,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--hours", type=float, default=24.0, help="how long it is valid (default 24)"
     )
     token.add_argument(
-        "--data-dir", type=Path, default=Path(".memkit"), help="where the key pair is kept"
+        "--data-dir",
+        type=Path,
+        default=Path(".memkit"),
+        help="where the key pair is kept: memkit serve's (default .memkit of the current "
+        "directory)",
     )
     token.set_defaults(run=_token)
     openapi = commands.add_parser("openapi", help="print the OpenAPI document of the HTTP API")

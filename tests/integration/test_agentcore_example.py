@@ -4,10 +4,8 @@ its environment alone, in the environment of its own `make` gives it (.tools/age
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -16,10 +14,11 @@ from memkit_dev.local.auth import mint
 from memkit_dev.local.stack import LocalStack
 from tests.agentcore import agentcore_client
 from tests.conftest import ROOT
+from tests.examples import run_example
 from tests.waits import eventually
 
 pytestmark = pytest.mark.integration
-EXAMPLE = ROOT / "examples" / "agentcore_agent.py"
+EXAMPLE = "agentcore_agent.py"
 # Where `make` installs the bedrock-agentcore SDK beside memkit's (the Makefile's AGENTCORE).
 AGENT_PYTHON = ROOT / ".tools" / "agentcore" / "bin" / "python"
 JWT_STACK_OPTIONS = {"table_name": "memkit-agentcore-example"}
@@ -31,22 +30,14 @@ def run_agent(stack: LocalStack, token: str, *args: str) -> subprocess.Completed
     endpoint variables and the token; no AWS credentials."""
     if not AGENT_PYTHON.exists():
         pytest.fail(f"{AGENT_PYTHON} is missing: `make .tools/agentcore/.installed` makes it")
-    environment: dict[str, Any] = {
-        **{k: v for k, v in os.environ.items() if k not in AWS_VARIABLES},
+    environment = {
         "AWS_ENDPOINT_URL_BEDROCK_AGENTCORE": stack.url,
         "AWS_ENDPOINT_URL_BEDROCK_AGENTCORE_CONTROL": stack.url,
         "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent/credentials",
         "AWS_CONFIG_FILE": "/nonexistent/config",
         "MEMKIT_TOKEN": token,
     }
-    return subprocess.run(
-        [str(AGENT_PYTHON), str(EXAMPLE), *args],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        env=environment,
-        cwd=ROOT,
-    )
+    return run_example(AGENT_PYTHON, EXAMPLE, args, environment, without=AWS_VARIABLES, timeout=180)
 
 
 def test_the_sdk_agent_stores_its_turns_in_memkit_and_reads_them_back(

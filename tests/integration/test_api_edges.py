@@ -75,14 +75,16 @@ def test_an_id_with_control_characters_is_422(api: Call) -> None:
     assert response.body["errors"][0]["field"] == "user_id"
 
 
-def test_with_auth_off_every_data_answer_says_no_credential_was_checked(api: Call) -> None:
+def test_with_auth_off_every_answer_says_no_credential_was_checked(api: Call) -> None:
     # The default settings: auth mode none (the local stack; never a deployment that faces
     # the internet), where every caller acts as an admin of the default tenant
     ok = api("GET", "/v1/working-memory/")
     refused = api("GET", "/v1/working-memory/s1")  # no such session: a 404
+    invalid = api("GET", "/v1/working-memory/s1", query={"recent_messages_limit": "0"})
+    health = api("GET", "/v1/health")  # public
+    unrouted = api("GET", "/v1/nowhere")  # the resolver's 404
 
-    assert ok.status == 200
-    assert refused.status == 404
-    for response in (ok, refused):
+    assert (ok.status, refused.status, invalid.status) == (200, 404, 422)
+    assert (health.status, unrouted.status) == (200, 404)
+    for response in (ok, refused, invalid, health, unrouted):
         assert response.headers["x-memkit-warning"].startswith("unauthenticated")
-    assert "x-memkit-warning" not in api("GET", "/v1/health").headers

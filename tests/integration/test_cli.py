@@ -18,10 +18,25 @@ pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_memkit_serve_prints_its_url_and_answers_on_it() -> None:
+def _listing(folder: Path) -> dict[str, tuple[int, int]] | None:
+    """What `folder` holds (name: size, modification time), or None when it does not exist."""
+    if not folder.exists():
+        return None
+    return {
+        str(path.relative_to(folder)): (path.stat().st_size, path.stat().st_mtime_ns)
+        for path in folder.rglob("*")
+    }
+
+
+def test_memkit_serve_prints_its_url_and_answers_on_it(tmp_path: Path) -> None:
+    # Given the checkout, where a newcomer runs it (the template and .tools/ are found there),
+    # and a data folder of the test's own: the default, .memkit/ of the folder it runs in,
+    # would be the checkout's
     command = shutil.which("memkit", path=str(Path(sys.executable).parent)) or "memkit"
+    data = tmp_path / "data"
+    checkouts = _listing(ROOT / ".memkit")
     process = subprocess.Popen(
-        [command, "serve", "--port", "0", "--concurrency", "1"],
+        [command, "serve", "--port", "0", "--concurrency", "1", "--data-dir", str(data)],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -42,6 +57,8 @@ def test_memkit_serve_prints_its_url_and_answers_on_it() -> None:
     finally:
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=30) == 0
+    assert (data / "dev-jwt-key.pem").exists()  # --auth jwt's development key: kept there
+    assert _listing(ROOT / ".memkit") == checkouts  # nothing written into the checkout
 
 
 def test_memkit_keys_creates_lists_and_revokes_a_tenants_keys() -> None:

@@ -302,6 +302,31 @@ def test_a_later_put_with_a_smaller_window_summarises_the_same_messages(
     assert 0 < _tokens(document) <= 0.4 * 2000
 
 
+def test_a_patch_of_the_window_summarises_and_null_gives_back_the_servers(
+    server_window: Curation,
+) -> None:
+    world = server_window.world
+    _put(world, TURNS, context_window_max=2000)
+    server_window.curate()
+    server_window.work()
+
+    reset = world.api("PATCH", SESSION, body={"context_window_max": None})
+    after_reset = server_window.curate()
+    _put(world, TURNS)  # every message back in view (8,500 tokens), none new
+    shrunk = world.api("PATCH", SESSION, body={"context_window_max": 1000})
+    after_shrink = server_window.curate()
+    server_window.work()
+    document = world.api("GET", SESSION).body
+
+    assert reset.status == 200, reset.body
+    assert reset.body["context_window_max"] is None
+    assert "summarize" not in [job.kind for job in after_reset]  # within 70% of 16,000
+    assert shrunk.status == 200, shrunk.body
+    assert [job.kind for job in after_shrink] == ["summarize"]
+    assert document["context_window_max"] == 1000
+    assert 0 < _tokens(document) <= 0.4 * 1000
+
+
 def test_a_write_without_a_window_keeps_the_sessions(server_window: Curation) -> None:
     world = server_window.world
     _put(world, TURNS[:2], model_name="gpt-4")  # an 8,192-token window

@@ -1,8 +1,9 @@
 """A user's full deletion on moto: DELETE /v1/users/{user_id} through the real API handler,
 the stream delivered to the real indexer, jobs through the real worker handler on moto's
 SQS. Afterwards a Scan of the table and a browse of the index find nothing of the user in
-that namespace, while another user's data and the user's other namespaces are intact. On the
-local exact index and on the DynamoDB vector table."""
+that namespace, while another user's data and the user's other namespaces are intact, and
+the keys that act as the user no longer pass the real API-key authorizer. On the local exact
+index and on the DynamoDB vector table."""
 
 from __future__ import annotations
 
@@ -346,7 +347,13 @@ def test_deleting_a_user_leaves_nothing_of_them_in_the_table_or_the_index(
     assert response.status == 200, response.body
     assert response.body == {
         "status": "done",
-        "deleted": {"sessions": 2, "items": ada_items, "records": 3, "vectors": ada_docs},
+        "deleted": {
+            "sessions": 2,
+            "items": ada_items,
+            "records": 3,
+            "vectors": ada_docs,
+            "api_keys": 0,
+        },
     }
     assert (ada_items, ada_docs) == (15, 7)  # what was there: 4 messages + 3 records indexed
     everyone.assert_only_ada_gone()
@@ -392,7 +399,7 @@ def test_deleting_a_user_again_or_one_with_nothing_stored_answers_done_with_zero
     again = world.api("DELETE", f"/v1/users/{ADA}")
     nobody = world.api("DELETE", "/v1/users/u-nobody", query={"namespace": "default"})
 
-    zero = {"sessions": 0, "items": 0, "records": 0, "vectors": 0}
+    zero = {"sessions": 0, "items": 0, "records": 0, "vectors": 0, "api_keys": 0}
     assert (again.status, again.body) == (200, {"status": "done", "deleted": zero})
     assert (nobody.status, nobody.body) == (200, {"status": "done", "deleted": zero})
 
@@ -473,7 +480,7 @@ def test_a_deletion_out_of_time_answers_202_and_the_worker_finishes_it(
     assert finished.body["job_id"] == job_id
     assert finished.body["kind"] == "delete_user"
     assert finished.body["status"] == "done"
-    counts = {"sessions": 2, "items": ada_items, "records": 3, "vectors": ada_docs}
+    counts = {"sessions": 2, "items": ada_items, "records": 3, "vectors": ada_docs, "api_keys": 0}
     assert finished.body["counts"] == counts
     assert finished.body["updated_at"] >= finished.body["created_at"]
     everyone.assert_only_ada_gone()
@@ -670,3 +677,89 @@ def test_a_record_the_lifecycle_index_does_not_list_is_found_through_the_vector_
 
     assert response.body["deleted"]["records"] == 3
     everyone.assert_only_ada_gone()
+
+
+# -- the user's API keys -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KeyedApi:
+    """The API in `AuthMode=apikey` over a world's table and index, reached as API Gateway
+    does: each request's key goes through the real authorizer handler first, and the API gets
+    the context it answered (`requestContext.authorizer.lambda`)."""
+
+    handler: Any
+    keys: Any  # ApiKeyService over the same table
+
+    def authorized(self, plain: str) -> bool:
+        return bool(self._authorize(plain)["isAuthorized"])
+
+    def api(self, plain: str, method: str, path: str, **kwargs: Any) -> ApiResponse:
+        answer = self._authorize(plain)
+        assert answer["isAuthorized"], "the gateway answers 403 without calling the API"
+        return call_api(
+            self.handler, method, path, authorizer={"lambda": answer["context"]}, **kwargs
+        )
+
+    def _authorize(self, plain: str) -> dict[str, Any]:
+        from memkit.handlers import authorizer
+        from tests.events import authorizer_event
+
+        handler = authorizer.make_lambda_handler(lambda: self.keys)
+        return dict(handler(authorizer_event(f"Bearer {plain}"), LambdaContextStub()))
+
+
+def _keyed(world: MemoryWorld, table: str, **settings: Any) -> KeyedApi:
+    from memkit.config import ApiKeySettings
+    from memkit.service.api_keys import ApiKeyService
+    from memkit.store.apikeys import api_key_table
+
+    handler = _api_over(world, table, auth_mode="apikey", **settings)
+    return KeyedApi(handler, ApiKeyService(api_key_table(ApiKeySettings(table_name=table))))
+
+
+def test_deleting_a_user_revokes_the_keys_that_act_as_them(
+    world: MemoryWorld, dynamodb_table: str
+) -> None:
+    keyed = _keyed(world, dynamodb_table)
+    ada = keyed.keys.create(TENANT, ["memory:read", "memory:write"], ADA).plain
+    ada_admin = keyed.keys.create(TENANT, ["memory:admin", "memory:read"], ADA).plain
+    bob = keyed.keys.create(TENANT, ["memory:read", "memory:write"], BOB).plain
+    backend = keyed.keys.create(TENANT, ["memory:admin", "memory:read", "memory:write"]).plain
+    said = {"messages": [{"role": "user", "content": "hi"}]}
+    before = keyed.api(ada, "PUT", "/v1/working-memory/chat", body=said)
+
+    deleted = keyed.api(backend, "DELETE", f"/v1/users/{ADA}")
+    keys = keyed.keys.keys_of(TENANT)
+
+    assert before.status == 200, before.body
+    assert deleted.status == 200, deleted.body
+    assert deleted.body["deleted"]["api_keys"] == 2
+    assert (keyed.authorized(ada), keyed.authorized(ada_admin)) == (False, False)
+    assert (keyed.authorized(bob), keyed.authorized(backend)) == (True, True)
+    # Revoked as `memkit keys revoke` does: the records stay listed, marked revoked.
+    statuses = sorted((k.user_id or "", k.status(0), k.revoked_at is not None) for k in keys)
+    assert statuses == [
+        ("", "active", False),
+        (ADA, "revoked", True),
+        (ADA, "revoked", True),
+        (BOB, "active", False),
+    ]
+
+
+def test_a_deletion_that_becomes_a_job_revokes_the_keys_at_once(
+    world: MemoryWorld, dynamodb_table: str, queued: Queued
+) -> None:
+    keyed = _keyed(world, dynamodb_table, user_deletion_budget_seconds=0, work_queue_url=queued.url)
+    ada = keyed.keys.create(TENANT, ["memory:read", "memory:write"], ADA).plain
+    backend = keyed.keys.create(TENANT, ["memory:admin", "memory:read", "memory:write"]).plain
+    _populate(world, ADA, "default")
+
+    running = keyed.api(backend, "DELETE", f"/v1/users/{ADA}")
+    refused_before_the_job_ran = not keyed.authorized(ada)
+    queued.work()
+    job = keyed.api(backend, "GET", f"/v1/jobs/{running.body['job_id']}")
+
+    assert running.status == 202, running.body
+    assert refused_before_the_job_ran
+    assert (job.body["status"], job.body["counts"]["api_keys"]) == ("done", 1)

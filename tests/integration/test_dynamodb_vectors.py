@@ -367,7 +367,22 @@ def _raw_search(vectors: DynamoVectors, **request: Any) -> Any:
         ),
         (
             {"SearchConditionExpression": "#s < :s"},
-            "Invalid comparator used in SearchConditionExpression",
+            "Invalid SearchConditionExpression: Invalid comparator used in "
+            "SearchConditionExpression",
+        ),
+        (
+            {
+                "SearchConditionExpression": "#s BETWEEN :s AND :t",
+                "ExpressionAttributeValues": {":s": {"S": "x"}, ":t": {"S": "y"}},
+            },
+            "Invalid SearchConditionExpression: Invalid operator used in SearchConditionExpression",
+        ),
+        (
+            {
+                "SearchConditionExpression": "#s IN (:s, :t)",
+                "ExpressionAttributeValues": {":s": {"S": "x"}, ":t": {"S": "y"}},
+            },
+            "Invalid SearchConditionExpression: Invalid operator used in SearchConditionExpression",
         ),
         (
             {
@@ -423,6 +438,95 @@ def test_a_write_reports_the_bytes_it_replicates_to_the_vector_index(
 
     replicated = answer["ConsumedCapacity"]["VectorIndexes"]["memkit-vectors"]
     assert replicated["VectorWriteRequestBytes"] > DIMENSIONS * 4
+
+
+# --- what the vector index meters, at Titan's 1,024 dimensions -------------------------------
+
+WIDE = 1024
+
+
+def _wide_item(key: str, scope: str) -> dict[str, Any]:
+    return {
+        "PK": {"S": key},
+        "SK": {"S": "DOC"},
+        "scope": {"S": scope},
+        "vector": {"L": [{"N": "0.5"}] * WIDE},
+    }
+
+
+@pytest.fixture
+def wide() -> Iterator[DynamoVectors]:
+    with dynamodb_vectors(WIDE) as made:
+        for key in ("d01", "d02", "d03"):
+            made.client.put_item(TableName=made.table, Item=_wide_item(key, "s"))
+        made.settle()
+        yield made
+        assert made.standin.rejected == []
+
+
+def _search_bytes(wide: DynamoVectors, **request: Any) -> tuple[float, list[dict[str, Any]]]:
+    answer = wide.client.search_vectors(
+        TableName=wide.table,
+        IndexName="memkit-vectors",
+        SearchVector=[{"N": "1"}] * WIDE,
+        TopK=100,
+        SearchConditionExpression="#s = :s",
+        ExpressionAttributeValues={":s": {"S": "s"}},
+        ReturnConsumedCapacity="TOTAL",
+        **request,
+    )
+    return answer["ConsumedCapacity"]["VectorSearchRequestBytes"], answer["SearchResults"]
+
+
+def test_a_search_meters_the_bytes_dynamodb_was_measured_to(wide: DynamoVectors) -> None:
+    # Given three docs of 16 bytes besides their vector (PK d0n: 5, SK DOC: 5, scope s: 6)
+
+    # When TopK 100 finds them, projecting their keys
+    metered, results = _search_bytes(
+        wide, ProjectionExpression="#s, PK", ExpressionAttributeNames={"#s": "scope"}
+    )
+
+    # Then 30.6875 bytes a dimension, and 65 a result plus its 16 bytes
+    assert len(results) == 3
+    assert metered == 31_424 + 3 * (65 + 16)
+
+
+def test_a_search_that_shows_the_vectors_meters_4_bytes_a_dimension_each(
+    wide: DynamoVectors,
+) -> None:
+    metered, results = _search_bytes(
+        wide, ProjectionExpression="#s, PK, vector", ExpressionAttributeNames={"#s": "scope"}
+    )
+
+    assert all(len(result["Item"]["vector"]["L"]) == WIDE for result in results)
+    assert metered == 31_424 + 3 * (65 + 16) + 3 * 4 * WIDE
+
+
+def test_a_search_without_a_projection_returns_no_vector_and_meters_none(
+    wide: DynamoVectors,
+) -> None:
+    metered, results = _search_bytes(wide, ExpressionAttributeNames={"#s": "scope"})
+
+    assert sorted(result["Item"]["PK"]["S"] for result in results) == ["d01", "d02", "d03"]
+    assert all("vector" not in result["Item"] for result in results)
+    assert metered == 31_424 + 3 * (65 + 16)
+
+
+def test_a_small_search_meters_dynamodbs_floor_of_1024_bytes(vectors: DynamoVectors) -> None:
+    answer = _raw_search(vectors, ReturnConsumedCapacity="TOTAL")
+
+    assert answer["ConsumedCapacity"]["VectorSearchRequestBytes"] == 1024
+
+
+def test_a_1024_dimension_write_meters_awss_example_4125_bytes(wide: DynamoVectors) -> None:
+    # Given a doc of 29 bytes besides its vector (PK: 7, SK: 5, scope: 17)
+    item = _wide_item("doc-1", "tenant#n#ada")
+
+    answer = wide.client.put_item(TableName=wide.table, Item=item, ReturnConsumedCapacity="INDEXES")
+
+    # Then its 4,096 bytes of float32 and those 29, as AWS's example of such a write reports
+    replicated = answer["ConsumedCapacity"]["VectorIndexes"]["memkit-vectors"]
+    assert replicated["VectorWriteRequestBytes"] == 4125
 
 
 # --- errors ---------------------------------------------------------------------------------

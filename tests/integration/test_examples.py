@@ -3,7 +3,6 @@ with bearer tokens checked, auth jwt), in each model API's format, and says what
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,25 +12,18 @@ import pytest
 from memkit.client import MemkitClient
 from memkit_dev.local.auth import mint
 from memkit_dev.local.stack import LocalStack
-from tests.conftest import ROOT
+from tests.examples import run_example
 
 pytestmark = pytest.mark.integration
-EXAMPLE = ROOT / "examples" / "agent_loop.py"
+EXAMPLE = "agent_loop.py"
 # A table of its own: a stack that finds another module's items in moto rebuilds its index.
 JWT_STACK_OPTIONS = {"table_name": "memkit-examples"}
 
 
-def run_example(jwt_stack: LocalStack, token: str, *args: str) -> subprocess.CompletedProcess[str]:
+def run_loop(jwt_stack: LocalStack, token: str, *args: str) -> subprocess.CompletedProcess[str]:
     """The example as a command, with the variables `make serve` tells a user to set."""
-    environment = {**os.environ, "MEMKIT_URL": jwt_stack.url, "MEMKIT_TOKEN": token}
-    return subprocess.run(
-        [sys.executable, str(EXAMPLE), *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=environment,
-        cwd=ROOT,
-    )
+    environment = {"MEMKIT_URL": jwt_stack.url, "MEMKIT_TOKEN": token}
+    return run_example(sys.executable, EXAMPLE, args, environment)
 
 
 def test_the_agent_loop_remembers_across_turns_and_sessions(
@@ -42,7 +34,7 @@ def test_the_agent_loop_remembers_across_turns_and_sessions(
 
     # When the demo runs three times, each in a new session and another model API's format
     runs = [
-        run_example(jwt_stack, token, "--user", "ada", "--format", api, "--session", f"demo-{api}")
+        run_loop(jwt_stack, token, "--user", "ada", "--format", api, "--session", f"demo-{api}")
         for api in ("bedrock", "anthropic", "openai")
     ]
 
@@ -74,7 +66,7 @@ def test_the_agent_loop_says_why_when_the_token_names_another_user(
 ) -> None:
     token = mint(dev_keys, "bob", "default", ["memory:read", "memory:write"])
 
-    done = run_example(jwt_stack, token, "--user", "ada", "--turn", "Hello")
+    done = run_loop(jwt_stack, token, "--user", "ada", "--turn", "Hello")
 
     assert done.returncode == 1
     assert done.stderr.startswith("memkit: 403 forbidden: ")

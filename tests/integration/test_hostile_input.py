@@ -192,6 +192,75 @@ def test_recursive_schemas_that_consume_the_instance_are_accepted(api: Call) -> 
     assert response.status == 200
 
 
+def _fan_out(levels: int) -> dict:
+    """Definitions each applying the next one twice (allOf), `levels` deep, used by x."""
+    defs: dict = {
+        f"d{n}": {"allOf": [{"$ref": f"#/$defs/d{n + 1}"}, {"$ref": f"#/$defs/d{n + 1}"}]}
+        for n in range(levels)
+    }
+    defs[f"d{levels}"] = {"type": "object"}
+    return {"type": "object", "properties": {"x": {"$ref": "#/$defs/d0"}}, "$defs": defs}
+
+
+def test_a_schema_whose_refs_fan_out_is_422_naming_the_ref_and_nothing_is_stored(
+    api: Call,
+) -> None:
+    # Given a schema of 31 small definitions that is 2**30 copies of the last one once its
+    # $refs are followed (checking even {"x": {}} against it would take years)
+    schema = _fan_out(30)
+
+    # When it is saved as a profile
+    response = api("PUT", "/v1/profiles/fan", body={"schema": schema})
+
+    # Then it is refused at the $ref that uses the definitions, with the reason
+    assert_refused(response, 422, "schema.properties.x.$ref")
+    reason = response.body["errors"][0]["reason"]
+    assert reason.startswith("expands to more than 10000 JSON values")
+    assert api("GET", "/v1/profiles/fan").status == 404
+
+
+def test_a_profile_stored_before_the_ref_check_refuses_content_without_evaluating_it(
+    api: Call, dynamodb_table: str
+) -> None:
+    from memkit.config import ApiSettings
+    from memkit.models.domain import ProfileSpec
+    from memkit.store.dynamodb import DynamoStore
+
+    # Given a profile written straight to the table, as before its $refs' expansion was
+    # checked (14 levels: 16,384 copies of the last definition)
+    store = DynamoStore(ApiSettings(table_name=dynamodb_table, region="us-east-1"))
+    spec = ProfileSpec.model_validate({"schema": _fan_out(14)})
+    store.put_profile("default", "default", "old", spec, None)
+
+    # When content is written with it, and the scratchpad read
+    written = api("PUT", PAD, query={"profile": "old"}, body={"content": {"x": {}}})
+    read = api("GET", PAD, query={"profile": "old"})
+
+    # Then the write is a 422 naming the $ref and nothing is written; the read answers
+    assert_refused(written, 422, "schema.properties.x.$ref")
+    assert (read.status, read.body["version"]) == (200, 0)
+
+
+def test_schemas_that_share_definitions_check_content_through_their_refs(api: Call) -> None:
+    address = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    schema = {
+        "$defs": {"address": address},
+        "type": "object",
+        "properties": {
+            "home": {"$ref": "#/$defs/address"},
+            "past": {"type": "array", "items": {"$ref": "#/$defs/address"}},
+        },
+    }
+    assert api("PUT", "/v1/profiles/addr", body={"schema": schema}).status == 200
+    pad = {"query": {"profile": "addr"}}
+
+    good = api("PUT", PAD, body={"content": {"home": {"city": "Oslo"}}}, **pad)
+    bad = api("PUT", PAD, body={"content": {"past": [{"city": "Rome"}, {}]}}, **pad)
+
+    assert good.status == 200
+    assert_refused(bad, 422, "content.past.1.city")
+
+
 def test_ids_in_the_body_follow_the_same_rules_as_in_the_query(api: Call) -> None:
     response = api("PUT", PAD, body={"content": "x", "namespace": "a\u0000b"})
 

@@ -57,7 +57,9 @@ def _token(stack: LocalStack, user: str, *scopes: str, tenant: str = "default") 
 def test_a_data_route_needs_a_token_and_public_routes_do_not(stack: LocalStack) -> None:
     assert _call(stack, None, "GET", "/v1/working-memory/").status_code == 401
     assert _call(stack, "not-a-token", "GET", "/v1/working-memory/").status_code == 401
-    assert _call(stack, None, "GET", "/v1/health").status_code == 200
+    health = _call(stack, None, "GET", "/v1/health")
+    assert health.status_code == 200
+    assert "x-memkit-warning" not in health.headers  # identity is verified here
     assert _call(stack, None, "GET", "/v1/openapi.json").status_code == 200
 
 

@@ -74,6 +74,37 @@ def test_the_gateway_routes_only_what_the_template_wires(stack: LocalStack) -> N
     assert body == {"message": "Not Found"}
 
 
+def test_with_auth_off_every_answer_of_the_functions_says_no_credential_was_checked(
+    stack: LocalStack,
+) -> None:
+    # Given the stack with auth mode none (its default here: `memkit serve --auth none`)
+    public = [
+        ("GET", "/v1/health"),
+        ("GET", "/v1/openapi.json"),
+        ("GET", "/.well-known/oauth-protected-resource/mcp"),  # the MCP function's
+    ]
+    private = [
+        ("GET", "/v1/working-memory/?namespace=warned"),
+        ("GET", "/v1/working-memory/warned-none"),  # a 404 of the function
+    ]
+
+    # When each is called over HTTP
+    answers = {path: request(stack.url, method, path) for method, path in public + private}
+
+    # Then each says so, public routes and refusals alike
+    statuses = {path: status for path, (status, _, _) in answers.items()}
+    assert statuses == {
+        "/v1/health": 200,
+        "/v1/openapi.json": 200,
+        "/.well-known/oauth-protected-resource/mcp": 200,
+        "/v1/working-memory/?namespace=warned": 200,
+        "/v1/working-memory/warned-none": 404,
+    }
+    for path, (_, headers, _) in answers.items():
+        warning = {k.lower(): v for k, v in headers.items()}.get("x-memkit-warning", "")
+        assert warning.startswith("unauthenticated"), path
+
+
 def test_a_scratchpad_round_trip_with_etag_over_http(stack: LocalStack) -> None:
     put_status, headers, _ = request(
         stack.url, "PUT", "/v1/working-memory/rt/scratchpad", {"content": "hello"}

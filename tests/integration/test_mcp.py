@@ -5,14 +5,20 @@ answers (metadata, 401, 403 insufficient_scope)."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from typing import Any
 
 import boto3
+import httpx2
 import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
 from memkit.config import ApiSettings, McpSettings
 from memkit.handlers.mcp import make_lambda_handler
 from memkit.identity import ADMIN, READ, WRITE
+from memkit.models.domain import ProfileSpec
 from memkit.store.dynamodb import DynamoStore
 from tests.conftest import LambdaContextStub
 from tests.events import http_event, jwt_authorizer, load_event
@@ -351,6 +357,7 @@ def test_the_metadata_names_the_resource_its_issuer_and_scopes_without_a_token(
         found = answer(handler(http_event("GET", path), LambdaContextStub()))
 
         assert found.status == 200
+        assert "x-memkit-warning" not in found.headers  # auth mode jwt: identity is verified
         assert found.body == {
             "resource": f"https://{HOST}/mcp",
             "resource_name": "memkit",
@@ -524,11 +531,17 @@ def test_the_tenants_quota_applies_to_mcp_requests(dynamodb_table: str) -> None:
 
 def test_auth_mode_none_serves_and_says_so(dynamodb_table: str) -> None:
     world = build_world(dynamodb_table, ApiSettings(table_name=dynamodb_table, region="us-east-1"))
+    handler = _handler(world)
 
-    listed = call_mcp(_handler(world), request("tools/list"), None)
+    listed = call_mcp(handler, request("tools/list"), None)
+    metadata = answer(
+        handler(http_event("GET", "/.well-known/oauth-protected-resource"), LambdaContextStub())
+    )
+    streamless = answer(handler(http_event("GET", "/mcp"), LambdaContextStub()))
 
-    assert listed.status == 200
-    assert listed.headers["x-memkit-warning"].startswith("unauthenticated")
+    assert (listed.status, metadata.status, streamless.status) == (200, 200, 405)
+    for response in (listed, metadata, streamless):  # public routes and refusals too
+        assert response.headers["x-memkit-warning"].startswith("unauthenticated")
 
 
 def test_the_apis_host_is_allowed_and_another_host_or_origin_is_refused(mcp: Any) -> None:
@@ -641,6 +654,97 @@ def test_an_id_no_path_could_name_is_a_tool_error_naming_the_rule(mcp: Any) -> N
     ]:
         assert argument in refused.tool_error
         assert f"{reason}: an id is used as one URL path segment" in refused.tool_error
+
+
+# -- refused arguments, through the `mcp` SDK's own client ------------------------------------
+
+SECRET = "SECRET-VALUE-7731"
+# Each refused where it is sent: an id rule, a type, an operator (a key), a profile's schema.
+REFUSED_CALLS = [
+    ("get_long_term_memory", {"memory_id": f"a/{SECRET}"}),
+    ("create_long_term_memories", {"memories": [{"id": f"{SECRET}?", "text": "x"}]}),
+    ("search_long_term_memory", {"text": "tea", "limit": SECRET}),
+    ("search_long_term_memory", {"text": "tea", "namespace": {SECRET: "x"}}),
+    ("update_scratchpad", {"session_id": "s1", "profile": "themes", "content": {"theme": SECRET}}),
+]
+
+
+async def _sdk_calls(handler: Any, calls: list[tuple[str, dict[str, Any]]], mode: str) -> list[str]:
+    """`calls` made by the `mcp` SDK's client, each request handed to the MCP handler as the
+    event API Gateway builds (in a thread, as Lambda runs it: its own event loop); the text
+    of each result, which must be an error."""
+
+    async def send(request: httpx2.Request) -> httpx2.Response:
+        body = (await request.aread()).decode() or None
+        event = http_event(
+            request.method, request.url.path, headers=dict(request.headers), raw_body=body
+        )
+        result = await asyncio.to_thread(handler, event, LambdaContextStub())
+        content = (result.get("body") or "").encode()
+        return httpx2.Response(result["statusCode"], headers=result["headers"], content=content)
+
+    http = httpx2.AsyncClient(
+        transport=httpx2.MockTransport(send), headers={"authorization": bearer_for(ADA)}
+    )
+    transport = streamable_http_client(f"https://{HOST}/mcp", http_client=http)
+    texts = []
+    async with http, Client(transport, mode=mode) as client:
+        for name, arguments in calls:
+            result = await client.call_tool(name, arguments)
+            assert result.is_error, (name, result)
+            texts.append(" ".join(getattr(part, "text", "") for part in result.content))
+    return texts
+
+
+@pytest.fixture
+def themes(world: MemoryWorld) -> None:
+    """Ada's tenant has a profile whose schema allows two themes."""
+    schema = {"type": "object", "properties": {"theme": {"enum": ["dark", "light"]}}}
+    spec = ProfileSpec.model_validate({"schema": schema})
+    world.services.profiles.put("acme", "default", "themes", spec, None)
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"], ids=["handshake", MODERN])
+def test_refused_arguments_say_the_field_and_reason_never_the_value(
+    world: MemoryWorld, mode: str
+) -> None:
+    said = asyncio.run(_sdk_calls(_handler(world), REFUSED_CALLS[:4], mode))
+
+    assert said == [
+        "invalid arguments for get_long_term_memory: memory_id: must not contain '/': an id "
+        "is used as one URL path segment, so it holds no '/', '?', '%' or control character "
+        "and is not '.' or '..'",
+        "invalid arguments for create_long_term_memories: memories.0.id: must not contain "
+        "'?': an id is used as one URL path segment, so it holds no '/', '?', '%' or control "
+        "character and is not '.' or '..'",
+        "invalid arguments for search_long_term_memory: limit: Input should be a valid "
+        "integer, unable to parse string as an integer",
+        "invalid arguments for search_long_term_memory: namespace: a key is not one of those "
+        "allowed here: 'eq', 'ne', 'any', 'all', 'none', 'startswith', 'in_', 'not_eq' or "
+        "'not_in'",
+    ]
+
+
+@pytest.mark.usefixtures("themes")
+def test_no_log_line_carries_a_refused_value(
+    world: MemoryWorld, caplog: pytest.LogCaptureFixture, debug_log: Any
+) -> None:
+    caplog.set_level(logging.DEBUG)  # as verbose as a function's root logger can be
+
+    said = asyncio.run(_sdk_calls(_handler(world), REFUSED_CALLS, "auto"))
+
+    # The function's lines (the test's own client logs what it sends): none has the value
+    function = [r for r in caplog.records if not r.name.startswith("mcp.client")]
+    assert "content.theme" in said[-1]  # the scratchpad's refusal, for the model to fix
+    assert [r.getMessage() for r in function if SECRET in caplog.handler.format(r)] == []
+    assert SECRET not in debug_log.getvalue()
+    refused = [(r.tool, r.arguments) for r in function if r.msg == "tool arguments refused"]
+    assert refused == [
+        ("get_long_term_memory", ["memory_id"]),
+        ("create_long_term_memories", ["memories"]),
+        ("search_long_term_memory", ["limit"]),
+        ("search_long_term_memory", ["namespace"]),
+    ]
 
 
 def test_logs_carry_tool_names_never_arguments_or_results(

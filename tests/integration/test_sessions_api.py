@@ -544,6 +544,35 @@ def test_if_match_guards_session_writes(api: Call) -> None:
     assert api("GET", S1).body["title"] == "changed"
 
 
+def test_patch_sets_the_sessions_window_and_null_gives_back_the_servers(api: Call) -> None:
+    api("PUT", S1, query={"model_name": "gpt-4"}, body={"messages": [_msg("m1")]})
+
+    left = api("PATCH", S1, body={"title": "Tea"}).body["context_window_max"]
+    changed = api("PATCH", S1, body={"context_window_max": 3000}).body["context_window_max"]
+    reset = api("PATCH", S1, body={"context_window_max": None}).body["context_window_max"]
+
+    assert left == 8192  # a PATCH that names no window keeps the session's (gpt-4's)
+    assert changed == 3000
+    assert reset is None  # the server's summary_window_tokens again
+    assert api("GET", S1).body["context_window_max"] is None
+    assert _log(api) == ["m1"]
+
+
+@pytest.mark.parametrize("window", [0, -5, 100_000_001, "2000", True, 2000.5])
+def test_a_patch_window_that_is_not_a_token_count_is_a_422_naming_it(
+    api: Call, window: Any
+) -> None:
+    api("PUT", S1, query={"context_window_max": "4000"}, body={"messages": [_msg("m1")]})
+
+    response = api("PATCH", S1, body={"title": "Tea", "context_window_max": window})
+
+    assert response.status == 422, response.body
+    assert [e["field"] for e in response.body["errors"]] == ["context_window_max"]
+    assert response.body["errors"][0]["reason"]
+    kept = api("GET", S1).body
+    assert (kept["context_window_max"], kept["title"]) == (4000, None)  # nothing written
+
+
 # -- 4. max_messages -------------------------------------------------------------------------
 
 

@@ -117,7 +117,9 @@ def populate(admin: MemkitClient, keys: Path, stack: LocalStack) -> None:
         "long_term_memory_strategy": {"strategy": "summary", "config": {"max": 3}},
         "tokens": 42,
     }
-    admin.put_session("chat-1", document, namespace="alpha")
+    # chat-1 has a summary window of its own (a write's context_window_max); the others the
+    # server's.
+    admin.put_session("chat-1", document, namespace="alpha", context_window_max=32_000)
     admin.append_messages("chat-1", turns("a1", 150, "green tea"), namespace="alpha")
     admin.replace_scratchpad("- likes green tea", "chat-1", namespace="alpha")
     admin.replace_scratchpad("# Notes\n- Oslo", "chat-1", namespace="alpha", profile="notes")
@@ -287,6 +289,8 @@ def test_an_export_imported_into_a_fresh_stack_gives_the_same_memory(
         "counts": {"profiles": 2, "sessions": 3, "messages": 163, "scratchpads": 3, "memories": 4},
     }
     assert max(len(x.get("messages", [])) for x in lines) == 100  # chunks of 100
+    windows = {x["session_id"]: x["context_window_max"] for x in lines if x["kind"] == "session"}
+    assert windows == {"chat-1": 32_000, "chat-2": None, "bob-1": None}
 
     status, _, err = memkit(capsys, target, admin_token, "import", str(alpha))
     assert status == 0, err
@@ -308,6 +312,7 @@ def test_an_export_imported_into_a_fresh_stack_gives_the_same_memory(
         document = copy.get_session("chat-2", namespace="alpha")
         assert [m.id for m in document.messages] == ["a2-005", "a2-006", "a2-007"]
         assert document.message_count == 8
+        assert copy.get_session("chat-1", namespace="alpha").context_window_max == 32_000
         versions = {
             s: copy.get_session(s, namespace="alpha").version for s in ("chat-1", "chat-2", "bob-1")
         }
@@ -344,6 +349,47 @@ def test_a_users_export_holds_that_user_only(
     assert owners == {"ada"}
     assert {x["id"] for x in lines if x["kind"] == "memory"} == {"r-tea", "r-oslo", "r-lisbon"}
     assert {x["session_id"] for x in lines if x["kind"] == "session"} == {"chat-1", "chat-2"}
+
+
+def test_an_import_gives_a_session_the_files_window_and_an_older_export_leaves_it(
+    target: LocalStack, dev_keys: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a session on the target with a window of its own
+    admin = token(dev_keys, "ops", ADMIN)
+    with client(target, dev_keys) as writer:
+        writer.put_session(
+            "w-1",
+            {"user_id": "ada", "title": "Garden"},
+            namespace="windows",
+            context_window_max=2000,
+        )
+
+    def imported(**session: Any) -> tuple[int, str, int | None]:
+        header = {"kind": "memkit-export", "version": 1}
+        line = {"kind": "session", "session_id": "w-1", "namespace": "windows", "user_id": "ada"}
+        path = tmp_path / "windows.jsonl"
+        end = {"kind": "end", "counts": {}}
+        lines = (header, {**line, **session}, end)
+        path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+        status, _, err = memkit(capsys, target, admin, "import", str(path))
+        with client(target, dev_keys) as reader:
+            return status, err, reader.get_session("w-1", namespace="windows").context_window_max
+
+    # When files are imported: one written before sessions carried their window, one with a
+    # window, the same again, one with the server's (null)
+    older = imported(title="Garden")
+    given = imported(title="Garden", context_window_max=6000)
+    again = imported(title="Garden", context_window_max=6000)
+    default = imported(title="Garden", context_window_max=None)
+
+    # Then the session has each file's window, and a file that names none leaves it as it was
+    assert older[:1] + older[2:] == (0, 2000), older[1]
+    assert "0 sessions" in older[1]
+    assert given[:1] + given[2:] == (0, 6000), given[1]
+    assert "1 sessions" in given[1]
+    assert again[:1] + again[2:] == (0, 6000), again[1]
+    assert "0 sessions" in again[1]
+    assert default[:1] + default[2:] == (0, None), default[1]
 
 
 AMS_WORKING_MEMORY = {

@@ -1,6 +1,6 @@
 """The cost arithmetic behind docs/cost.md and docs/agentcore.md (bench/billing.py): what a
-metered unit of work costs is each count times its own published price, and nothing is
-priced that has no price."""
+metered unit of work costs is each count times its own published price (a count of bytes,
+its GB times the GB price)."""
 
 from __future__ import annotations
 
@@ -48,6 +48,8 @@ def test_the_prices_are_the_published_ones_the_docs_quote() -> None:
     assert PRICES["dynamodb_rru"] * 1_000_000 == pytest.approx(0.125)
     assert PRICES["titan_embed_v2_token"] * 1_000_000 == pytest.approx(0.02)
     assert PRICES["cohere_embed_v3_token"] * 1_000_000 == pytest.approx(0.10)
+    assert PRICES["dynamodb_vector_search_gb"] == pytest.approx(0.002)
+    assert PRICES["dynamodb_vector_write_gb"] == pytest.approx(0.52)
     assert set(billing.SOURCES) == set(PRICES)
 
 
@@ -60,11 +62,15 @@ def test_embedding_tokens_are_priced_at_the_embedders_own_price() -> None:
     assert "embed_tokens" not in billing.line_items(usage, embedder="local")
 
 
-def test_a_quantity_without_a_price_is_listed_not_priced_as_zero() -> None:
-    usage = {"api_requests": 1.0, "vector_search_bytes": 60_000.0, "vector_write_bytes": 0.0}
+def test_a_vector_indexs_bytes_are_priced_by_the_gb_of_its_own_unit() -> None:
+    # 1M searches of 50,000 VS bytes, 1M writes of 4,125 VWR bytes
+    usage = {"vector_search_bytes": 50_000.0, "vector_write_bytes": 4_125.0}
 
-    assert billing.dollars(usage) == pytest.approx(PRICES["http_api_request"])
-    assert billing.unpriced(usage) == {"vector_search_bytes": 60_000.0}
+    lines = billing.line_items(usage)
+
+    assert lines["vector_search_bytes"] * 1_000_000 == pytest.approx(50e9 / 1024**3 * 0.002)
+    assert lines["vector_write_bytes"] * 1_000_000 == pytest.approx(4.125e9 / 1024**3 * 0.52)
+    assert billing.dollars(usage) == pytest.approx(sum(lines.values()))
 
 
 def test_fixed_and_storage_costs_are_a_month_of_their_rate() -> None:

@@ -155,3 +155,15 @@ def test_an_error_of_the_whole_value_is_the_body() -> None:
         Owner.model_validate(5)
 
     assert [p.field for p in field_problems(raised.value.errors(), Owner)] == ["body"]
+
+
+def test_without_naming_keys_a_refused_key_is_neither_the_path_nor_the_reason() -> None:
+    # An MCP tool's refusal never repeats what was sent, not even a key
+    with pytest.raises(ValidationError) as raised:
+        Owner.model_validate({"name": "ada", "filter": {"SECRET-KEY": 1}})
+
+    problems = field_problems(raised.value.errors(), Owner, name_keys=False)
+
+    assert problems == [
+        FieldProblem("filter", "a key is not one of those allowed here: 'eq' or 'ne'")
+    ]

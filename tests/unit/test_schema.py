@@ -291,3 +291,148 @@ def test_content_problems_caps_type_errors() -> None:
 
     # Then at most MAX_PROBLEMS are returned
     assert len(problems) == MAX_PROBLEMS, "problems are capped"
+
+
+# -- $refs that fan out -------------------------------------------------------------------------
+
+
+def fan_out(levels: int, applicator: str = "allOf") -> dict[str, Any]:
+    """Definitions each referring to the next one twice, `levels` deep, used by property x:
+    2**levels copies of the last one once the $refs are followed."""
+
+    def twice(n: int) -> dict[str, Any]:
+        ref = {"$ref": f"#/$defs/d{n + 1}"}
+        if applicator == "allOf":
+            return {"allOf": [ref, dict(ref)]}
+        return {"properties": {"a": ref, "b": dict(ref)}}
+
+    defs = {f"d{n}": twice(n) for n in range(levels)}
+    defs[f"d{levels}"] = {"type": "object"}
+    return {"type": "object", "properties": {"x": {"$ref": "#/$defs/d0"}}, "$defs": defs}
+
+
+def multiplying(depth: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A recursive schema whose two allOf branches both descend into property a, and content
+    nested `depth` levels in a: each level of the content doubles the schemas applied."""
+    step = {"properties": {"a": {"$ref": "#/$defs/n"}}}
+    schema = {"$defs": {"n": {"type": "object", "allOf": [step, dict(step)]}}, "$ref": "#/$defs/n"}
+    content: dict[str, Any] = {}
+    for _ in range(depth):
+        content = {"a": content}
+    return schema, content
+
+
+LINKED_LIST: dict[str, Any] = {
+    "$defs": {"node": {"type": "object", "properties": {"next": {"$ref": "#/$defs/node"}}}},
+    "type": "object",
+    "properties": {"head": {"$ref": "#/$defs/node"}},
+}
+TREE: dict[str, Any] = {
+    "$defs": {
+        "tree": {
+            "type": "object",
+            "properties": {
+                "value": {"type": "integer"},
+                "left": {"$ref": "#/$defs/tree"},
+                "right": {"$ref": "#/$defs/tree"},
+            },
+        }
+    },
+    "$ref": "#/$defs/tree",
+}
+ADDRESS = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+SHARED: dict[str, Any] = {
+    "$defs": {"address": ADDRESS},
+    "type": "object",
+    "properties": {
+        "home": {"$ref": "#/$defs/address"},
+        "work": {"$ref": "#/$defs/address"},
+        "past": {"type": "array", "items": {"$ref": "#/$defs/address"}},
+    },
+}
+
+
+@pytest.mark.parametrize("applicator", ["allOf", "properties"])
+def test_a_schema_whose_refs_fan_out_is_refused_at_the_outermost_ref(applicator: str) -> None:
+    # Given definitions that each refer to the next one twice, 30 levels deep
+    schema = fan_out(30, applicator)
+
+    # When the schema is checked
+    problems = schema_problems(schema)
+
+    # Then the $ref that uses them is named, with the reason
+    assert fields(problems) == ["schema.properties.x.$ref"], "the outermost $ref is named"
+    assert "expands to more than 10000 JSON values" in problems[0].reason
+
+
+def test_a_schema_that_fans_out_below_the_limit_is_accepted() -> None:
+    assert schema_problems(fan_out(8)) == [], "2**8 copies of a small definition are fine"
+
+
+def test_many_refs_that_each_stay_below_the_limit_are_refused_at_the_schema() -> None:
+    # Given 40 properties each referring to a definition of 300 values (12,000 in all)
+    big = {"enum": list(range(299))}
+    schema = {
+        "$defs": {"big": big},
+        "properties": {f"p{n}": {"$ref": "#/$defs/big"} for n in range(40)},
+    }
+
+    assert fields(schema_problems(schema)) == ["schema"], "the sum is what is too large"
+
+
+@pytest.mark.parametrize(
+    ("schema", "content"),
+    [
+        (LINKED_LIST, {"head": {"next": {"next": {"next": {}}}}}),
+        (TREE, {"value": 1, "left": {"value": 2, "right": {"value": 3}}}),
+        (SHARED, {"home": {"city": "Oslo"}, "work": {"city": "Bergen"}, "past": []}),
+        (fan_out(8), {"x": {}}),
+        ({"type": "object", "properties": {"self": {"$ref": "#"}}}, {"self": {"self": {}}}),
+    ],
+)
+def test_ordinary_schemas_with_refs_are_accepted_and_check_content(
+    schema: dict[str, Any], content: dict[str, Any]
+) -> None:
+    assert schema_problems(schema) == []
+    assert content_problems(schema, content) == []
+
+
+def test_content_is_checked_through_refs_naming_the_field() -> None:
+    content = {"home": {"city": "Oslo"}, "past": [{"city": "Rome"}, {}]}
+
+    problems = content_problems(SHARED, content)
+
+    assert problems == [FieldProblem("content.past.1.city", "is required")]
+
+
+def test_a_stored_schema_whose_refs_fan_out_is_not_evaluated() -> None:
+    # Given a schema stored before the check (14 levels: 16,384 copies of the last one)
+    schema = fan_out(14)
+
+    # When content is checked against it
+    problems = content_problems(schema, {"x": {}})
+
+    # Then the schema is refused rather than evaluated
+    assert fields(problems) == ["schema.properties.x.$ref"]
+    assert "expands to more than" in problems[0].reason
+
+
+def test_content_whose_check_multiplies_at_each_level_is_refused() -> None:
+    # Given a recursive schema that passes the count (its recursion counts once) but applies
+    # itself twice at each level of the content, and content 20 levels deep (2**20 checks)
+    schema, content = multiplying(20)
+    assert schema_problems(schema) == []
+
+    # When the content is checked
+    problems = content_problems(schema, content)
+
+    # Then the check stops and says why
+    assert fields(problems) == ["schema"]
+    assert "multiply at each level of the content" in problems[0].reason
+
+
+def test_a_multiplying_schema_still_checks_shallow_content() -> None:
+    schema, content = multiplying(5)
+
+    assert content_problems(schema, content) == []
+    assert fields(content_problems(schema, {"a": {"a": 1}}))[0] == "content.a.a"

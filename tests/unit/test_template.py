@@ -952,7 +952,7 @@ def test_cors_allows_every_method_and_request_header_the_api_uses(
 
 
 def test_cors_exposes_the_headers_a_client_reads(template: dict[str, Any]) -> None:
-    from memkit.api.app import WARNING_HEADER
+    from memkit.handlers.http import WARNING_HEADER
 
     cors = _cors(template, CorsAllowedOrigins="*")
 

@@ -22,24 +22,36 @@ DynamoDB Local); this server adds:
   stops replication for a while). An item is indexed only with a valid vector and the HASH
   attribute; an item that loses either, or is deleted, leaves the index. With
   ReturnConsumedCapacity INDEXES, a write's ConsumedCapacity gains `VectorIndexes` with
-  VectorWriteRequestBytes: the bytes replicated to each index (4 per dimension plus the
-  sizes of the keys, the search attributes and the projection, as AWS's example of 4,125
-  for 1,024 dimensions suggests).
+  VectorWriteRequestBytes: the bytes replicated to each index, 4 per dimension plus the
+  names and values of the keys, the search attributes and the projection (AWS's example,
+  4,125 for a 1,024-dimension write, is 4,096 and 29; aws/agent-toolkit-for-aws's DynamoDB
+  skill measured 4,096 + 9 with keys alone, + 34 with a HASH and an INLINE_FILTER).
 - SearchVectors, answered here from the replicated state: the table and the index must
   exist; TopK 1 to 100; the SearchVector's length is the index's; with a HASH in the
   SearchSchema the expression must name it with `=`. A SearchConditionExpression is
-  conditions `attribute = :value` joined by AND (parentheses allowed): any other comparator
-  is refused ("Invalid comparator used in SearchConditionExpression"), and so is OR, NOT,
-  IN, BETWEEN and every function (the API reference of botocore 1.44: "support only the
-  equality operator"); an attribute outside the SearchSchema, an unused or missing
-  expression name or value, a ProjectionExpression naming what the index does not project:
-  refused. Matching is exact (type and value). Vectors are ranked exactly (every vector of
-  the partition), scored as the distance function says: COSINE and EUCLIDEAN distances
-  ascending (COSINE from 0 to 2), DOT_PRODUCT descending. A hit returns what the index
-  projects (keys, HASH and INLINE_FILTER attributes, NonKeyAttributes or ALL, the vector)
-  or the ProjectionExpression's attributes. ConsumedCapacity's VectorSearchRequestBytes, when
-  asked, is this stand-in's estimate (4 bytes a dimension for each of TopK vectors, plus the
-  bytes returned), not AWS's meter.
+  conditions `attribute = :value` joined by AND (parentheses allowed): `<`, `<=`, `>`, `>=`
+  and `<>` are refused with DynamoDB's "Invalid SearchConditionExpression: Invalid
+  comparator used in SearchConditionExpression", BETWEEN and IN with its "... Invalid
+  operator used in SearchConditionExpression" (both measured on an INLINE_FILTER attribute,
+  us-west-2, August 2026: jus2024/serverless-poc-stock-management,
+  docs/vector-search-comparison.md), OR, NOT and every function in this server's words;
+  an attribute outside the SearchSchema, an unused or missing expression name or value, a
+  ProjectionExpression naming what the index does not project: refused. Matching is exact
+  (type and value). Vectors are ranked exactly (every vector of the partition), scored as
+  the distance function says: COSINE and EUCLIDEAN distances ascending (COSINE from 0 to
+  2), DOT_PRODUCT descending. A hit returns the ProjectionExpression's attributes or,
+  without one, what the index projects (keys, HASH and INLINE_FILTER attributes,
+  NonKeyAttributes or ALL) but the vector, as DynamoDB does. ConsumedCapacity's
+  VectorSearchRequestBytes, when asked, is the model ExtendDB measured against DynamoDB
+  (ExtendDB/extenddb, crates/engine/src/search_vectors.rs: us-east-1, 2026-08-11, unscoped
+  searches of 16 to 512 dimensions): 30.6875 bytes a dimension of the index, plus 65 a
+  result and the result's own bytes as the index holds them (its vector left out), plus 4
+  a dimension for each result that shows its vector; at least 1,024. It is a model, not
+  AWS's meter: ExtendDB saw a search confined to one HASH value (memkit's always are)
+  report less than the dimension term alone (3,675 against 3,928 at 128 dimensions), and
+  an unscoped search of a 15,000-item, 1,024-dimension index reported 61,307 bytes at TopK
+  1, twice the model (jus2024/serverless-poc-stock-management, us-west-2): what the
+  service's traversal reads grows with the index in a way no public sweep has pinned down.
 
 Refusals carry DynamoDB's error type; their messages are AWS's where its documentation
 quotes them, this server's own words otherwise. Each is also recorded in `rejected`, so a
@@ -77,6 +89,13 @@ MAX_PROJECTED = 20
 SEARCHES_KEPT = 1_000
 DISTANCES = ("COSINE", "EUCLIDEAN", "DOT_PRODUCT")
 WRITES = ("PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems")
+# VectorSearchRequestBytes, as swept against DynamoDB by ExtendDB (us-east-1, 2026-08-11,
+# unscoped searches, 16 to 512 dimensions): per dimension of the index, per result returned
+# (besides the result's own bytes), per dimension of each vector a result shows; a floor.
+SEARCH_BYTES_PER_DIMENSION = 30.6875
+SEARCH_BYTES_PER_RESULT = 65
+SEARCH_BYTES_PER_SHOWN_DIMENSION = 4
+SEARCH_BYTES_FLOOR = 1024
 FAKE_ACCESS_KEY = "testing"
 FAKE_SECRET_KEY = "testing"  # noqa: S105 (moto's fake credentials)
 
@@ -199,15 +218,32 @@ def _size(value: Any) -> int:
     return 1
 
 
+def _bytes_besides(item: Item, vector_attribute: str) -> int:
+    """An item's attributes (names and values) other than its vector, in bytes."""
+    return sum(
+        len(name.encode()) + _size(value)
+        for name, value in item.items()
+        if name != vector_attribute
+    )
+
+
 def replicated_bytes(index: VectorIndex, item: Item, key_names: tuple[str, ...]) -> int:
     """What writing `item` replicates to `index`: 4 bytes a dimension plus the other
     projected attributes (names and values)."""
-    others = {
-        name: value
-        for name, value in index.projected(item, key_names).items()
-        if name != index.attribute
-    }
-    return index.dimensions * 4 + sum(len(name.encode()) + _size(v) for name, v in others.items())
+    return index.dimensions * 4 + _bytes_besides(index.projected(item, key_names), index.attribute)
+
+
+def search_request_bytes(index: VectorIndex, hits: list[Item], vectors_shown: int) -> float:
+    """VectorSearchRequestBytes of a search of `index` that returned `hits` (the items as
+    the index holds them), `vectors_shown` of them with their vector: the model measured on
+    DynamoDB (SEARCH_BYTES_*), at least SEARCH_BYTES_FLOOR."""
+    returned = sum(SEARCH_BYTES_PER_RESULT + _bytes_besides(hit, index.attribute) for hit in hits)
+    return max(
+        SEARCH_BYTES_FLOOR,
+        SEARCH_BYTES_PER_DIMENSION * index.dimensions
+        + returned
+        + SEARCH_BYTES_PER_SHOWN_DIMENSION * index.dimensions * vectors_shown,
+    )
 
 
 def _checked_index(spec: Item, definitions: dict[str, str], table_arn: str) -> VectorIndex:
@@ -300,8 +336,16 @@ def parse_condition(expression: str) -> list[tuple[str, str]]:
         left, operator = tokens[position], tokens[position + 1]
         if operator == "(" or left.upper() in _KEYWORDS or operator == ",":
             raise _validation("Invalid SearchConditionExpression: functions are not supported")
+        if operator.upper() in ("BETWEEN", "IN"):
+            raise _validation(
+                "Invalid SearchConditionExpression: Invalid operator used in "
+                "SearchConditionExpression"
+            )
         if operator.upper() in _KEYWORDS or operator in ("<>", "<", "<=", ">", ">="):
-            raise _validation("Invalid comparator used in SearchConditionExpression")
+            raise _validation(
+                "Invalid SearchConditionExpression: Invalid comparator used in "
+                "SearchConditionExpression"
+            )
         if operator != "=":
             raise _validation("Invalid SearchConditionExpression: Syntax error")
         right = tokens[position + 2]
@@ -792,6 +836,7 @@ class VectorDynamoDB(LoopbackServer):
                 )
             ]
         results: list[Item] = []
+        hits: list[Item] = []
         if candidates:
             matrix = np.stack([entry.vector for _, entry in candidates])
             scores = _score(index.distance, matrix, query)
@@ -800,26 +845,34 @@ class VectorDynamoDB(LoopbackServer):
             )
             for row in order[:top_k]:
                 entry = candidates[int(row)][1]
-                shown = {name: value for name, value in entry.item.items() if name in projection}
+                hits.append(entry.item)
+                shown = {
+                    name: value
+                    for name, value in entry.item.items()
+                    if (name in projection if projection is not None else name != index.attribute)
+                }
                 results.append({"Item": shown, "Score": float(scores[int(row)])})
         answer: Item = {"SearchResults": results}
         if payload.get("ReturnConsumedCapacity") in ("TOTAL", "INDEXES"):
-            returned = sum(len(json.dumps(result["Item"])) for result in results)
+            shown_vectors = sum(index.attribute in result["Item"] for result in results)
             answer["ConsumedCapacity"] = {
-                "VectorSearchRequestBytes": float(top_k * index.dimensions * 4 + returned)
+                "VectorSearchRequestBytes": search_request_bytes(index, hits, shown_vectors)
             }
         return answer
 
     @staticmethod
     def _projection(
         payload: Item, index: VectorIndex, table: _Table, names: dict[str, str], used: set[str]
-    ) -> set[str]:
+    ) -> set[str] | None:
+        """The attributes a hit shows: those ProjectionExpression names, or (None) without
+        one, everything the index holds but the vector, which DynamoDB returns only when
+        asked for (ExtendDB's measurement of 2026-08-10, even under ProjectionType ALL)."""
+        expression = payload.get("ProjectionExpression")
+        if expression is None:
+            return None
         every = set(table.key_names) | set(index.schema) | {index.attribute}
         if index.projection.get("ProjectionType") == "INCLUDE":
             every |= set(index.projection.get("NonKeyAttributes", []))
-        expression = payload.get("ProjectionExpression")
-        if expression is None:
-            return every if index.projection.get("ProjectionType") != "ALL" else {"*"} | every
         asked = {_name(operand.strip(), names, used) for operand in expression.split(",")}
         outside = sorted(
             name

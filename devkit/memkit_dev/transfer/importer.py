@@ -54,7 +54,10 @@ SESSION_WRITABLE = (
     "index_messages",
     "memories",
 )
-SESSION_PATCHABLE = tuple(k for k in SESSION_WRITABLE if k != "memories")
+# The session's summary window: a PUT takes it as a query parameter, a PATCH in its body (null:
+# the server's). A file written before exports carried it has no such key: left as it is.
+WINDOW = "context_window_max"
+SESSION_PATCHABLE = (*(k for k in SESSION_WRITABLE if k != "memories"), WINDOW)
 # Compared with a stored record to decide whether to write it again (last_accessed moves with
 # every use and is not).
 RECORD_COMPARED = tuple(k for k in fmt.RECORD_WRITABLE if k != "last_accessed")
@@ -173,7 +176,7 @@ class Importer:
         value = entry.value
         session_id, namespace = value["session_id"], value["namespace"]
         user_id = value.get("user_id")
-        document = {k: value[k] for k in SESSION_WRITABLE if k in value}
+        document = {k: value[k] for k in (*SESSION_WRITABLE, WINDOW) if k in value}
         try:
             current: SessionView | None = self.client.get_session(
                 session_id, namespace=namespace, user_id=user_id
@@ -184,7 +187,11 @@ class Importer:
         unit.where = entry.where
         if current is None:
             self.client.put_session(
-                session_id, {**document, "messages": []}, namespace=namespace, user_id=user_id
+                session_id,
+                {**without(document, WINDOW), "messages": []},
+                namespace=namespace,
+                user_id=user_id,
+                context_window_max=document.get(WINDOW),
             )
             self.counts["sessions"] += 1
             shown = value.get("document_messages")
@@ -245,9 +252,10 @@ class Importer:
         entry = Entry(unit.where, {"kind": fmt.SESSION, "session_id": unit.session_id})
 
         def put(_: Entry) -> None:
+            # No window: the PUT keeps the one the session was created with.
             self.client.put_session(
                 unit.session_id,
-                {**unit.document, "messages": list(unit.view or ())},
+                {**without(unit.document, WINDOW), "messages": list(unit.view or ())},
                 namespace=unit.namespace,
                 user_id=unit.user_id,
             )

@@ -34,18 +34,15 @@ from memkit.api.routes import (
 )
 from memkit.api.scopes import ROUTE_SCOPES
 from memkit.errors import FieldProblem, Forbidden, MemkitError
-from memkit.identity import Caller
 from memkit.identity import caller_of as caller_of_event
 from memkit.models.problems import field_problems
 from memkit.observability import logger
 
 TITLE = "memkit"
-WARNING_HEADER = "x-memkit-warning"
 # The pattern of the route Powertools makes for a path no route matches (its 404).
 NO_ROUTE = "^.*$"
 # Where Powertools says a request parameter came from (the first part of an error's loc).
 PLACES = ("body", "query", "path", "header", "cookie")
-UNAUTHENTICATED_WARNING = "unauthenticated: auth mode none, every caller acts as an admin"
 ROUTERS = (
     health.router,
     sessions.router,
@@ -119,14 +116,6 @@ def openapi_json(app: APIGatewayHttpResolver) -> str:
     return str(app.get_openapi_json_schema(title=TITLE, version=__version__))
 
 
-def _warned(app: APIGatewayHttpResolver, response: Response[Any]) -> Response[Any]:
-    """`response`, saying so when no credential was checked (auth mode none)."""
-    caller = app.context.get("caller")
-    if isinstance(caller, Caller) and not caller.authenticated:
-        response.headers[WARNING_HEADER] = UNAUTHENTICATED_WARNING
-    return response
-
-
 def refuse(
     app: APIGatewayHttpResolver,
     status: int,
@@ -167,7 +156,7 @@ def authorize(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> R
     app.append_context(caller=caller)
     caller.require(scope)
     charge(services, caller)
-    return _warned(app, next_middleware(app))
+    return next_middleware(app)
 
 
 def build_app() -> APIGatewayHttpResolver:
@@ -213,19 +202,15 @@ def build_app() -> APIGatewayHttpResolver:
         if exc.status >= 500:
             logger.error("request failed", extra={"code": exc.code, "reason": exc.detail})
             detail = "the service is not available" + ("; retry later" if exc.retry_after else "")
-            return _warned(app, refuse(app, exc.status, exc.code, detail, None, exc.retry_after))
+            return refuse(app, exc.status, exc.code, detail, None, exc.retry_after)
         logger.info("request refused", extra={"code": exc.code, "status": exc.status})
-        return _warned(
-            app, refuse(app, exc.status, exc.code, exc.detail, exc.errors, exc.retry_after)
-        )
+        return refuse(app, exc.status, exc.code, exc.detail, exc.errors, exc.retry_after)
 
     @app.exception_handler(RequestValidationError)
     def invalid_request(exc: RequestValidationError) -> Response[str]:
         # Unreadable bodies never get here: the handler's guard answers them first (400/415).
         problems = _invalid_fields(app.context.get("_route"), exc.errors())
-        return _warned(
-            app, refuse(app, 422, "validation_error", "the request is not valid", problems)
-        )
+        return refuse(app, 422, "validation_error", "the request is not valid", problems)
 
     @app.not_found
     def not_found(exc: NotFoundError) -> Response[str]:
@@ -235,7 +220,7 @@ def build_app() -> APIGatewayHttpResolver:
     def unexpected(exc: Exception) -> Response[str]:
         # The type only: an exception's text may quote stored content.
         logger.error("unhandled error", extra={"error_type": type(exc).__name__})
-        return _warned(app, refuse(app, 500, "internal_error", "internal error"))
+        return refuse(app, 500, "internal_error", "internal error")
 
     return app
 

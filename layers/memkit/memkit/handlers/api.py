@@ -15,8 +15,9 @@ from memkit.api.guard import body_problem, too_large_to_return
 from memkit.api.responses import refusal
 from memkit.api.routes.agentcore import routable
 from memkit.errors import MemkitError
-from memkit.handlers.http import after_invocation
-from memkit.handlers.wiring import production_services
+from memkit.handlers.http import after_invocation, warned
+from memkit.handlers.wiring import production_identity, production_services
+from memkit.identity import IdentitySettings
 from memkit.observability import drop_disabled_metrics, logger, metrics
 
 Handler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
@@ -28,8 +29,29 @@ def _refusal(event: dict[str, Any], error: MemkitError) -> dict[str, Any]:
     return agentcore_refusal(path, error) if speaks_agentcore(path) else refusal(error)
 
 
-def make_lambda_handler(services: Callable[[], Services] = production_services) -> Handler:
-    """The Lambda handler over `services` (production: DynamoDB from the environment)."""
+def make_lambda_handler(
+    services: Callable[[], Services] = production_services,
+    identity: Callable[[], IdentitySettings] | None = None,
+) -> Handler:
+    """The Lambda handler over `services` (production: DynamoDB from the environment).
+    `identity`: how callers are identified, read without building the services (a health
+    check builds none); None: the services' own settings."""
+    identity_of = identity or (lambda: services().settings.identity)
+
+    def answer(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+        problem = body_problem(event)
+        if problem is not None:
+            return _refusal(event, problem)
+        app.append_context(services=services)
+        if speaks_agentcore(str(event.get("rawPath") or "")):
+            event = routable(event)
+        response = app.resolve(event, context)
+        oversized = too_large_to_return(response)
+        if oversized is not None:
+            logger.warning("response too large", extra={"status": response["statusCode"]})
+            metrics.add_metric(name="ResponseTooLarge", unit="Count", value=1)
+            return _refusal(event, oversized)
+        return response
 
     @logger.inject_lambda_context(
         correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True
@@ -38,23 +60,11 @@ def make_lambda_handler(services: Callable[[], Services] = production_services) 
     @drop_disabled_metrics
     def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         try:
-            problem = body_problem(event)
-            if problem is not None:
-                return _refusal(event, problem)
-            app.append_context(services=services)
-            if speaks_agentcore(str(event.get("rawPath") or "")):
-                event = routable(event)
-            response = app.resolve(event, context)
-            oversized = too_large_to_return(response)
-            if oversized is not None:
-                logger.warning("response too large", extra={"status": response["statusCode"]})
-                metrics.add_metric(name="ResponseTooLarge", unit="Count", value=1)
-                return _refusal(event, oversized)
-            return response
+            return warned(answer(event, context), identity_of)
         finally:
             after_invocation()
 
     return lambda_handler
 
 
-lambda_handler = make_lambda_handler()
+lambda_handler = make_lambda_handler(production_services, production_identity)

@@ -3,6 +3,14 @@
 from __future__ import annotations
 
 import gc
+from collections.abc import Callable
+from typing import Any
+
+from memkit.errors import MemkitError
+from memkit.identity import IdentitySettings
+
+WARNING_HEADER = "x-memkit-warning"
+UNAUTHENTICATED_WARNING = "unauthenticated: auth mode none, every caller acts as an admin"
 
 
 def end_of_cold_start() -> None:
@@ -15,3 +23,19 @@ def after_invocation() -> None:
     """End the cold start's GC pause after the first invocation."""
     if not gc.isenabled():
         end_of_cold_start()
+
+
+def warned(response: dict[str, Any], identity: Callable[[], IdentitySettings]) -> dict[str, Any]:
+    """`response` (payload format 2.0) saying that no credential was checked when the API
+    checks none (auth mode none): every answer of the function, whatever route or refusal
+    made it, public routes included, so no client of an open API mistakes it for a verified
+    one. Settings that cannot be read name no mode: the response (a 500 saying so, or the
+    health check) is left as it is."""
+    try:
+        mode = identity().auth_mode
+    except MemkitError:
+        return response
+    if mode != "none":
+        return response
+    headers = {**(response.get("headers") or {}), WARNING_HEADER: UNAUTHENTICATED_WARNING}
+    return {**response, "headers": headers}

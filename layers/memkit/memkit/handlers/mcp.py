@@ -32,9 +32,14 @@ from memkit.api.guard import too_large_to_return
 from memkit.api.scopes import MCP_ROUTE_SCOPES
 from memkit.config import McpSettings, mcp_settings
 from memkit.errors import Forbidden, MemkitError, Misconfigured, Unauthenticated
-from memkit.handlers.http import after_invocation
-from memkit.handlers.wiring import checked, production_api_keys, production_services
-from memkit.identity import READ, caller_of
+from memkit.handlers.http import after_invocation, warned
+from memkit.handlers.wiring import (
+    checked,
+    production_api_keys,
+    production_identity,
+    production_services,
+)
+from memkit.identity import READ, IdentitySettings, caller_of
 from memkit.mcp_server import asgi
 from memkit.mcp_server.bearer import JwtVerifier, KeySet, KeyVerifier
 from memkit.mcp_server.resource import (
@@ -54,8 +59,6 @@ if TYPE_CHECKING:
 Handler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
 Keys = Callable[[], "ApiKeyService"]
 JSON = "application/json"
-WARNING_HEADER = "x-memkit-warning"
-UNAUTHENTICATED_WARNING = "unauthenticated: auth mode none, every caller acts as an admin"
 # JSON-RPC codes of the refusals made before the MCP server reads the request.
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -151,8 +154,6 @@ def _post(
     if call.refused_scope is not None:
         answer.status = 403
         answer.headers["www-authenticate"] = resource.insufficient_scope(call.refused_scope)
-    if not caller.authenticated:
-        answer.headers[WARNING_HEADER] = UNAUTHENTICATED_WARNING
     response = answer.to_lambda()
     oversized = too_large_to_return(response)
     if oversized is not None:  # a tool's result (text and structured) past Lambda's 6 MB
@@ -192,9 +193,12 @@ def make_lambda_handler(
     services: Callable[[], Services] = production_services,
     settings: Callable[[], McpSettings] = lambda: checked(mcp_settings),
     keys: Keys = production_api_keys,
+    identity: Callable[[], IdentitySettings] | None = None,
 ) -> Handler:
     """The Lambda handler over `services` (production: DynamoDB from the environment) and,
-    with AuthMode apikey, the API keys of `keys`."""
+    with AuthMode apikey, the API keys of `keys`. `identity`: how callers are identified,
+    read without building the services (the metadata builds none); None: the services'."""
+    identity_of = identity or (lambda: services().settings.identity)
 
     @logger.inject_lambda_context(
         correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True
@@ -203,15 +207,16 @@ def make_lambda_handler(
     @drop_disabled_metrics
     def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         try:
-            return _answer(event, services, settings, keys)
+            response = _answer(event, services, settings, keys)
         except Exception as exc:
             # The type only: an exception's text may quote stored content.
             logger.error("unhandled error", extra={"error_type": type(exc).__name__})
-            return _refused(500, SERVER_ERROR, "internal error")
+            response = _refused(500, SERVER_ERROR, "internal error")
         finally:
             after_invocation()
+        return warned(response, identity_of)
 
     return lambda_handler
 
 
-lambda_handler = make_lambda_handler()
+lambda_handler = make_lambda_handler(identity=production_identity)

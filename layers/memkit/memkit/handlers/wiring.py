@@ -42,6 +42,7 @@ from memkit.errors import Misconfigured, StoreUnavailable
 if TYPE_CHECKING:
     from memkit.api.context import Lifecycle, Services
     from memkit.embeddings.protocol import Embedder
+    from memkit.identity import IdentitySettings
     from memkit.jobs.agentcore_deletion import MemoryDeletion
     from memkit.jobs.cleanup import CleanupRun
     from memkit.jobs.compact import Compaction
@@ -295,6 +296,11 @@ def _api_lifecycle(
         return MemoryDeletion(store, index, send, settings.agentcore_deletion_grace_seconds)
 
     return Lifecycle(forgetting, compaction, policies, deletion, memory_deletion)
+
+
+def production_identity() -> IdentitySettings:
+    """How the API identifies callers, from the environment, without building its services."""
+    return checked(api_settings).identity
 
 
 @lru_cache(maxsize=1)

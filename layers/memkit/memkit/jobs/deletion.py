@@ -83,6 +83,8 @@ class ScopeStore(Protocol):
 
     def delete_scope_records(self, owner: Owner, record_ids: list[str]) -> tuple[int, int]: ...
 
+    def revoke_user_keys(self, tenant: str, user_id: str) -> int: ...
+
 
 @dataclass(frozen=True)
 class DeletionRun:
@@ -154,8 +156,12 @@ class ScopeSweep:
         """One pass over everything of the scope, until done or the deadline. `users`: whose
         scratchpads in the namespace go too (the scope's own user, and every user a listing
         names, are added); each user's go before the items that named the user, so a pass
-        cut short finds the user again."""
+        cut short finds the user again. A user's API keys are revoked first, at every pass:
+        from then on no key writes as the user what the pass would have to find again."""
         run = _Progress(owner, deadline)
+        if owner.user_id is not None:
+            keys = self._store.revoke_user_keys(owner.tenant, owner.user_id)
+            run.counts += DeletionCounts(api_keys=keys)
         done = (
             self._delete_pads(run, chain([owner.user_id], users))
             and self._delete_sessions(run)

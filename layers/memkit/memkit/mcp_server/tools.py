@@ -16,8 +16,14 @@ Refusals:
   `InsufficientScope`, a JSON-RPC error that the handler answers as HTTP 403
   `insufficient_scope` (the same rule as the REST API's 403);
 - what the model can fix (arguments, a missing session, a conflict) is a tool error
-  (`isError`) in words it can act on, never the input itself;
+  (`isError`) in words it can act on, never the input itself: arguments the SDK refuses are
+  named by field and reason as the REST API names them (the SDK would pass on pydantic's
+  text, which quotes the value);
 - anything else is logged by its type alone and answered as an internal error.
+
+Logs name tools and their arguments, never values: memkit logs each call itself, and the
+SDK's loggers are held at WARNING (at INFO they would write a refused tool call's text, with
+a refused key or the content a profile's schema refused).
 """
 
 from __future__ import annotations
@@ -33,7 +39,8 @@ from functools import lru_cache
 from typing import Annotated, Any, Literal, ParamSpec, TypeVar
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.mcpserver.tools import Tool
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp_types import ToolAnnotations
@@ -70,6 +77,7 @@ from memkit.models.memory import (
     TextOp,
     TypeOp,
 )
+from memkit.models.problems import field_problems
 from memkit.models.prompt import HydratedPrompt, PromptRequest, PromptSession
 from memkit.models.session import (
     MemoryStrategy,
@@ -600,6 +608,38 @@ def clear_scratchpad(
 # -- the server and its transport -----------------------------------------------------------
 
 
+def _refused_arguments(tool: Tool, refused: ValidationError) -> ToolError:
+    """Arguments the SDK refused for `tool`, as the model reads them: each field and why,
+    never the value; memkit's log line names the tool and the arguments refused."""
+    shape = tool.fn_metadata.arg_model
+    errors = refused.errors(include_url=False, include_input=False)
+    problems = field_problems(errors, shape, name_keys=False)
+    named = {str(error["loc"][0]) for error in errors if error["loc"]}
+    arguments = sorted(named & set(shape.model_fields))  # never a name the client made up
+    logger.info("tool arguments refused", extra={"tool": tool.name, "arguments": arguments})
+    reasons = "; ".join(f"{problem.field}: {problem.reason}" for problem in problems)
+    return ToolError(f"invalid arguments for {tool.name}: {reasons}")
+
+
+class _Server(MCPServer):
+    """The SDK's server, with memkit's words for arguments it refuses."""
+
+    def __init__(self, name: str, tools: list[Tool], **settings: Any) -> None:
+        super().__init__(name, tools=tools, **settings)
+        self._memkit_tools = {tool.name: tool for tool in tools}
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            # Only the arguments' validation, before the tool runs, leaves pydantic's error
+            # as the cause (a tool's own refusals are ToolErrors in words already).
+            refused = exc.__cause__
+            if isinstance(exc, UnexpectedToolError) or not isinstance(refused, ValidationError):
+                raise
+            raise _refused_arguments(self._memkit_tools[name], refused) from refused
+
+
 @lru_cache(maxsize=1)
 def server() -> MCPServer:
     """The MCP server with every tool, built once per execution environment."""
@@ -607,8 +647,10 @@ def server() -> MCPServer:
     # Powertools (memkit.observability), so the root logger is put back as it was.
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
-    built: MCPServer = MCPServer(
+    tools = [Tool.from_function(function, annotations=hints) for function, hints in _TOOLS]
+    built: MCPServer = _Server(
         SERVER_NAME,
+        tools,
         title="memkit",
         description="Memory for AI agents: sessions, scratchpad and long-term memory",
         instructions=INSTRUCTIONS,
@@ -619,8 +661,8 @@ def server() -> MCPServer:
     )
     root.handlers[:] = handlers
     root.setLevel(level)
-    for function, hints in _TOOLS:
-        built.add_tool(function, annotations=hints)
+    # At INFO the SDK logs a failed tool call's text: it may hold what the client sent.
+    logging.getLogger("mcp").setLevel(logging.WARNING)
     return built
 
 

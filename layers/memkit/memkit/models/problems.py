@@ -254,21 +254,34 @@ def _located(
 
 
 def _reason(error: Mapping[str, Any], bad_key: bool, key: Segment | None) -> str:
+    """Why, for a bad key naming it (`key`) or not (None)."""
     message = str(error.get("msg", "not valid"))
     for prefix in ("Value error, ", "Assertion failed, "):
         message = message.removeprefix(prefix)
     if not bad_key:
         return message
     expected = (error.get("ctx") or {}).get("expected")
-    if error.get("type") == "literal_error" and expected:
+    allowed = error.get("type") == "literal_error" and expected
+    if key is None:
+        return (
+            f"a key is not one of those allowed here: {expected}"
+            if allowed
+            else f"a key: {message}"
+        )
+    if allowed:
         return f"{key!r} is not one of the keys allowed here: {expected}"
     return f"the key {key!r}: {message}"
 
 
-def _locate(error: Mapping[str, Any], schema: Schema, definitions: dict[str, Schema]) -> _Located:
+def _locate(
+    error: Mapping[str, Any], schema: Schema, definitions: dict[str, Schema], name_keys: bool
+) -> _Located:
     loc = tuple(error.get("loc", ()))
     path, branches, bad_key, depth = _located(schema, loc, definitions)
-    reason = _reason(error, bad_key, path[-1] if bad_key and path else None)
+    key = path[-1] if bad_key and path else None
+    if key is not None and not name_keys:
+        path, key = path[:-1], None  # the object that has the key, not the key itself
+    reason = _reason(error, bad_key, key)
     return _Located(tuple(path), tuple(branches), depth, str(error.get("type", "")), reason)
 
 
@@ -323,11 +336,15 @@ def _readable(located: list[_Located]) -> list[tuple[tuple[Segment, ...], str]]:
 
 
 def field_problems(
-    errors: Sequence[Mapping[str, Any]], shape: Any, prefix: Sequence[Segment] = ()
+    errors: Sequence[Mapping[str, Any]],
+    shape: Any,
+    prefix: Sequence[Segment] = (),
+    name_keys: bool = True,
 ) -> list[FieldProblem]:
     """pydantic's `errors` for a value validated as `shape` (a model, or any type), each as a
     FieldProblem at `prefix` + the field path the client wrote (dotted; "body" for the whole
-    value when there is no prefix)."""
+    value when there is no prefix). `name_keys` False: a refused key is not quoted, its
+    object is the field (an MCP tool's refusals never repeat what was sent)."""
     try:
         schema, definitions = _core_schema(shape)
     except TypeError:  # an unhashable shape (Annotated with unhashable metadata)
@@ -335,7 +352,7 @@ def field_problems(
 
         schema = TypeAdapter(shape).core_schema
         definitions = _definitions(schema)
-    located = [_locate(error, schema, definitions) for error in errors]
+    located = [_locate(error, schema, definitions, name_keys) for error in errors]
     problems: list[FieldProblem] = []
     for path, reason in _readable(located):
         where = ".".join(str(part) for part in (*prefix, *path)) or "body"

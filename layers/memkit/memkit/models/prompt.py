@@ -21,6 +21,7 @@ from pydantic import (
 
 from memkit.models.domain import Id, Model
 from memkit.models.memory import MAX_MESSAGE_RANGE, MAX_TEXT, MemoryHit, SearchRequest
+from memkit.models.session import MAX_WINDOW_TOKENS
 
 MAX_RECALL = 20
 # Recall asks the index for recall_k + recent_messages_limit hits (at most 100, a search's
@@ -58,7 +59,7 @@ class PromptSession(Model):
     context_window_max: int | None = Field(
         default=None,
         ge=1,
-        le=100_000_000,
+        le=MAX_WINDOW_TOKENS,
         description="a window in tokens (wins over model_name); agent-memory-client sends it "
         "as a string, which is read as a number",
     )

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field, StrictStr, field_validator
+from pydantic import ConfigDict, Field, StrictInt, StrictStr, field_validator
 
 from memkit.ids import new_ulid
 from memkit.models.domain import PROFILE_PATTERN, Id, Model
@@ -30,6 +30,8 @@ MAX_DOCUMENT_MESSAGES = 20_000
 MAX_TOKENS = 2**53
 # Ten years: long enough for "keep", short enough that expires_at stays an epoch second.
 MAX_TTL_SECONDS = 10 * 365 * 86_400
+# The largest context window (tokens) a client may give: far above any model's.
+MAX_WINDOW_TOKENS = 100_000_000
 
 
 def _now() -> datetime:
@@ -222,6 +224,15 @@ class SessionPatch(SessionFields):
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
     tokens: int | None = Field(default=None, ge=0, le=MAX_TOKENS)
+    # Strict: `true` or "2000" is a 422, never a window of 1 or a guess.
+    context_window_max: StrictInt | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_WINDOW_TOKENS,
+        description="the session's context window in tokens, which background summarisation "
+        "works against (as a write's context_window_max or model_name sets it); null: back "
+        "to the server's (summary_window_tokens); left out: unchanged",
+    )
 
 
 class AppendMessages(Model):

@@ -20,13 +20,15 @@ JobKind = Literal["delete_user", "delete_memory"]
 @dataclass(frozen=True)
 class DeletionCounts:
     """What a deletion removed: sessions, table items (every item of those sessions, the
-    user's scratchpads, records and their index states), records, and vectors taken out of
-    the index directly (the stream's removals of the same vectors are not counted)."""
+    user's scratchpads, records and their index states), records, vectors taken out of
+    the index directly (the stream's removals of the same vectors are not counted), and API
+    keys acting as the user that it revoked."""
 
     sessions: int = 0
     items: int = 0
     records: int = 0
     vectors: int = 0
+    api_keys: int = 0
 
     def __add__(self, other: DeletionCounts) -> DeletionCounts:
         return DeletionCounts(
@@ -34,6 +36,7 @@ class DeletionCounts:
             items=self.items + other.items,
             records=self.records + other.records,
             vectors=self.vectors + other.vectors,
+            api_keys=self.api_keys + other.api_keys,
         )
 
     def as_dict(self) -> dict[str, int]:
@@ -42,6 +45,7 @@ class DeletionCounts:
             "items": self.items,
             "records": self.records,
             "vectors": self.vectors,
+            "api_keys": self.api_keys,
         }
 
 
@@ -71,6 +75,10 @@ class DeletedCounts(Model):
     )
     records: int = Field(description="long-term records deleted")
     vectors: int = Field(description="vectors removed from the index")
+    api_keys: int = Field(
+        description="API keys acting as the user that were revoked (an AgentCore memory's "
+        "deletion revokes none)"
+    )
 
 
 class UserDeleted(Model):

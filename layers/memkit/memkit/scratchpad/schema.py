@@ -4,11 +4,23 @@ The schema's own dialect is honoured (`$schema`); without one, Draft 2020-12. Ev
 that matches a regular expression (`pattern`, `patternProperties`, the properties
 `additionalProperties` leaves out, `format: regex`) runs on RE2 in linear time (patterns.py),
 never on Python's backtracking `re`.
+
+$refs are bounded too: a $ref costs what it points at each time it is applied, so
+definitions that each refer to the next one twice make a small schema exponentially large
+work. A schema is refused when, with each $ref replaced by what it points at, it would hold
+more than MAX_EXPANDED_VALUES JSON values; a $ref back into its own recursion counts once,
+as recursion goes only as deep as the content does. That bounds the schemas applied at any
+one place of the content, and what a model provider or MCP client that inlines the tool
+definitions' $refs must hold. A content check also stops after MAX_CHECK_STEPS keyword
+evaluations: that covers profiles stored before the count, and recursion that multiplies
+at each level of the content (two `allOf` branches that both descend into the same
+property), which no count of the schema alone sees.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from functools import cache, lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +33,22 @@ if TYPE_CHECKING:
     from jsonschema.validators import _Validator  # what keyword functions are given
 
 MAX_PROBLEMS = 20
+MAX_EXPANDED_VALUES = 10_000
+# Keyword evaluations: several times what the largest content takes against an ordinary
+# schema (64,000 tokens of objects against an anyOf of six object variants, the last one
+# matching: about 113,000, under a second), and a few seconds at most.
+MAX_CHECK_STEPS = 500_000
+# The keywords that name another part of the schema to apply in their place.
+REFERENCES = ("$ref", "$dynamicRef", "$recursiveRef")
+TOO_COSTLY = (
+    f"checking this content against it takes more than {MAX_CHECK_STEPS} steps: its $refs "
+    "multiply at each level of the content"
+)
+EXPANDS = (
+    f"expands to more than {MAX_EXPANDED_VALUES} JSON values with each $ref replaced by what "
+    "it points at (a $ref back into its own recursion counted once): too much to check "
+    "content against"
+)
 
 
 def _loops(resolver: Any, ref: str) -> bool:
@@ -75,17 +103,23 @@ def _pattern_problems(schema: dict[str, Any]) -> list[FieldProblem]:
     return problems
 
 
-def _unsafe_parts(schema: dict[str, Any]) -> list[FieldProblem]:
-    """$refs that leave the schema or lead nowhere, and patterns memkit cannot evaluate."""
+def _resolver(schema: dict[str, Any]) -> Any:
+    """A resolver of the schema's $refs over a registry holding only this schema: nothing
+    is ever fetched."""
     from referencing import Registry
-    from referencing.exceptions import Unresolvable
     from referencing.jsonschema import DRAFT202012, specification_with
 
-    # A registry holding only this schema: nothing is ever fetched.
     specification = specification_with(schema.get("$schema", ""), default=DRAFT202012)
     resource = specification.create_resource(schema)
     base = resource.id() or "urn:memkit:profile-schema"
-    resolver = Registry().with_resource(base, resource).resolver(base_uri=base)
+    return Registry().with_resource(base, resource).resolver(base_uri=base)
+
+
+def _unsafe_parts(schema: dict[str, Any]) -> list[FieldProblem]:
+    """$refs that leave the schema or lead nowhere, and patterns memkit cannot evaluate."""
+    from referencing.exceptions import Unresolvable
+
+    resolver = _resolver(schema)
     problems: list[FieldProblem] = []
     for path, keyword, value in _walk(schema):
         if keyword != "$ref" or not isinstance(value, str):
@@ -100,6 +134,115 @@ def _unsafe_parts(schema: dict[str, Any]) -> list[FieldProblem]:
         except Unresolvable:
             problems.append(FieldProblem(where, f"{value!r} points at nothing"))
     return problems + _pattern_problems(schema)
+
+
+# -- how far $refs expand ----------------------------------------------------------------
+
+
+def _values_and_references(node: Any) -> tuple[int, list[tuple[list[str], str]]]:
+    """How many JSON values `node` holds (itself included), and its references: (path,
+    reference) for each $ref, $dynamicRef or $recursiveRef in it."""
+    count = 0
+    found: list[tuple[list[str], str]] = []
+    stack: list[tuple[list[str], Any]] = [([], node)]
+    while stack:
+        path, current = stack.pop()
+        count += 1
+        if isinstance(current, dict):
+            for key, value in current.items():
+                if key in REFERENCES and isinstance(value, str):
+                    found.append(([*path, key], value))
+                stack.append(([*path, str(key)], value))
+        elif isinstance(current, list):
+            stack.extend(([*path, str(i)], item) for i, item in enumerate(current))
+    return count, found
+
+
+def _components(graph: dict[int, list[int]]) -> list[list[int]]:
+    """The strongly connected components of `graph` (Tarjan's, without recursion), each
+    after every component it reaches."""
+    index: dict[int, int] = {}
+    low: dict[int, int] = {}
+    stack: list[int] = []
+    on_stack: set[int] = set()
+    found: list[list[int]] = []
+
+    def enter(node: int) -> Iterator[int]:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        return iter(graph[node])
+
+    for start in graph:
+        if start in index:
+            continue
+        work = [(start, enter(start))]
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    work.append((child, enter(child)))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                component: list[int] = []
+                while not component or component[-1] != node:
+                    component.append(stack.pop())
+                    on_stack.discard(component[-1])
+                found.append(component)
+    return found
+
+
+def _expansion_problems(schema: dict[str, Any]) -> list[FieldProblem]:
+    """The outermost $ref whose target, its $refs followed, holds more than
+    MAX_EXPANDED_VALUES JSON values, else the schema itself when it does.
+
+    Each part of the schema a reference points at is counted once, then the counts are
+    added up along the references, so the work is linear in the schema's size: a part
+    counts its own values plus, for each of its references, the count of the part it
+    points at, except a reference back into its own recursion (the same strongly
+    connected component), which counts as its own string."""
+    from referencing.exceptions import Unresolvable
+
+    resolver = _resolver(schema)
+    parts: dict[int, tuple[int, list[int]]] = {}  # id of a part -> its values, its targets
+    root_references: list[tuple[list[str], int]] = []
+    pending: list[Any] = [schema]
+    while pending:
+        part = pending.pop()
+        if id(part) in parts:
+            continue
+        values, references = _values_and_references(part)
+        targets: list[int] = []
+        for path, reference in references:
+            try:
+                target = resolver.lookup(reference).contents
+            except Unresolvable:  # refused by _unsafe_parts (or not followed by jsonschema)
+                continue
+            targets.append(id(target))
+            pending.append(target)
+            if part is schema:
+                root_references.append((path, id(target)))
+        parts[id(part)] = (values, targets)
+    size: dict[int, int] = {}
+    for component in _components({part: targets for part, (_, targets) in parts.items()}):
+        members = set(component)
+        for part in component:
+            values, targets = parts[part]
+            outside = (size[target] for target in targets if target not in members)
+            size[part] = min(values + sum(outside), MAX_EXPANDED_VALUES + 1)
+    over = [path for path, target in root_references if size[target] > MAX_EXPANDED_VALUES]
+    if over:
+        return [FieldProblem(_path("schema", min(over, key=lambda p: (len(p), p))), EXPANDS)]
+    if size[id(schema)] > MAX_EXPANDED_VALUES:
+        return [FieldProblem("schema", EXPANDS)]
+    return []
 
 
 def _path(prefix: str, parts: Any) -> str:
@@ -168,6 +311,32 @@ _KEYWORDS = {
 }
 
 
+class _TooCostly(Exception):
+    """A content check ran out of steps (MAX_CHECK_STEPS)."""
+
+
+# The steps the content check running in this context has left (None: not counted).
+_steps_left: ContextVar[list[int] | None] = ContextVar("memkit_schema_steps", default=None)
+
+Keyword = Callable[..., Any]
+
+
+def _counted(keyword: Keyword) -> Keyword:
+    """`keyword`, costing one step of the running content check each time it is applied."""
+
+    def apply(
+        validator: _Validator, value: Any, instance: Any, schema: Any
+    ) -> Iterator[ValidationError]:
+        left = _steps_left.get()
+        if left is not None:
+            left[0] -= 1
+            if left[0] < 0:
+                raise _TooCostly
+        yield from keyword(validator, value, instance, schema) or ()
+
+    return apply
+
+
 def _is_pattern(instance: object) -> bool:
     """`format: regex`: a pattern memkit can evaluate (the dialect `pattern` uses)."""
     return not isinstance(instance, str) or patterns.problem(instance) is None
@@ -186,10 +355,12 @@ def _format_checker(cls: type[Validator], regex: bool) -> FormatChecker:
 
 @cache
 def _linear_time(cls: type[Validator]) -> type[Validator]:
-    """The dialect's validator class, with every regular expression evaluated by RE2."""
+    """The dialect's validator class, with every regular expression evaluated by RE2 and
+    every keyword counted against the running content check's steps."""
     from jsonschema import validators
 
-    keywords = {k: f for k, f in _KEYWORDS.items() if k in cls.VALIDATORS}
+    own = {k: f for k, f in _KEYWORDS.items() if k in cls.VALIDATORS}
+    keywords = {k: _counted(f) for k, f in {**cls.VALIDATORS, **own}.items()}
     linear: type[Validator] = validators.extend(  # type: ignore[no-untyped-call]
         cls, keywords, format_checker=_format_checker(cls, regex=True)
     )
@@ -214,7 +385,7 @@ def schema_problems(schema: dict[str, Any]) -> list[FieldProblem]:
     error = next(checker.iter_errors(schema), None)
     if error is not None:
         return [FieldProblem(_path("schema", error.absolute_path), error.message)]
-    unsafe = _unsafe_parts(schema)
+    unsafe = _unsafe_parts(schema) or _expansion_problems(schema)
     if unsafe:
         return unsafe
     declared = schema.get("type")
@@ -230,11 +401,11 @@ def schema_problems(schema: dict[str, Any]) -> list[FieldProblem]:
 @lru_cache(maxsize=256)
 def _validator(schema_key: str) -> Validator | tuple[FieldProblem, ...]:
     """The validator for a schema, or why it cannot be evaluated (a schema stored before its
-    patterns were checked)."""
+    patterns or the expansion of its $refs were checked)."""
     import json
 
     schema = json.loads(schema_key)
-    problems = _pattern_problems(schema)
+    problems = _pattern_problems(schema) or _expansion_problems(schema)
     if problems:
         return tuple(problems)
     cls = _validator_class(schema)
@@ -252,6 +423,7 @@ def content_problems(
     validator = _validator(json.dumps(schema, sort_keys=True))
     if isinstance(validator, tuple):
         return list(validator[:MAX_PROBLEMS])
+    steps = _steps_left.set([MAX_CHECK_STEPS])
     try:
         errors = sorted(
             validator.iter_errors(content), key=lambda e: list(map(str, e.absolute_path))
@@ -259,6 +431,10 @@ def content_problems(
     except (RecursionError, Unresolvable):
         # Profiles stored before their $refs were checked, or refs that loop: report, never crash.
         return [FieldProblem("schema", "cannot be evaluated: its $refs loop or lead nowhere")]
+    except _TooCostly:
+        return [FieldProblem("schema", TOO_COSTLY)]
+    finally:
+        _steps_left.reset(steps)
     problems: list[FieldProblem] = []
     for error in errors:
         parts = list(error.absolute_path)

@@ -512,7 +512,8 @@ class SessionService:
     def patch(
         self, owner: Owner, session_id: str, body: SessionPatch, if_match: str | None = None
     ) -> SessionDocument:
-        """Change session fields; `data` is merged (a null value deletes its key)."""
+        """Change session fields; `data` is merged (a null value deletes its key). A
+        `context_window_max` becomes the session's window; null gives back the server's."""
         fields = body.model_fields_set
 
         def change(state: SessionWriteState, meta: SessionMeta) -> SessionChange:
@@ -540,6 +541,11 @@ class SessionService:
                     body.long_term_memory_strategy.model_dump(mode="json")
                     if body.long_term_memory_strategy is not None
                     else meta.strategy
+                ),
+                window_tokens=(
+                    body.context_window_max
+                    if "context_window_max" in fields
+                    else meta.window_tokens
                 ),
             )
             return SessionChange(owner=owner, meta=updated)

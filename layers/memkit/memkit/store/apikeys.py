@@ -215,6 +215,17 @@ class ApiKeyTable:
             return replace(record, revoked_at=revoked_at, last_used=last_used)
         raise VersionConflict("revoke api key: the key kept changing; try again")
 
+    def revoke_keys_of(self, tenant: str, user_id: str, revoked_at: str, now: float) -> int:
+        """Revoke every key of the tenant that acts as `user_id` and is not revoked yet (a
+        user's deletion), each as `revoke` does; how many this call revoked."""
+        revoked = 0
+        for item in list(self._listing(tenant)):
+            if _text(item, "user_id") != user_id or "revoked_at" in item:
+                continue
+            key = self.revoke(tenant, item["key_id"]["S"], revoked_at, now)
+            revoked += key is not None and key.revoked_at == revoked_at
+        return revoked
+
     def _revoke(
         self,
         tenant: str,

@@ -25,15 +25,17 @@ from memkit.errors import VersionConflict
 from memkit.models.domain import Owner
 from memkit.models.users import DeletionCounts, JobState
 from memkit.store import keys
+from memkit.store.apikeys import ApiKeyTable
 from memkit.store.base import BATCH_GET_LIMIT
 from memkit.store.curation import CurationTable
 from memkit.store.failures import translated
 from memkit.store.sessions import PageCursor
+from memkit.times import now_iso
 
 # Items per Query page when listing a user's sessions or records.
 PAGE_SIZE = 200
 JOB_SK = "JOB"
-COUNTERS = ("sessions", "items", "records", "vectors")
+COUNTERS = ("sessions", "items", "records", "vectors", "api_keys")
 
 
 def job_key(tenant: str, job_id: str) -> keys.Key:
@@ -107,6 +109,13 @@ class UserTable(CurationTable):
     def delete_user_pads(self, tenant: str, namespace: str, user_id: str) -> int:
         """Delete every item of the user's partition (user-scoped scratchpads); how many."""
         return self._delete_partition(keys.user_pk(tenant, namespace, user_id), "delete pads")
+
+    def revoke_user_keys(self, tenant: str, user_id: str) -> int:
+        """Revoke the tenant's API keys that act as the user (memkit.store.apikeys: keys are
+        the tenant's, in no namespace); how many were live until now."""
+        table = ApiKeyTable(self._items.connection.client, self._items.base.Meta.table_name)
+        now = self._clock()
+        return table.revoke_keys_of(tenant, user_id, now_iso(now), now)
 
     def delete_namespace_profiles(self, tenant: str, namespace: str) -> int:
         """Delete the profiles defined in the namespace; how many."""

@@ -15,6 +15,7 @@ from memkit.api.responses import documented_errors, session_response
 from memkit.api.views import message_view
 from memkit.models.api import Status
 from memkit.models.session import (
+    MAX_WINDOW_TOKENS,
     AppendMessages,
     AppendView,
     MessagePage,
@@ -39,7 +40,9 @@ ModelName = Annotated[
 ]
 WindowMax = Annotated[
     int | None,
-    Query(ge=1, le=100_000_000, description="a context window in tokens (wins over model_name)"),
+    Query(
+        ge=1, le=MAX_WINDOW_TOKENS, description="a context window in tokens (wins over model_name)"
+    ),
 ]
 # On a write, the window also becomes the session's (as AMS summarises a PUT against it).
 WriteModelName = Annotated[
@@ -55,7 +58,7 @@ WriteWindowMax = Annotated[
     int | None,
     Query(
         ge=1,
-        le=100_000_000,
+        le=MAX_WINDOW_TOKENS,
         description="the session's context window in tokens (wins over model_name), which "
         "background summarisation works against (kept until a write gives another)",
     ),

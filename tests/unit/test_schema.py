@@ -436,3 +436,129 @@ def test_a_multiplying_schema_still_checks_shallow_content() -> None:
 
     assert content_problems(schema, content) == []
     assert fields(content_problems(schema, {"a": {"a": 1}}))[0] == "content.a.a"
+
+
+# -- references: where they may point -----------------------------------------------------------
+
+REFERENCE_KEYWORDS = ["$ref", "$dynamicRef", "$recursiveRef"]
+
+
+@pytest.mark.parametrize("keyword", REFERENCE_KEYWORDS)
+@pytest.mark.parametrize(
+    ("reference", "reason"),
+    [
+        ("http://[::1", "only references within the schema (#...)"),  # urlsplit: Invalid IPv6
+        ("#/allOf/x", "'#/allOf/x' points at nothing"),  # an array index that is no number
+        ("#/type/0", "'#/type/0' points at a value that is not a schema"),  # "o" of "object"
+        ("#/nowhere", "'#/nowhere' points at nothing"),
+    ],
+)
+def test_every_reference_keyword_must_point_inside_the_schema_at_a_schema(
+    keyword: str, reference: str, reason: str
+) -> None:
+    # Given a schema with a reference of each kind that leads out, nowhere, or at a non-schema
+    schema = {"type": "object", "allOf": [{}], "properties": {"a": {keyword: reference}}}
+
+    # When it is checked, and content is checked against it as if stored before the check
+    problems = schema_problems(schema)
+    stored = content_problems(schema, {"a": 1})
+
+    # Then both name the reference with the reason, and neither raises
+    assert problems == [FieldProblem(f"schema.properties.a.{keyword}", reason)]
+    assert stored == problems, "a stored schema lists the same problem instead of failing"
+
+
+def test_references_in_values_are_data_not_references() -> None:
+    # Given objects shaped like references where the schema holds values, not schemas
+    schema = {
+        "type": "object",
+        "default": {"$dynamicRef": "http://[::1"},
+        "examples": [{"$ref": "#/nowhere"}],
+        "properties": {
+            "a": {"const": {"$ref": "https://example.com/a"}},
+            "b": {"enum": [{"$recursiveRef": "http://[::1"}]},
+        },
+    }
+
+    # When the schema is checked, and content holding those values
+    problems = schema_problems(schema)
+    content = {"a": {"$ref": "https://example.com/a"}, "b": {"$recursiveRef": "http://[::1"}}
+
+    # Then nothing is refused: they are values the content may hold
+    assert problems == [], "const, enum, default and examples hold values"
+    assert content_problems(schema, content) == []
+
+
+def test_references_in_values_do_not_count_toward_the_expansion() -> None:
+    # Given 40 examples shaped like references to a definition of 300 values
+    big = {"enum": list(range(299))}
+    schema = {"type": "object", "$defs": {"big": big}, "examples": [{"$ref": "#/$defs/big"}] * 40}
+
+    # When it is checked, it is accepted: examples are not applied
+    assert schema_problems(schema) == []
+
+
+def test_a_reference_into_values_must_point_at_a_valid_schema() -> None:
+    # Given references to objects under `default` and an unknown keyword
+    invalid = {"type": "object", "default": {"type": 5}, "properties": {"a": {"$ref": "#/default"}}}
+    valid = {
+        "type": "object",
+        "x-defs": {"name": {"type": "string"}},
+        "properties": {"a": {"$ref": "#/x-defs/name"}},
+    }
+
+    # When they are checked
+    refused = schema_problems(invalid)
+
+    # Then the one that is not a schema is refused at the reference, before a content check
+    # trips over it; the other checks content through it
+    assert fields(refused) == ["schema.properties.a.$ref"]
+    assert refused[0].reason.startswith("'#/default' points at a value that is not a schema")
+    assert content_problems(invalid, {"a": 1}) == refused
+    assert schema_problems(valid) == []
+    assert fields(content_problems(valid, {"a": 1})) == ["content.a"]
+
+
+def test_references_resolve_against_the_id_of_the_part_they_are_in() -> None:
+    # Given a part with its own $id and $defs, named like the schema's own
+    schema = {
+        "type": "object",
+        "$defs": {"name": {"type": "integer"}},
+        "properties": {
+            "a": {
+                "$id": "urn:example:a",
+                "$defs": {"name": {"type": "string"}},
+                "properties": {"name": {"$ref": "#/$defs/name"}},
+            }
+        },
+    }
+
+    # When it is checked, the reference is to the part's own definition, as jsonschema has it
+    assert schema_problems(schema) == []
+    assert fields(content_problems(schema, {"a": {"name": 1}})) == ["content.a.name"]
+
+
+def test_an_id_that_is_no_uri_is_refused() -> None:
+    schema = {"type": "object", "properties": {"a": {"$id": "http://[::1", "type": "string"}}}
+
+    assert schema_problems(schema) == [FieldProblem("schema.properties.a.$id", "not a URI")]
+    assert fields(content_problems(schema, {"a": "x"})) == ["schema.properties.a.$id"]
+
+
+@pytest.mark.parametrize("declared", ["http://[::1", 5, None, []])
+def test_a_dollar_schema_naming_no_dialect_is_refused(declared: Any) -> None:
+    schema = {"$schema": declared, "type": "object"}
+
+    assert fields(schema_problems(schema)) == ["schema.$schema"]
+    assert fields(content_problems(schema, {})) == ["schema.$schema"]
+
+
+@pytest.mark.parametrize("keyword", REFERENCE_KEYWORDS)
+def test_references_that_only_come_back_are_refused(keyword: str) -> None:
+    schema = {"type": "object", "$defs": {"a": {keyword: "#/$defs/a"}}}
+
+    problems = schema_problems(schema)
+
+    assert problems == [
+        FieldProblem(f"schema.$defs.a.{keyword}", "'#/$defs/a' refers back to itself")
+    ]

@@ -120,6 +120,10 @@ def test_numbers_and_strings_json_cannot_carry_faithfully_are_400(
             "schema.properties.a.$ref",
         ),
         ({"$schema": "http://[::1"}, "schema.$schema"),
+        (
+            {"properties": {"a": {"$schema": "http://json-schema.org/draft-07/schema#"}}},
+            "schema.properties.a.$schema",
+        ),
         ({"properties": {"a": {"$id": "http://[::1"}}}, "schema.properties.a.$id"),
         ({"properties": {"a": {"$ref": "#/$defs/nope"}}}, "schema.properties.a.$ref"),
         ({"$defs": {"a": {"$ref": "#/$defs/a"}}, "properties": {"x": {"$ref": "#/$defs/a"}}}, None),

@@ -562,3 +562,41 @@ def test_references_that_only_come_back_are_refused(keyword: str) -> None:
     assert problems == [
         FieldProblem(f"schema.$defs.a.{keyword}", "'#/$defs/a' refers back to itself")
     ]
+
+
+# -- one dialect, one validator ---------------------------------------------------------------
+
+DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
+
+
+def test_a_dollar_schema_below_the_top_is_refused() -> None:
+    # Given a part declaring its own dialect (jsonschema would check it with that dialect's
+    # plain validator: Python's backtracking `re` for its patterns, and no step count)
+    part = {"$schema": DRAFT_07, "type": "string", "pattern": "^(a+)+$"}
+    schema = {"type": "object", "properties": {"a": part}}
+
+    # When it is checked, and content against it as if stored before the check
+    problems = schema_problems(schema)
+
+    # Then the $schema is refused where it is
+    assert fields(problems) == ["schema.properties.a.$schema"]
+    assert content_problems(schema, {"a": "a" * 40 + "!"}) == problems
+
+
+def test_a_ref_to_the_top_is_checked_by_the_same_validator() -> None:
+    # Given a schema declaring its dialect at the top, and a $ref back to the top: jsonschema
+    # would apply the top through the plain validator of the $schema it finds there
+    schema = {
+        "$schema": DRAFT_2020_12,
+        "type": "object",
+        "properties": {"again": {"$ref": "#"}, "p": {"type": "string", "pattern": "^x$"}},
+    }
+
+    # When content is checked where the $ref applies the top, and at the top
+    through_ref = content_problems(schema, {"again": {"p": "x\n"}})
+    at_top = content_problems(schema, {"p": "x\n"})
+
+    # Then both go through RE2, whose `$` matches only at the very end (Python's `re` also
+    # matches before a final newline)
+    assert fields(at_top) == ["content.p"]
+    assert fields(through_ref) == ["content.again.p"], "the $ref stays on RE2"

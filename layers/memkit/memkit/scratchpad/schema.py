@@ -48,6 +48,10 @@ TOO_COSTLY = (
     f"checking this content against it takes more than {MAX_CHECK_STEPS} steps: its $refs "
     "multiply at each level of the content"
 )
+# jsonschema switches to the plain validator of a $schema met below the top (its own `re`
+# for patterns, no step count), so memkit allows one, and checks with the top's $schema
+# taken out, so that a $ref to "#" stays with memkit's validator too.
+ONE_DIALECT = "only at the top of the schema: memkit checks content in one dialect"
 EXPANDS = (
     f"expands to more than {MAX_EXPANDED_VALUES} JSON values with each $ref replaced by what "
     "it points at (a $ref back into its own recursion counted once): too much to check "
@@ -206,6 +210,7 @@ def _parts(schema: dict[str, Any], metaschema: Validator) -> _Parts:
     parts = _Parts({}, {}, [], [])
     # Each reference (its object, its keyword) once: what it points at, or None if refused.
     followed: dict[tuple[int, str], Any] = {}
+    nested: set[int] = set()  # the parts holding a $schema of their own, reported once
 
     def location(node: dict[str, Any], keyword: str) -> list[str]:
         return [*locations.get(id(node), []), keyword]
@@ -220,6 +225,10 @@ def _parts(schema: dict[str, Any], metaschema: Validator) -> _Parts:
             parts.values[id(part)] = _count_values(part)
             parts.targets[id(part)] = targets = []
             for node, at in _schema_nodes(part, part_resolver, specification):
+                if "$schema" in node and node is not schema and id(node) not in nested:
+                    nested.add(id(node))
+                    where = _path("schema", location(node, "$schema"))
+                    parts.problems.append(FieldProblem(where, ONE_DIALECT))
                 for keyword in REFERENCES:
                     reference = node.get(keyword)
                     if not isinstance(reference, str):
@@ -522,6 +531,7 @@ def _validator(schema_key: str) -> Validator | tuple[FieldProblem, ...]:
     cls = _evaluation_problems(schema)
     if isinstance(cls, list):
         return tuple(cls)
+    schema.pop("$schema", None)  # its dialect is cls (ONE_DIALECT)
     return cls(schema, format_checker=cls.FORMAT_CHECKER)
 
 

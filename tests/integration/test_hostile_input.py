@@ -204,22 +204,25 @@ def test_recursive_schemas_that_consume_the_instance_are_accepted(api: Call) -> 
     assert response.status == 200
 
 
-def _fan_out(levels: int) -> dict:
-    """Definitions each applying the next one twice (allOf), `levels` deep, used by x."""
+def _fan_out(levels: int, last: dict | None = None) -> dict:
+    """Definitions each applying the next one twice (allOf), `levels` deep, used by x; the
+    last one is `last`, else an object."""
     defs: dict = {
         f"d{n}": {"allOf": [{"$ref": f"#/$defs/d{n + 1}"}, {"$ref": f"#/$defs/d{n + 1}"}]}
         for n in range(levels)
     }
-    defs[f"d{levels}"] = {"type": "object"}
+    defs[f"d{levels}"] = last if last is not None else {"type": "object"}
     return {"type": "object", "properties": {"x": {"$ref": "#/$defs/d0"}}, "$defs": defs}
 
 
+@pytest.mark.parametrize("last", [None, {"$ref": "#"}], ids=["object", "back-to-the-top"])
 def test_a_schema_whose_refs_fan_out_is_422_naming_the_ref_and_nothing_is_stored(
-    api: Call,
+    api: Call, last: dict | None
 ) -> None:
     # Given a schema of 31 small definitions that is 2**30 copies of the last one once its
-    # $refs are followed (checking even {"x": {}} against it would take years)
-    schema = _fan_out(30)
+    # $refs are followed (checking even {"x": {}} against it would take years), the last
+    # one an object or a $ref back to the top
+    schema = _fan_out(30, last)
 
     # When it is saved as a profile
     response = api("PUT", "/v1/profiles/fan", body={"schema": schema})

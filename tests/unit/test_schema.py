@@ -296,9 +296,11 @@ def test_content_problems_caps_type_errors() -> None:
 # -- $refs that fan out -------------------------------------------------------------------------
 
 
-def fan_out(levels: int, applicator: str = "allOf") -> dict[str, Any]:
+def fan_out(
+    levels: int, applicator: str = "allOf", last: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """Definitions each referring to the next one twice, `levels` deep, used by property x:
-    2**levels copies of the last one once the $refs are followed."""
+    2**levels copies of the last one (`last`, else an object) once the $refs are followed."""
 
     def twice(n: int) -> dict[str, Any]:
         ref = {"$ref": f"#/$defs/d{n + 1}"}
@@ -307,7 +309,7 @@ def fan_out(levels: int, applicator: str = "allOf") -> dict[str, Any]:
         return {"properties": {"a": ref, "b": dict(ref)}}
 
     defs = {f"d{n}": twice(n) for n in range(levels)}
-    defs[f"d{levels}"] = {"type": "object"}
+    defs[f"d{levels}"] = last if last is not None else {"type": "object"}
     return {"type": "object", "properties": {"x": {"$ref": "#/$defs/d0"}}, "$defs": defs}
 
 
@@ -339,6 +341,23 @@ TREE: dict[str, Any] = {
         }
     },
     "$ref": "#/$defs/tree",
+}
+EXPRESSION: dict[str, Any] = {  # mutual recursion: an expression, a sum of two, a negation
+    "$defs": {
+        "expr": {"anyOf": [{"$ref": "#/$defs/sum"}, {"$ref": "#/$defs/neg"}, {"type": "number"}]},
+        "sum": {
+            "type": "object",
+            "properties": {"l": {"$ref": "#/$defs/expr"}, "r": {"$ref": "#/$defs/expr"}},
+            "required": ["l", "r"],
+        },
+        "neg": {
+            "type": "object",
+            "properties": {"neg": {"$ref": "#/$defs/expr"}},
+            "required": ["neg"],
+        },
+    },
+    "type": "object",
+    "properties": {"e": {"$ref": "#/$defs/expr"}},
 }
 ADDRESS = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
 SHARED: dict[str, Any] = {
@@ -385,6 +404,7 @@ def test_many_refs_that_each_stay_below_the_limit_are_refused_at_the_schema() ->
     [
         (LINKED_LIST, {"head": {"next": {"next": {"next": {}}}}}),
         (TREE, {"value": 1, "left": {"value": 2, "right": {"value": 3}}}),
+        (EXPRESSION, {"e": {"l": 1, "r": {"neg": {"l": 2, "r": 3}}}}),
         (SHARED, {"home": {"city": "Oslo"}, "work": {"city": "Bergen"}, "past": []}),
         (fan_out(8), {"x": {}}),
         ({"type": "object", "properties": {"self": {"$ref": "#"}}}, {"self": {"self": {}}}),
@@ -395,6 +415,58 @@ def test_ordinary_schemas_with_refs_are_accepted_and_check_content(
 ) -> None:
     assert schema_problems(schema) == []
     assert content_problems(schema, content) == []
+
+
+@pytest.mark.parametrize(
+    ("last", "field"),
+    [
+        ({"$ref": "#"}, "schema.properties.x.$ref"),  # back to the top
+        ({"$ref": "#/$defs/d0"}, "schema.$defs.d30.$ref"),  # back to the first definition
+    ],
+)
+def test_a_fan_out_that_refers_back_to_where_it_starts_is_refused(
+    last: dict[str, Any], field: str
+) -> None:
+    # Given the 30-level fan-out whose last definition refers back to the top, or to the
+    # first definition: a cycle, in which every definition is part of one recursion
+    schema = fan_out(30, last=last)
+
+    # When it is checked, and content against it as if stored before the check
+    problems = schema_problems(schema)
+    stored = content_problems(schema, {"x": {}})
+
+    # Then it is refused at the outermost $ref into the fan-out (2**30 copies, only the
+    # $ref that closes the cycle counted once), and the content is never evaluated
+    assert fields(problems) == [field]
+    assert "expands to more than 10000 JSON values" in problems[0].reason
+    assert stored == problems
+
+
+def test_a_ref_to_one_large_definition_is_refused_at_the_ref() -> None:
+    schema = {
+        "$defs": {"big": {"enum": list(range(50_000))}},
+        "properties": {"a": {"$ref": "#/$defs/big"}},
+    }
+
+    assert fields(schema_problems(schema)) == ["schema.properties.a.$ref"]
+
+
+def test_mutual_recursion_is_counted_once_around() -> None:
+    # Given an expression grammar used at 200 places: each use is a few dozen values
+    schema = {**EXPRESSION, "properties": {f"e{n}": {"$ref": "#/$defs/expr"} for n in range(200)}}
+
+    assert schema_problems(schema) == []
+
+
+def test_many_refs_into_one_large_recursion_are_refused_at_the_schema() -> None:
+    # Given a ring of 300 definitions, each referring to the next, and a property for each:
+    # every property is the whole ring once around (about 1,800 values), 540,000 in all
+    ring = {
+        f"r{n}": {"properties": {"next": {"$ref": f"#/$defs/r{(n + 1) % 300}"}}} for n in range(300)
+    }
+    schema = {"$defs": ring, "properties": {f"p{n}": {"$ref": f"#/$defs/r{n}"} for n in range(300)}}
+
+    assert fields(schema_problems(schema)) == ["schema"], "the sum is what is too large"
 
 
 def test_content_is_checked_through_refs_naming_the_field() -> None:

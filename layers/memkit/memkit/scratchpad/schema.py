@@ -12,8 +12,9 @@ the part it is in, as jsonschema does; each must point inside the schema at a sc
 $refs are bounded too: a $ref costs what it points at each time it is applied, so
 definitions that each refer to the next one twice make a small schema exponentially large
 work. A schema is refused when, with each $ref replaced by what it points at, it would hold
-more than MAX_EXPANDED_VALUES JSON values; a $ref back into its own recursion counts once,
-as recursion goes only as deep as the content does. That bounds the schemas applied at any
+more than MAX_EXPANDED_VALUES JSON values; a $ref back to a part it is already in (on
+the way from the top) counts once, as recursion goes only as deep as the content does.
+That bounds the schemas applied at any
 one place of the content, and what a model provider or MCP client that inlines the tool
 definitions' $refs must hold. A content check also stops after MAX_CHECK_STEPS keyword
 evaluations: that covers profiles stored before the count, and recursion that multiplies
@@ -38,6 +39,9 @@ if TYPE_CHECKING:
 
 MAX_PROBLEMS = 20
 MAX_EXPANDED_VALUES = 10_000
+# The values counting one schema's expansion may go through in all: each count stops past
+# MAX_EXPANDED_VALUES, so this is only reached by a schema several times over it.
+MAX_COUNTED = 4 * (MAX_EXPANDED_VALUES + 1)
 # Keyword evaluations: several times what the largest content takes against an ordinary
 # schema (64,000 tokens of objects against an anyOf of six object variants, the last one
 # matching: about 113,000, under a second), and a few seconds at most.
@@ -54,7 +58,7 @@ TOO_COSTLY = (
 ONE_DIALECT = "only at the top of the schema: memkit checks content in one dialect"
 EXPANDS = (
     f"expands to more than {MAX_EXPANDED_VALUES} JSON values with each $ref replaced by what "
-    "it points at (a $ref back into its own recursion counted once): too much to check "
+    "it points at (a $ref back to a part it is already in counted once): too much to check "
     "content against"
 )
 
@@ -315,27 +319,85 @@ def _components(graph: dict[int, list[int]]) -> list[list[int]]:
     return found
 
 
+class _Uncountable(Exception):
+    """Counting a schema's expansion went past MAX_COUNTED values."""
+
+
+class _Expansion:
+    """How many JSON values parts of a schema hold with each reference replaced by what it
+    points at, except a reference back to a part on the way there from the top, which
+    counts as its own string (recursion goes only as deep as the content does).
+
+    A depth-first walk from a part along the references, each part's count stopping past
+    MAX_EXPANDED_VALUES. A part's count depends on the parts above it only when one of them
+    is in its strongly connected group (it can reach them back), so the count of a part
+    entered from outside its group is kept and reused: a part shared by many, a list, a
+    tree are each counted once. Inside a group the walk follows every path, so a group whose
+    references fan out counts as large as it expands; all counts of one schema together
+    stop after MAX_COUNTED values."""
+
+    def __init__(self, parts: _Parts) -> None:
+        self._parts = parts
+        self._group = {
+            part: n for n, members in enumerate(_components(parts.targets)) for part in members
+        }
+        self._known: dict[int, int] = {}
+        self._left = MAX_COUNTED
+
+    def count(self, start: int, above: int) -> int:
+        """The count of `start` reached from the part `above`, at most MAX_EXPANDED_VALUES+1."""
+        over = MAX_EXPANDED_VALUES + 1
+        on_path = {above}
+        counted = [0]
+        # (part, its targets still to follow, its count so far, where its count goes, whether
+        # it was entered from outside its group)
+        stack: list[tuple[int, Iterator[int], list[int], list[int], bool]] = []
+
+        def visit(part: int, into: list[int], came_from: int) -> None:
+            if part in on_path:
+                return  # back to a part on the way: its string, counted with its object
+            entered = self._group[part] != self._group[came_from]
+            if entered and part in self._known:
+                into[0] += self._known[part]
+                return
+            values = self._parts.values[part]
+            self._left -= min(values, over)  # the walk stops there past the limit
+            if self._left < 0:
+                raise _Uncountable
+            stack.append((part, iter(self._parts.targets[part]), [values], into, entered))
+            on_path.add(part)
+
+        visit(start, counted, above)
+        while stack:
+            part, targets, total, into, entered = stack[-1]
+            target = next(targets, None) if total[0] <= MAX_EXPANDED_VALUES else None
+            if target is not None:
+                visit(target, total, part)
+                continue
+            stack.pop()
+            on_path.discard(part)
+            if entered:
+                self._known[part] = min(total[0], over)
+            into[0] += min(total[0], over)
+        return min(counted[0], over)
+
+
 def _expansion_problems(parts: _Parts, schema: dict[str, Any]) -> list[FieldProblem]:
     """The outermost reference whose target, its references followed, holds more than
-    MAX_EXPANDED_VALUES JSON values, else the schema itself when it does.
-
-    Each part of the schema a reference points at is counted once, then the counts are
-    added up along the references, so the work is linear in the schema's size: a part
-    counts its own values plus, for each of its references, the count of the part it
-    points at, except a reference back into its own recursion (the same strongly
-    connected component), which counts as its own string."""
-    size: dict[int, int] = {}
-    for component in _components(parts.targets):
-        members = set(component)
-        for part in component:
-            outside = (size[target] for target in parts.targets[part] if target not in members)
-            size[part] = min(parts.values[part] + sum(outside), MAX_EXPANDED_VALUES + 1)
-    over = [path for path, target in parts.root if size[target] > MAX_EXPANDED_VALUES]
-    if over:
-        return [FieldProblem(_path("schema", min(over, key=lambda p: (len(p), p))), EXPANDS)]
-    if size[id(schema)] > MAX_EXPANDED_VALUES:
+    MAX_EXPANDED_VALUES JSON values, else the schema itself when it does (_Expansion)."""
+    expansion = _Expansion(parts)
+    total = parts.values[id(schema)]
+    try:
+        for path, target in sorted(
+            parts.root, key=lambda reference: (len(reference[0]), reference[0])
+        ):
+            size = expansion.count(target, id(schema))
+            if size > MAX_EXPANDED_VALUES:
+                return [FieldProblem(_path("schema", path), EXPANDS)]
+            total += size
+    except _Uncountable:  # several times over the limit in all
         return [FieldProblem("schema", EXPANDS)]
-    return []
+    return [FieldProblem("schema", EXPANDS)] if total > MAX_EXPANDED_VALUES else []
 
 
 def _path(prefix: str, parts: Any) -> str:

@@ -8,6 +8,7 @@ import pytest
 
 from memkit.errors import FieldProblem
 from memkit.scratchpad.schema import MAX_PROBLEMS, content_problems, schema_problems
+from memkit.tokens import content_tokens
 
 DRAFT_07 = "http://json-schema.org/draft-07/schema#"
 
@@ -501,6 +502,44 @@ def test_content_whose_check_multiplies_at_each_level_is_refused() -> None:
     # Then the check stops and says why
     assert fields(problems) == ["schema"]
     assert "multiply at each level of the content" in problems[0].reason
+
+
+def test_a_check_stops_after_200_000_steps() -> None:
+    # Given content 15 levels deep in the multiplying schema: about 330,000 keyword
+    # evaluations, several times what a read of ordinary content costs
+    schema, content = multiplying(15)
+
+    # When it is checked, it is refused at the schema
+    assert fields(content_problems(schema, content)) == ["schema"]
+
+
+def test_the_largest_content_against_an_any_of_is_checked_within_the_steps() -> None:
+    # Given six object variants and 64,000 tokens of items matching only the last one
+    # (about 113,000 keyword evaluations)
+    variants = [
+        {
+            "type": "object",
+            "properties": {
+                "kind": {"const": k},
+                "text": {"type": "string"},
+                "n": {"type": "integer"},
+            },
+            "required": ["kind", "text", "n"],
+            "additionalProperties": False,
+        }
+        for k in "abcdef"
+    ]
+    schema = {
+        "type": "object",
+        "properties": {"items": {"type": "array", "items": {"anyOf": variants}}},
+    }
+    content = {"items": [{"kind": "f", "text": "word", "n": n} for n in range(2_660)]}
+    assert 63_000 < content_tokens(content) <= 64_000
+
+    # When it is checked, it passes, and a wrong item deep in it is named
+    assert content_problems(schema, content) == []
+    content["items"][2_000]["n"] = "x"
+    assert fields(content_problems(schema, content)) == ["content.items.2000"]
 
 
 def test_a_multiplying_schema_still_checks_shallow_content() -> None:

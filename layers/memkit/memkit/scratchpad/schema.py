@@ -42,10 +42,12 @@ MAX_EXPANDED_VALUES = 10_000
 # The values counting one schema's expansion may go through in all: each count stops past
 # MAX_EXPANDED_VALUES, so this is only reached by a schema several times over it.
 MAX_COUNTED = 4 * (MAX_EXPANDED_VALUES + 1)
-# Keyword evaluations: several times what the largest content takes against an ordinary
+# Keyword evaluations: under twice what the largest content takes against an ordinary
 # schema (64,000 tokens of objects against an anyOf of six object variants, the last one
-# matching: about 113,000, under a second), and a few seconds at most.
-MAX_CHECK_STEPS = 500_000
+# matching: about 113,000, under a second), since every read checks the stored content
+# too: a check that runs out takes about a second (500,000 took 2.2 s, perhaps 7 s on a
+# 512 MB Lambda).
+MAX_CHECK_STEPS = 200_000
 # The keywords that name another part of the schema to apply in their place.
 REFERENCES = ("$ref", "$dynamicRef", "$recursiveRef")
 TOO_COSTLY = (

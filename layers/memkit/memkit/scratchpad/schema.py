@@ -552,16 +552,19 @@ def _metaschema(cls: type[Validator]) -> Validator:
     return meta(cls.META_SCHEMA, format_checker=_format_checker(cls, regex=False))
 
 
-def _evaluation_problems(schema: dict[str, Any]) -> type[Validator] | list[FieldProblem]:
+def _evaluation_problems(
+    schema: dict[str, Any], stored: bool
+) -> type[Validator] | list[FieldProblem]:
     """The validator class to check content against `schema` with, or why memkit cannot do
     so safely: a `$schema` naming no dialect, a schema its metaschema refuses, references
     that leave it, lead nowhere or loop, patterns RE2 cannot run, references that expand
-    too far."""
+    too far. `stored`: a stored profile's, which passed its metaschema when stored (checking
+    that again would add a second or more to a function's first read of a large schema)."""
     cls = _dialect(schema)
     if isinstance(cls, FieldProblem):
         return [cls]
     metaschema = _metaschema(cls)
-    error = next(metaschema.iter_errors(schema), None)
+    error = None if stored else next(metaschema.iter_errors(schema), None)
     if error is not None:
         return [FieldProblem(_path("schema", error.absolute_path), error.message)]
     parts = _parts(schema, metaschema)
@@ -572,7 +575,7 @@ def _evaluation_problems(schema: dict[str, Any]) -> type[Validator] | list[Field
 def schema_problems(schema: dict[str, Any]) -> list[FieldProblem]:
     """Problems with the schema itself (an empty list when it is a valid JSON Schema that
     memkit can check content against)."""
-    problems = _evaluation_problems(schema)
+    problems = _evaluation_problems(schema, stored=False)
     if isinstance(problems, list):
         return problems
     declared = schema.get("type")
@@ -592,7 +595,7 @@ def _validator(schema_key: str) -> Validator | tuple[FieldProblem, ...]:
     import json
 
     schema = json.loads(schema_key)
-    cls = _evaluation_problems(schema)
+    cls = _evaluation_problems(schema, stored=True)
     if isinstance(cls, list):
         return tuple(cls)
     schema.pop("$schema", None)  # its dialect is cls (ONE_DIALECT)

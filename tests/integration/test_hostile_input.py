@@ -113,6 +113,18 @@ def test_numbers_and_strings_json_cannot_carry_faithfully_are_400(
     ("schema", "field"),
     [
         ({"$ref": "https://example.com/schema.json"}, "schema.$ref"),
+        ({"properties": {"a": {"$dynamicRef": "http://[::1"}}}, "schema.properties.a.$dynamicRef"),
+        ({"allOf": [{}], "properties": {"a": {"$ref": "#/allOf/x"}}}, "schema.properties.a.$ref"),
+        (
+            {"default": {"type": 5}, "properties": {"a": {"$ref": "#/default"}}},
+            "schema.properties.a.$ref",
+        ),
+        ({"$schema": "http://[::1"}, "schema.$schema"),
+        (
+            {"properties": {"a": {"$schema": "http://json-schema.org/draft-07/schema#"}}},
+            "schema.properties.a.$schema",
+        ),
+        ({"properties": {"a": {"$id": "http://[::1"}}}, "schema.properties.a.$id"),
         ({"properties": {"a": {"$ref": "#/$defs/nope"}}}, "schema.properties.a.$ref"),
         ({"$defs": {"a": {"$ref": "#/$defs/a"}}, "properties": {"x": {"$ref": "#/$defs/a"}}}, None),
         ({"properties": {"a": {"pattern": "^(?=a)"}}}, "schema.properties.a.pattern"),
@@ -192,22 +204,25 @@ def test_recursive_schemas_that_consume_the_instance_are_accepted(api: Call) -> 
     assert response.status == 200
 
 
-def _fan_out(levels: int) -> dict:
-    """Definitions each applying the next one twice (allOf), `levels` deep, used by x."""
+def _fan_out(levels: int, last: dict | None = None) -> dict:
+    """Definitions each applying the next one twice (allOf), `levels` deep, used by x; the
+    last one is `last`, else an object."""
     defs: dict = {
         f"d{n}": {"allOf": [{"$ref": f"#/$defs/d{n + 1}"}, {"$ref": f"#/$defs/d{n + 1}"}]}
         for n in range(levels)
     }
-    defs[f"d{levels}"] = {"type": "object"}
+    defs[f"d{levels}"] = last if last is not None else {"type": "object"}
     return {"type": "object", "properties": {"x": {"$ref": "#/$defs/d0"}}, "$defs": defs}
 
 
+@pytest.mark.parametrize("last", [None, {"$ref": "#"}], ids=["object", "back-to-the-top"])
 def test_a_schema_whose_refs_fan_out_is_422_naming_the_ref_and_nothing_is_stored(
-    api: Call,
+    api: Call, last: dict | None
 ) -> None:
     # Given a schema of 31 small definitions that is 2**30 copies of the last one once its
-    # $refs are followed (checking even {"x": {}} against it would take years)
-    schema = _fan_out(30)
+    # $refs are followed (checking even {"x": {}} against it would take years), the last
+    # one an object or a $ref back to the top
+    schema = _fan_out(30, last)
 
     # When it is saved as a profile
     response = api("PUT", "/v1/profiles/fan", body={"schema": schema})
@@ -219,26 +234,63 @@ def test_a_schema_whose_refs_fan_out_is_422_naming_the_ref_and_nothing_is_stored
     assert api("GET", "/v1/profiles/fan").status == 404
 
 
-def test_a_profile_stored_before_the_ref_check_refuses_content_without_evaluating_it(
-    api: Call, dynamodb_table: str
+@pytest.mark.parametrize(
+    ("schema", "field"),
+    [
+        # its $refs' expansion (14 levels: 16,384 copies of the last definition)
+        (_fan_out(14), "schema.properties.x.$ref"),
+        # a $dynamicRef jsonschema cannot even parse
+        (
+            {"type": "object", "properties": {"x": {"$dynamicRef": "http://[::1"}}},
+            "schema.properties.x.$dynamicRef",
+        ),
+        # a $ref to an object under `default` that is not a schema
+        (
+            {"type": "object", "default": {"type": 5}, "properties": {"x": {"$ref": "#/default"}}},
+            "schema.properties.x.$ref",
+        ),
+    ],
+)
+def test_a_profile_stored_before_a_check_refuses_content_without_evaluating_it(
+    api: Call, dynamodb_table: str, schema: dict, field: str
 ) -> None:
     from memkit.config import ApiSettings
     from memkit.models.domain import ProfileSpec
     from memkit.store.dynamodb import DynamoStore
 
-    # Given a profile written straight to the table, as before its $refs' expansion was
-    # checked (14 levels: 16,384 copies of the last definition)
+    # Given a scratchpad with content, whose profile is then written straight to the table
+    # with a schema refused since
+    assert api("PUT", "/v1/profiles/old", body={"format": "json"}).status == 200
+    assert api("PUT", PAD, query={"profile": "old"}, body={"content": {"x": {}}}).status == 200
     store = DynamoStore(ApiSettings(table_name=dynamodb_table, region="us-east-1"))
-    spec = ProfileSpec.model_validate({"schema": _fan_out(14)})
-    store.put_profile("default", "default", "old", spec, None)
+    store.put_profile(
+        "default", "default", "old", ProfileSpec.model_validate({"schema": schema}), None
+    )
 
     # When content is written with it, and the scratchpad read
-    written = api("PUT", PAD, query={"profile": "old"}, body={"content": {"x": {}}})
-    read = api("GET", PAD, query={"profile": "old"})
+    written = api("PUT", PAD, body={"content": {"x": {"y": 1}}})
+    read = api("GET", PAD)
 
-    # Then the write is a 422 naming the $ref and nothing is written; the read answers
-    assert_refused(written, 422, "schema.properties.x.$ref")
-    assert (read.status, read.body["version"]) == (200, 0)
+    # Then the write is a 422 naming the field and nothing is written; the read answers,
+    # listing the same field in its problems
+    assert_refused(written, 422, field)
+    assert (read.status, read.body["version"], read.body["content"]) == (200, 1, {"x": {}})
+    assert [p["field"] for p in read.body["problems"]] == [field]
+
+
+def test_objects_shaped_like_references_in_values_are_stored_and_checked(api: Call) -> None:
+    # Given a schema whose default holds an object shaped like a reference jsonschema could
+    # not parse: a value, not a reference
+    schema = {"type": "object", "default": {"$dynamicRef": "http://[::1"}}
+
+    # When it is stored, and content written and read with it
+    stored = api("PUT", "/v1/profiles/odd", body={"schema": schema})
+    written = api("PUT", PAD, query={"profile": "odd"}, body={"content": {"a": 1}})
+    read = api("GET", PAD)
+
+    # Then each answers
+    assert (stored.status, written.status, read.status) == (200, 200, 200)
+    assert (read.body["content"], read.body["problems"]) == ({"a": 1}, [])
 
 
 def test_schemas_that_share_definitions_check_content_through_their_refs(api: Call) -> None:

@@ -659,12 +659,17 @@ def test_an_id_no_path_could_name_is_a_tool_error_naming_the_rule(mcp: Any) -> N
 # -- refused arguments, through the `mcp` SDK's own client ------------------------------------
 
 SECRET = "SECRET-VALUE-7731"
-# Each refused where it is sent: an id rule, a type, an operator (a key), a profile's schema.
+# Each refused where it is sent: an id rule, a type, an operator (a key), a key a strict model
+# does not know, a profile's schema.
 REFUSED_CALLS = [
     ("get_long_term_memory", {"memory_id": f"a/{SECRET}"}),
     ("create_long_term_memories", {"memories": [{"id": f"{SECRET}?", "text": "x"}]}),
     ("search_long_term_memory", {"text": "tea", "limit": SECRET}),
     ("search_long_term_memory", {"text": "tea", "namespace": {SECRET: "x"}}),
+    (
+        "set_working_memory",
+        {"session_id": "s1", "messages": [{"role": "user", "content": "x", SECRET: 1}]},
+    ),
     ("update_scratchpad", {"session_id": "s1", "profile": "themes", "content": {"theme": SECRET}}),
 ]
 
@@ -708,7 +713,7 @@ def themes(world: MemoryWorld) -> None:
 def test_refused_arguments_say_the_field_and_reason_never_the_value(
     world: MemoryWorld, mode: str
 ) -> None:
-    said = asyncio.run(_sdk_calls(_handler(world), REFUSED_CALLS[:4], mode))
+    said = asyncio.run(_sdk_calls(_handler(world), REFUSED_CALLS[:5], mode))
 
     assert said == [
         "invalid arguments for get_long_term_memory: memory_id: must not contain '/': an id "
@@ -722,6 +727,7 @@ def test_refused_arguments_say_the_field_and_reason_never_the_value(
         "invalid arguments for search_long_term_memory: namespace: a key is not one of those "
         "allowed here: 'eq', 'ne', 'any', 'all', 'none', 'startswith', 'in_', 'not_eq' or "
         "'not_in'",
+        "invalid arguments for set_working_memory: messages.0: an unknown key",
     ]
 
 
@@ -744,6 +750,7 @@ def test_no_log_line_carries_a_refused_value(
         ("create_long_term_memories", ["memories"]),
         ("search_long_term_memory", ["limit"]),
         ("search_long_term_memory", ["namespace"]),
+        ("set_working_memory", ["messages"]),
     ]
 
 

@@ -167,3 +167,40 @@ def test_without_naming_keys_a_refused_key_is_neither_the_path_nor_the_reason() 
     assert problems == [
         FieldProblem("filter", "a key is not one of those allowed here: 'eq' or 'ne'")
     ]
+
+
+def test_without_naming_keys_an_unknown_key_is_cut_from_the_path() -> None:
+    # An MCP tool's refusal never repeats a key the client made up, even one a strict model
+    # refuses as extra: the path ends at the object that has it
+    with pytest.raises(ValidationError) as raised:
+        Owner.model_validate({"name": "ada", "friends": [{"name": "bo", "SECRET-KEY": 1}]})
+
+    problems = field_problems(raised.value.errors(), Owner, name_keys=False)
+
+    assert problems == [FieldProblem("friends.0", "an unknown key")]
+
+
+def test_without_naming_keys_a_value_under_a_key_the_client_chose_is_its_dict() -> None:
+    with pytest.raises(ValidationError) as raised:
+        Owner.model_validate(
+            {"name": "ada", "by_name": {"SECRET-KEY": {"kind": "cat", "lives": "x"}}}
+        )
+
+    problems = field_problems(raised.value.errors(), Owner, name_keys=False)
+
+    assert problems == [
+        FieldProblem(
+            "by_name",
+            "a value: Input should be a valid integer, unable to parse string as an integer",
+        )
+    ]
+
+
+def test_naming_keys_an_unknown_key_is_the_field() -> None:
+    # The REST API names what the client sent, the key included
+    with pytest.raises(ValidationError) as raised:
+        Owner.model_validate({"name": "ada", "friends": [{"name": "bo", "extra": 1}]})
+
+    problems = field_problems(raised.value.errors(), Owner)
+
+    assert problems == [FieldProblem("friends.0.extra", "Extra inputs are not permitted")]

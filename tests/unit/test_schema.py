@@ -8,6 +8,7 @@ import pytest
 
 from memkit.errors import FieldProblem
 from memkit.scratchpad.schema import MAX_PROBLEMS, content_problems, schema_problems
+from memkit.tokens import content_tokens
 
 DRAFT_07 = "http://json-schema.org/draft-07/schema#"
 
@@ -296,9 +297,11 @@ def test_content_problems_caps_type_errors() -> None:
 # -- $refs that fan out -------------------------------------------------------------------------
 
 
-def fan_out(levels: int, applicator: str = "allOf") -> dict[str, Any]:
+def fan_out(
+    levels: int, applicator: str = "allOf", last: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """Definitions each referring to the next one twice, `levels` deep, used by property x:
-    2**levels copies of the last one once the $refs are followed."""
+    2**levels copies of the last one (`last`, else an object) once the $refs are followed."""
 
     def twice(n: int) -> dict[str, Any]:
         ref = {"$ref": f"#/$defs/d{n + 1}"}
@@ -307,7 +310,7 @@ def fan_out(levels: int, applicator: str = "allOf") -> dict[str, Any]:
         return {"properties": {"a": ref, "b": dict(ref)}}
 
     defs = {f"d{n}": twice(n) for n in range(levels)}
-    defs[f"d{levels}"] = {"type": "object"}
+    defs[f"d{levels}"] = last if last is not None else {"type": "object"}
     return {"type": "object", "properties": {"x": {"$ref": "#/$defs/d0"}}, "$defs": defs}
 
 
@@ -339,6 +342,23 @@ TREE: dict[str, Any] = {
         }
     },
     "$ref": "#/$defs/tree",
+}
+EXPRESSION: dict[str, Any] = {  # mutual recursion: an expression, a sum of two, a negation
+    "$defs": {
+        "expr": {"anyOf": [{"$ref": "#/$defs/sum"}, {"$ref": "#/$defs/neg"}, {"type": "number"}]},
+        "sum": {
+            "type": "object",
+            "properties": {"l": {"$ref": "#/$defs/expr"}, "r": {"$ref": "#/$defs/expr"}},
+            "required": ["l", "r"],
+        },
+        "neg": {
+            "type": "object",
+            "properties": {"neg": {"$ref": "#/$defs/expr"}},
+            "required": ["neg"],
+        },
+    },
+    "type": "object",
+    "properties": {"e": {"$ref": "#/$defs/expr"}},
 }
 ADDRESS = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
 SHARED: dict[str, Any] = {
@@ -385,6 +405,7 @@ def test_many_refs_that_each_stay_below_the_limit_are_refused_at_the_schema() ->
     [
         (LINKED_LIST, {"head": {"next": {"next": {"next": {}}}}}),
         (TREE, {"value": 1, "left": {"value": 2, "right": {"value": 3}}}),
+        (EXPRESSION, {"e": {"l": 1, "r": {"neg": {"l": 2, "r": 3}}}}),
         (SHARED, {"home": {"city": "Oslo"}, "work": {"city": "Bergen"}, "past": []}),
         (fan_out(8), {"x": {}}),
         ({"type": "object", "properties": {"self": {"$ref": "#"}}}, {"self": {"self": {}}}),
@@ -395,6 +416,58 @@ def test_ordinary_schemas_with_refs_are_accepted_and_check_content(
 ) -> None:
     assert schema_problems(schema) == []
     assert content_problems(schema, content) == []
+
+
+@pytest.mark.parametrize(
+    ("last", "field"),
+    [
+        ({"$ref": "#"}, "schema.properties.x.$ref"),  # back to the top
+        ({"$ref": "#/$defs/d0"}, "schema.$defs.d30.$ref"),  # back to the first definition
+    ],
+)
+def test_a_fan_out_that_refers_back_to_where_it_starts_is_refused(
+    last: dict[str, Any], field: str
+) -> None:
+    # Given the 30-level fan-out whose last definition refers back to the top, or to the
+    # first definition: a cycle, in which every definition is part of one recursion
+    schema = fan_out(30, last=last)
+
+    # When it is checked, and content against it as if stored before the check
+    problems = schema_problems(schema)
+    stored = content_problems(schema, {"x": {}})
+
+    # Then it is refused at the outermost $ref into the fan-out (2**30 copies, only the
+    # $ref that closes the cycle counted once), and the content is never evaluated
+    assert fields(problems) == [field]
+    assert "expands to more than 10000 JSON values" in problems[0].reason
+    assert stored == problems
+
+
+def test_a_ref_to_one_large_definition_is_refused_at_the_ref() -> None:
+    schema = {
+        "$defs": {"big": {"enum": list(range(50_000))}},
+        "properties": {"a": {"$ref": "#/$defs/big"}},
+    }
+
+    assert fields(schema_problems(schema)) == ["schema.properties.a.$ref"]
+
+
+def test_mutual_recursion_is_counted_once_around() -> None:
+    # Given an expression grammar used at 200 places: each use is a few dozen values
+    schema = {**EXPRESSION, "properties": {f"e{n}": {"$ref": "#/$defs/expr"} for n in range(200)}}
+
+    assert schema_problems(schema) == []
+
+
+def test_many_refs_into_one_large_recursion_are_refused_at_the_schema() -> None:
+    # Given a ring of 300 definitions, each referring to the next, and a property for each:
+    # every property is the whole ring once around (about 1,800 values), 540,000 in all
+    ring = {
+        f"r{n}": {"properties": {"next": {"$ref": f"#/$defs/r{(n + 1) % 300}"}}} for n in range(300)
+    }
+    schema = {"$defs": ring, "properties": {f"p{n}": {"$ref": f"#/$defs/r{n}"} for n in range(300)}}
+
+    assert fields(schema_problems(schema)) == ["schema"], "the sum is what is too large"
 
 
 def test_content_is_checked_through_refs_naming_the_field() -> None:
@@ -431,8 +504,210 @@ def test_content_whose_check_multiplies_at_each_level_is_refused() -> None:
     assert "multiply at each level of the content" in problems[0].reason
 
 
+def test_a_check_stops_after_200_000_steps() -> None:
+    # Given content 15 levels deep in the multiplying schema: about 330,000 keyword
+    # evaluations, several times what a read of ordinary content costs
+    schema, content = multiplying(15)
+
+    # When it is checked, it is refused at the schema
+    assert fields(content_problems(schema, content)) == ["schema"]
+
+
+def test_the_largest_content_against_an_any_of_is_checked_within_the_steps() -> None:
+    # Given six object variants and 64,000 tokens of items matching only the last one
+    # (about 113,000 keyword evaluations)
+    variants = [
+        {
+            "type": "object",
+            "properties": {
+                "kind": {"const": k},
+                "text": {"type": "string"},
+                "n": {"type": "integer"},
+            },
+            "required": ["kind", "text", "n"],
+            "additionalProperties": False,
+        }
+        for k in "abcdef"
+    ]
+    schema = {
+        "type": "object",
+        "properties": {"items": {"type": "array", "items": {"anyOf": variants}}},
+    }
+    content = {"items": [{"kind": "f", "text": "word", "n": n} for n in range(2_660)]}
+    assert 63_000 < content_tokens(content) <= 64_000
+
+    # When it is checked, it passes, and a wrong item deep in it is named
+    assert content_problems(schema, content) == []
+    content["items"][2_000]["n"] = "x"
+    assert fields(content_problems(schema, content)) == ["content.items.2000"]
+
+
 def test_a_multiplying_schema_still_checks_shallow_content() -> None:
     schema, content = multiplying(5)
 
     assert content_problems(schema, content) == []
     assert fields(content_problems(schema, {"a": {"a": 1}}))[0] == "content.a.a"
+
+
+# -- references: where they may point -----------------------------------------------------------
+
+REFERENCE_KEYWORDS = ["$ref", "$dynamicRef", "$recursiveRef"]
+
+
+@pytest.mark.parametrize("keyword", REFERENCE_KEYWORDS)
+@pytest.mark.parametrize(
+    ("reference", "reason"),
+    [
+        ("http://[::1", "only references within the schema (#...)"),  # urlsplit: Invalid IPv6
+        ("#/allOf/x", "'#/allOf/x' points at nothing"),  # an array index that is no number
+        ("#/type/0", "'#/type/0' points at a value that is not a schema"),  # "o" of "object"
+        ("#/nowhere", "'#/nowhere' points at nothing"),
+    ],
+)
+def test_every_reference_keyword_must_point_inside_the_schema_at_a_schema(
+    keyword: str, reference: str, reason: str
+) -> None:
+    # Given a schema with a reference of each kind that leads out, nowhere, or at a non-schema
+    schema = {"type": "object", "allOf": [{}], "properties": {"a": {keyword: reference}}}
+
+    # When it is checked, and content is checked against it as if stored before the check
+    problems = schema_problems(schema)
+    stored = content_problems(schema, {"a": 1})
+
+    # Then both name the reference with the reason, and neither raises
+    assert problems == [FieldProblem(f"schema.properties.a.{keyword}", reason)]
+    assert stored == problems, "a stored schema lists the same problem instead of failing"
+
+
+def test_references_in_values_are_data_not_references() -> None:
+    # Given objects shaped like references where the schema holds values, not schemas
+    schema = {
+        "type": "object",
+        "default": {"$dynamicRef": "http://[::1"},
+        "examples": [{"$ref": "#/nowhere"}],
+        "properties": {
+            "a": {"const": {"$ref": "https://example.com/a"}},
+            "b": {"enum": [{"$recursiveRef": "http://[::1"}]},
+        },
+    }
+
+    # When the schema is checked, and content holding those values
+    problems = schema_problems(schema)
+    content = {"a": {"$ref": "https://example.com/a"}, "b": {"$recursiveRef": "http://[::1"}}
+
+    # Then nothing is refused: they are values the content may hold
+    assert problems == [], "const, enum, default and examples hold values"
+    assert content_problems(schema, content) == []
+
+
+def test_references_in_values_do_not_count_toward_the_expansion() -> None:
+    # Given 40 examples shaped like references to a definition of 300 values
+    big = {"enum": list(range(299))}
+    schema = {"type": "object", "$defs": {"big": big}, "examples": [{"$ref": "#/$defs/big"}] * 40}
+
+    # When it is checked, it is accepted: examples are not applied
+    assert schema_problems(schema) == []
+
+
+def test_a_reference_into_values_must_point_at_a_valid_schema() -> None:
+    # Given references to objects under `default` and an unknown keyword
+    invalid = {"type": "object", "default": {"type": 5}, "properties": {"a": {"$ref": "#/default"}}}
+    valid = {
+        "type": "object",
+        "x-defs": {"name": {"type": "string"}},
+        "properties": {"a": {"$ref": "#/x-defs/name"}},
+    }
+
+    # When they are checked
+    refused = schema_problems(invalid)
+
+    # Then the one that is not a schema is refused at the reference, before a content check
+    # trips over it; the other checks content through it
+    assert fields(refused) == ["schema.properties.a.$ref"]
+    assert refused[0].reason.startswith("'#/default' points at a value that is not a schema")
+    assert content_problems(invalid, {"a": 1}) == refused
+    assert schema_problems(valid) == []
+    assert fields(content_problems(valid, {"a": 1})) == ["content.a"]
+
+
+def test_references_resolve_against_the_id_of_the_part_they_are_in() -> None:
+    # Given a part with its own $id and $defs, named like the schema's own
+    schema = {
+        "type": "object",
+        "$defs": {"name": {"type": "integer"}},
+        "properties": {
+            "a": {
+                "$id": "urn:example:a",
+                "$defs": {"name": {"type": "string"}},
+                "properties": {"name": {"$ref": "#/$defs/name"}},
+            }
+        },
+    }
+
+    # When it is checked, the reference is to the part's own definition, as jsonschema has it
+    assert schema_problems(schema) == []
+    assert fields(content_problems(schema, {"a": {"name": 1}})) == ["content.a.name"]
+
+
+def test_an_id_that_is_no_uri_is_refused() -> None:
+    schema = {"type": "object", "properties": {"a": {"$id": "http://[::1", "type": "string"}}}
+
+    assert schema_problems(schema) == [FieldProblem("schema.properties.a.$id", "not a URI")]
+    assert fields(content_problems(schema, {"a": "x"})) == ["schema.properties.a.$id"]
+
+
+@pytest.mark.parametrize("declared", ["http://[::1", 5, None, []])
+def test_a_dollar_schema_naming_no_dialect_is_refused(declared: Any) -> None:
+    schema = {"$schema": declared, "type": "object"}
+
+    assert fields(schema_problems(schema)) == ["schema.$schema"]
+    assert fields(content_problems(schema, {})) == ["schema.$schema"]
+
+
+@pytest.mark.parametrize("keyword", REFERENCE_KEYWORDS)
+def test_references_that_only_come_back_are_refused(keyword: str) -> None:
+    schema = {"type": "object", "$defs": {"a": {keyword: "#/$defs/a"}}}
+
+    problems = schema_problems(schema)
+
+    assert problems == [
+        FieldProblem(f"schema.$defs.a.{keyword}", "'#/$defs/a' refers back to itself")
+    ]
+
+
+# -- one dialect, one validator ---------------------------------------------------------------
+
+DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
+
+
+def test_a_dollar_schema_below_the_top_is_refused() -> None:
+    # Given a part declaring its own dialect (jsonschema would check it with that dialect's
+    # plain validator: Python's backtracking `re` for its patterns, and no step count)
+    part = {"$schema": DRAFT_07, "type": "string", "pattern": "^(a+)+$"}
+    schema = {"type": "object", "properties": {"a": part}}
+
+    # When it is checked, and content against it as if stored before the check
+    problems = schema_problems(schema)
+
+    # Then the $schema is refused where it is
+    assert fields(problems) == ["schema.properties.a.$schema"]
+    assert content_problems(schema, {"a": "a" * 40 + "!"}) == problems
+
+
+def test_a_ref_to_the_top_is_checked_by_the_same_validator() -> None:
+    # Given a schema declaring its dialect at the top, and a $ref back to the top: jsonschema
+    # would apply the top through the plain validator of the $schema it finds there
+    schema = {
+        "$schema": DRAFT_2020_12,
+        "type": "object",
+        "properties": {"again": {"$ref": "#"}, "p": {"type": "string", "pattern": "^x$"}},
+    }
+
+    # When content is checked where the $ref applies the top, and at the top
+    through_ref = content_problems(schema, {"again": {"p": "x\n"}})
+    at_top = content_problems(schema, {"p": "x\n"})
+
+    # Then both go through RE2, whose `$` matches only at the very end (Python's `re` also
+    # matches before a final newline)
+    assert fields(at_top) == ["content.p"]
+    assert fields(through_ref) == ["content.again.p"], "the $ref stays on RE2"

@@ -162,9 +162,24 @@ class _Walk:
     bad_key: bool = False
     index: int = 0  # the loc segments the schema accounted for
     after_tag: int = 0  # the index just past the last union's tag
+    # The first segment of `path` the client named (a key no model declares), if any.
+    named: int | None = None
 
     def fork(self) -> _Walk:
-        return _Walk(list(self.path), list(self.branches), self.bad_key, self.index, self.after_tag)
+        return _Walk(
+            list(self.path),
+            list(self.branches),
+            self.bad_key,
+            self.index,
+            self.after_tag,
+            self.named,
+        )
+
+    def add(self, segment: Segment, declared: bool) -> None:
+        """`segment` onto the path; `declared`: a field, an index or a key the schema names."""
+        if not declared and self.named is None:
+            self.named = len(self.path)
+        self.path.append(segment)
 
 
 def _walk(node: Schema | None, loc: Sequence[Segment], at: _Walk, defs: dict[str, Schema]) -> _Walk:
@@ -183,11 +198,11 @@ def _walk(node: Schema | None, loc: Sequence[Segment], at: _Walk, defs: dict[str
         elif kind == "dataclass":
             node = node.get("schema")
         elif kind in FIELDS or kind == "dataclass-args":
-            at.path.append(segment)
-            at.index += 1
             node = _field(node.get("fields", {}), segment)
+            at.add(segment, declared=node is not None)
+            at.index += 1
         elif kind in SEQUENCES or kind == "tuple":
-            at.path.append(segment)
+            at.add(segment, declared=True)
             at.index += 1
             items = node.get("items_schema")
             if isinstance(items, list):  # a tuple: one schema a position
@@ -195,7 +210,9 @@ def _walk(node: Schema | None, loc: Sequence[Segment], at: _Walk, defs: dict[str
                 items = items[min(position, len(items) - 1)] if items else None
             node = items
         elif kind == "dict":
-            at.path.append(segment)
+            keys = node.get("keys_schema") or {}
+            allowed = keys.get("expected", ()) if keys.get("type") == "literal" else ()
+            at.add(segment, declared=segment in allowed)
             at.index += 1
             if at.index < len(loc) and loc[at.index] == KEY_MARK:
                 at.bad_key, at.index = True, at.index + 1
@@ -238,19 +255,16 @@ def _unlabelled(union: Schema, loc: Sequence[Segment], at: _Walk, defs: dict[str
     return at
 
 
-def _located(
-    schema: Schema, loc: Sequence[Segment], defs: dict[str, Schema]
-) -> tuple[list[Segment], list[tuple[tuple[Segment, ...], str]], bool, int]:
-    """The API path of `loc`, the union members on the way, whether the last segment named a
-    bad key, and how many segments follow the last union's tag."""
+def _located(schema: Schema, loc: Sequence[Segment], defs: dict[str, Schema]) -> _Walk:
+    """`loc` walked: the API path, the union members on the way, whether the last segment
+    named a bad key, and the first segment the client named."""
     at = _walk(schema, loc, _Walk(), defs)
     for segment in loc[at.index :]:
         if segment == KEY_MARK:
             at.bad_key = True
         else:
-            at.path.append(segment)
-    depth = len(loc) - at.after_tag if at.branches else len(loc)
-    return at.path, at.branches, at.bad_key, depth
+            at.add(segment, declared=isinstance(segment, int))  # past what the schema explains
+    return at
 
 
 def _reason(error: Mapping[str, Any], bad_key: bool, key: Segment | None) -> str:
@@ -277,12 +291,20 @@ def _locate(
     error: Mapping[str, Any], schema: Schema, definitions: dict[str, Schema], name_keys: bool
 ) -> _Located:
     loc = tuple(error.get("loc", ()))
-    path, branches, bad_key, depth = _located(schema, loc, definitions)
-    key = path[-1] if bad_key and path else None
-    if key is not None and not name_keys:
-        path, key = path[:-1], None  # the object that has the key, not the key itself
-    reason = _reason(error, bad_key, key)
-    return _Located(tuple(path), tuple(branches), depth, str(error.get("type", "")), reason)
+    at = _located(schema, loc, definitions)
+    path, kind = at.path, str(error.get("type", ""))
+    depth = len(loc) - at.after_tag if at.branches else len(loc)
+    key = path[-1] if at.bad_key and path else None
+    if at.named is not None and not name_keys:
+        # The object that has a key the client named, never the key (nor what is below it).
+        path, key = path[: at.named], None
+        if kind == "extra_forbidden":
+            return _Located(tuple(path), tuple(at.branches), depth, kind, "an unknown key")
+        if not at.bad_key:
+            reason = _reason(error, False, None)
+            return _Located(tuple(path), tuple(at.branches), depth, kind, f"a value: {reason}")
+    reason = _reason(error, at.bad_key, key)
+    return _Located(tuple(path), tuple(at.branches), depth, kind, reason)
 
 
 def _refused(error: _Located) -> bool:
@@ -343,8 +365,9 @@ def field_problems(
 ) -> list[FieldProblem]:
     """pydantic's `errors` for a value validated as `shape` (a model, or any type), each as a
     FieldProblem at `prefix` + the field path the client wrote (dotted; "body" for the whole
-    value when there is no prefix). `name_keys` False: a refused key is not quoted, its
-    object is the field (an MCP tool's refusals never repeat what was sent)."""
+    value when there is no prefix). `name_keys` False: no key the client chose is quoted
+    (one a strict model does not know, a dict member's name): the path stops at the object
+    that has it (an MCP tool's refusals never repeat what was sent)."""
     try:
         schema, definitions = _core_schema(shape)
     except TypeError:  # an unhashable shape (Annotated with unhashable metadata)

@@ -5,11 +5,16 @@ that matches a regular expression (`pattern`, `patternProperties`, the propertie
 `additionalProperties` leaves out, `format: regex`) runs on RE2 in linear time (patterns.py),
 never on Python's backtracking `re`.
 
+References ($ref, $dynamicRef, $recursiveRef) are followed where the dialect applies them
+(never inside const, enum, default or examples, which hold values), each against the $id of
+the part it is in, as jsonschema does; each must point inside the schema at a schema.
+
 $refs are bounded too: a $ref costs what it points at each time it is applied, so
 definitions that each refer to the next one twice make a small schema exponentially large
 work. A schema is refused when, with each $ref replaced by what it points at, it would hold
-more than MAX_EXPANDED_VALUES JSON values; a $ref back into its own recursion counts once,
-as recursion goes only as deep as the content does. That bounds the schemas applied at any
+more than MAX_EXPANDED_VALUES JSON values; a $ref back to a part it is already in (on
+the way from the top) counts once, as recursion goes only as deep as the content does.
+That bounds the schemas applied at any
 one place of the content, and what a model provider or MCP client that inlines the tool
 definitions' $refs must hold. A content check also stops after MAX_CHECK_STEPS keyword
 evaluations: that covers profiles stored before the count, and recursion that multiplies
@@ -22,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from functools import cache, lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from memkit.errors import FieldProblem
 from memkit.scratchpad import patterns
@@ -34,34 +39,30 @@ if TYPE_CHECKING:
 
 MAX_PROBLEMS = 20
 MAX_EXPANDED_VALUES = 10_000
-# Keyword evaluations: several times what the largest content takes against an ordinary
+# The values counting one schema's expansion may go through in all: each count stops past
+# MAX_EXPANDED_VALUES, so this is only reached by a schema several times over it.
+MAX_COUNTED = 4 * (MAX_EXPANDED_VALUES + 1)
+# Keyword evaluations: under twice what the largest content takes against an ordinary
 # schema (64,000 tokens of objects against an anyOf of six object variants, the last one
-# matching: about 113,000, under a second), and a few seconds at most.
-MAX_CHECK_STEPS = 500_000
+# matching: about 113,000, under a second), since every read checks the stored content
+# too: a check that runs out takes about a second (500,000 took 2.2 s, perhaps 7 s on a
+# 512 MB Lambda).
+MAX_CHECK_STEPS = 200_000
 # The keywords that name another part of the schema to apply in their place.
 REFERENCES = ("$ref", "$dynamicRef", "$recursiveRef")
 TOO_COSTLY = (
     f"checking this content against it takes more than {MAX_CHECK_STEPS} steps: its $refs "
     "multiply at each level of the content"
 )
+# jsonschema switches to the plain validator of a $schema met below the top (its own `re`
+# for patterns, no step count), so memkit allows one, and checks with the top's $schema
+# taken out, so that a $ref to "#" stays with memkit's validator too.
+ONE_DIALECT = "only at the top of the schema: memkit checks content in one dialect"
 EXPANDS = (
     f"expands to more than {MAX_EXPANDED_VALUES} JSON values with each $ref replaced by what "
-    "it points at (a $ref back into its own recursion counted once): too much to check "
+    "it points at (a $ref back to a part it is already in counted once): too much to check "
     "content against"
 )
-
-
-def _loops(resolver: Any, ref: str) -> bool:
-    """True when following `ref` only ever reaches other bare $refs and comes back."""
-    seen: set[str] = set()
-    current: str | None = ref
-    while current is not None:
-        if current in seen:
-            return True
-        seen.add(current)
-        target = resolver.lookup(current).contents
-        current = target.get("$ref") if isinstance(target, dict) else None
-    return False
 
 
 def _walk(schema: Any) -> Iterator[tuple[list[str], str, Any]]:
@@ -103,59 +104,180 @@ def _pattern_problems(schema: dict[str, Any]) -> list[FieldProblem]:
     return problems
 
 
-def _resolver(schema: dict[str, Any]) -> Any:
-    """A resolver of the schema's $refs over a registry holding only this schema: nothing
-    is ever fetched."""
+def _resolver(schema: dict[str, Any]) -> tuple[Any, Any]:
+    """A resolver of the schema's references over a registry holding only this schema (so
+    nothing is ever fetched), and the dialect's referencing specification."""
     from referencing import Registry
     from referencing.jsonschema import DRAFT202012, specification_with
 
     specification = specification_with(schema.get("$schema", ""), default=DRAFT202012)
     resource = specification.create_resource(schema)
     base = resource.id() or "urn:memkit:profile-schema"
-    return Registry().with_resource(base, resource).resolver(base_uri=base)
+    return Registry().with_resource(base, resource).resolver(base_uri=base), specification
 
 
-def _unsafe_parts(schema: dict[str, Any]) -> list[FieldProblem]:
-    """$refs that leave the schema or lead nowhere, and patterns memkit cannot evaluate."""
+class _NoBase(Exception):
+    """A `$id` that is no URI, so the references under it resolve against nothing."""
+
+    def __init__(self, node: dict[str, Any]) -> None:
+        self.node = node
+
+
+def _schema_nodes(
+    part: Any, resolver: Any, specification: Any
+) -> Iterator[tuple[dict[str, Any], Any]]:
+    """Every object of `part` in a place the dialect applies as a schema (not the values of
+    const, enum, default, examples or unknown keywords), with the resolver of the resource it
+    sits in: a `$id` starts a new one, as it does for jsonschema."""
+    stack = [(specification.create_resource(part), resolver)]
+    while stack:
+        resource, at = stack.pop()
+        if isinstance(resource.contents, dict):
+            yield resource.contents, at
+        for sub in resource.subresources():
+            try:
+                stack.append((sub, at.in_subresource(sub)))
+            except ValueError as exc:  # urljoin: "Invalid IPv6 URL" and the like
+                raise _NoBase(sub.contents) from exc
+
+
+def _lookup(resolver: Any, reference: str) -> Any:
+    """What `reference` points at (its contents and the resolver there), or None: a pointer
+    through a member that is not there or an index that is not a number, a malformed URI."""
     from referencing.exceptions import Unresolvable
 
-    resolver = _resolver(schema)
-    problems: list[FieldProblem] = []
-    for path, keyword, value in _walk(schema):
-        if keyword != "$ref" or not isinstance(value, str):
-            continue
-        where = _path("schema", [*path, keyword])
-        if not value.startswith("#"):
-            problems.append(FieldProblem(where, "only references within the schema (#...)"))
-            continue
-        try:
-            if _loops(resolver, value):
-                problems.append(FieldProblem(where, f"{value!r} refers back to itself"))
-        except Unresolvable:
-            problems.append(FieldProblem(where, f"{value!r} points at nothing"))
-    return problems + _pattern_problems(schema)
+    try:
+        return resolver.lookup(reference)
+    except (Unresolvable, LookupError, TypeError, ValueError):
+        return None
 
 
-# -- how far $refs expand ----------------------------------------------------------------
+def _loops(resolved: Any) -> bool:
+    """True when following a reference only ever reaches other references and comes back
+    (each applied to the same value, without end)."""
+    seen: set[int] = set()
+    while resolved is not None:
+        target = resolved.contents
+        if id(target) in seen:
+            return True
+        seen.add(id(target))
+        if not isinstance(target, dict):
+            return False
+        reference = next((target[k] for k in REFERENCES if isinstance(target.get(k), str)), None)
+        resolved = _lookup(resolved.resolver, reference) if reference is not None else None
+    return False
 
 
-def _values_and_references(node: Any) -> tuple[int, list[tuple[list[str], str]]]:
-    """How many JSON values `node` holds (itself included), and its references: (path,
-    reference) for each $ref, $dynamicRef or $recursiveRef in it."""
-    count = 0
-    found: list[tuple[list[str], str]] = []
-    stack: list[tuple[list[str], Any]] = [([], node)]
+def _locations(schema: dict[str, Any]) -> dict[int, list[str]]:
+    """The path of every object and array in the schema, by identity."""
+    found: dict[int, list[str]] = {}
+    stack: list[tuple[list[str], Any]] = [([], schema)]
     while stack:
-        path, current = stack.pop()
+        path, node = stack.pop()
+        if isinstance(node, dict | list) and id(node) not in found:
+            found[id(node)] = path
+            items = node.items() if isinstance(node, dict) else enumerate(node)
+            stack.extend(([*path, str(key)], value) for key, value in items)
+    return found
+
+
+def _count_values(node: Any) -> int:
+    """How many JSON values `node` holds, itself included."""
+    count = 0
+    stack = [node]
+    while stack:
+        current = stack.pop()
         count += 1
         if isinstance(current, dict):
-            for key, value in current.items():
-                if key in REFERENCES and isinstance(value, str):
-                    found.append(([*path, key], value))
-                stack.append(([*path, str(key)], value))
+            stack.extend(current.values())
         elif isinstance(current, list):
-            stack.extend(([*path, str(i)], item) for i, item in enumerate(current))
-    return count, found
+            stack.extend(current)
+    return count
+
+
+class _Parts(NamedTuple):
+    """The schema and the parts of it its references point at, by identity: each part's JSON
+    values and the parts its references point at; the schema's own references (path, part);
+    and the references memkit refuses."""
+
+    values: dict[int, int]
+    targets: dict[int, list[int]]
+    root: list[tuple[list[str], int]]
+    problems: list[FieldProblem]
+
+
+def _parts(schema: dict[str, Any], metaschema: Validator) -> _Parts:
+    """Follow every reference ($ref, $dynamicRef, $recursiveRef) where the dialect applies
+    it, in the schema and in each part one points at, as jsonschema would. A reference must
+    point inside the schema (`#...`) at a valid schema, and not only at other references
+    that come back."""
+    resolver, specification = _resolver(schema)
+    locations = _locations(schema)
+    parts = _Parts({}, {}, [], [])
+    # Each reference (its object, its keyword) once: what it points at, or None if refused.
+    followed: dict[tuple[int, str], Any] = {}
+    nested: set[int] = set()  # the parts holding a $schema of their own, reported once
+
+    def location(node: dict[str, Any], keyword: str) -> list[str]:
+        return [*locations.get(id(node), []), keyword]
+
+    try:
+        applied = {id(node) for node, _ in _schema_nodes(schema, resolver, specification)}
+        pending: list[tuple[Any, Any]] = [(schema, resolver)]
+        while pending:
+            part, part_resolver = pending.pop()
+            if id(part) in parts.values:
+                continue
+            parts.values[id(part)] = _count_values(part)
+            parts.targets[id(part)] = targets = []
+            for node, at in _schema_nodes(part, part_resolver, specification):
+                if "$schema" in node and node is not schema and id(node) not in nested:
+                    nested.add(id(node))
+                    where = _path("schema", location(node, "$schema"))
+                    parts.problems.append(FieldProblem(where, ONE_DIALECT))
+                for keyword in REFERENCES:
+                    reference = node.get(keyword)
+                    if not isinstance(reference, str):
+                        continue
+                    if (id(node), keyword) not in followed:
+                        outcome = _follow(reference, at, metaschema, applied)
+                        if isinstance(outcome, str):
+                            where = _path("schema", location(node, keyword))
+                            parts.problems.append(FieldProblem(where, outcome))
+                        followed[id(node), keyword] = None if isinstance(outcome, str) else outcome
+                    resolved = followed[id(node), keyword]
+                    if resolved is None:
+                        continue
+                    targets.append(id(resolved.contents))
+                    pending.append((resolved.contents, resolved.resolver))
+                    if part is schema:
+                        parts.root.append((location(node, keyword), id(resolved.contents)))
+    except _NoBase as exc:
+        keyword = "$id" if "$id" in exc.node else "id"
+        where = _path("schema", location(exc.node, keyword))
+        parts.problems.append(FieldProblem(where, "not a URI"))
+    return parts
+
+
+def _follow(reference: str, at: Any, metaschema: Validator, applied: set[int]) -> Any:
+    """What `reference` points at (contents and resolver), or why memkit refuses it."""
+    if not reference.startswith("#"):
+        return "only references within the schema (#...)"
+    resolved = _lookup(at, reference)
+    if resolved is None:
+        return f"{reference!r} points at nothing"
+    target = resolved.contents
+    if not isinstance(target, dict | bool):
+        return f"{reference!r} points at a value that is not a schema"
+    if isinstance(target, dict) and id(target) not in applied:
+        # A part jsonschema applies only through the reference (one under `default`, say),
+        # so the metaschema has not checked it: the content check would trip over it.
+        error = next(metaschema.iter_errors(target), None)
+        if error is not None:
+            return f"{reference!r} points at a value that is not a schema: {error.message}"
+    if _loops(resolved):
+        return f"{reference!r} refers back to itself"
+    return resolved
 
 
 def _components(graph: dict[int, list[int]]) -> list[list[int]]:
@@ -199,50 +321,85 @@ def _components(graph: dict[int, list[int]]) -> list[list[int]]:
     return found
 
 
-def _expansion_problems(schema: dict[str, Any]) -> list[FieldProblem]:
-    """The outermost $ref whose target, its $refs followed, holds more than
-    MAX_EXPANDED_VALUES JSON values, else the schema itself when it does.
+class _Uncountable(Exception):
+    """Counting a schema's expansion went past MAX_COUNTED values."""
 
-    Each part of the schema a reference points at is counted once, then the counts are
-    added up along the references, so the work is linear in the schema's size: a part
-    counts its own values plus, for each of its references, the count of the part it
-    points at, except a reference back into its own recursion (the same strongly
-    connected component), which counts as its own string."""
-    from referencing.exceptions import Unresolvable
 
-    resolver = _resolver(schema)
-    parts: dict[int, tuple[int, list[int]]] = {}  # id of a part -> its values, its targets
-    root_references: list[tuple[list[str], int]] = []
-    pending: list[Any] = [schema]
-    while pending:
-        part = pending.pop()
-        if id(part) in parts:
-            continue
-        values, references = _values_and_references(part)
-        targets: list[int] = []
-        for path, reference in references:
-            try:
-                target = resolver.lookup(reference).contents
-            except Unresolvable:  # refused by _unsafe_parts (or not followed by jsonschema)
+class _Expansion:
+    """How many JSON values parts of a schema hold with each reference replaced by what it
+    points at, except a reference back to a part on the way there from the top, which
+    counts as its own string (recursion goes only as deep as the content does).
+
+    A depth-first walk from a part along the references, each part's count stopping past
+    MAX_EXPANDED_VALUES. A part's count depends on the parts above it only when one of them
+    is in its strongly connected group (it can reach them back), so the count of a part
+    entered from outside its group is kept and reused: a part shared by many, a list, a
+    tree are each counted once. Inside a group the walk follows every path, so a group whose
+    references fan out counts as large as it expands; all counts of one schema together
+    stop after MAX_COUNTED values."""
+
+    def __init__(self, parts: _Parts) -> None:
+        self._parts = parts
+        self._group = {
+            part: n for n, members in enumerate(_components(parts.targets)) for part in members
+        }
+        self._known: dict[int, int] = {}
+        self._left = MAX_COUNTED
+
+    def count(self, start: int, above: int) -> int:
+        """The count of `start` reached from the part `above`, at most MAX_EXPANDED_VALUES+1."""
+        over = MAX_EXPANDED_VALUES + 1
+        on_path = {above}
+        counted = [0]
+        # (part, its targets still to follow, its count so far, where its count goes, whether
+        # it was entered from outside its group)
+        stack: list[tuple[int, Iterator[int], list[int], list[int], bool]] = []
+
+        def visit(part: int, into: list[int], came_from: int) -> None:
+            if part in on_path:
+                return  # back to a part on the way: its string, counted with its object
+            entered = self._group[part] != self._group[came_from]
+            if entered and part in self._known:
+                into[0] += self._known[part]
+                return
+            values = self._parts.values[part]
+            self._left -= min(values, over)  # the walk stops there past the limit
+            if self._left < 0:
+                raise _Uncountable
+            stack.append((part, iter(self._parts.targets[part]), [values], into, entered))
+            on_path.add(part)
+
+        visit(start, counted, above)
+        while stack:
+            part, targets, total, into, entered = stack[-1]
+            target = next(targets, None) if total[0] <= MAX_EXPANDED_VALUES else None
+            if target is not None:
+                visit(target, total, part)
                 continue
-            targets.append(id(target))
-            pending.append(target)
-            if part is schema:
-                root_references.append((path, id(target)))
-        parts[id(part)] = (values, targets)
-    size: dict[int, int] = {}
-    for component in _components({part: targets for part, (_, targets) in parts.items()}):
-        members = set(component)
-        for part in component:
-            values, targets = parts[part]
-            outside = (size[target] for target in targets if target not in members)
-            size[part] = min(values + sum(outside), MAX_EXPANDED_VALUES + 1)
-    over = [path for path, target in root_references if size[target] > MAX_EXPANDED_VALUES]
-    if over:
-        return [FieldProblem(_path("schema", min(over, key=lambda p: (len(p), p))), EXPANDS)]
-    if size[id(schema)] > MAX_EXPANDED_VALUES:
+            stack.pop()
+            on_path.discard(part)
+            if entered:
+                self._known[part] = min(total[0], over)
+            into[0] += min(total[0], over)
+        return min(counted[0], over)
+
+
+def _expansion_problems(parts: _Parts, schema: dict[str, Any]) -> list[FieldProblem]:
+    """The outermost reference whose target, its references followed, holds more than
+    MAX_EXPANDED_VALUES JSON values, else the schema itself when it does (_Expansion)."""
+    expansion = _Expansion(parts)
+    total = parts.values[id(schema)]
+    try:
+        for path, target in sorted(
+            parts.root, key=lambda reference: (len(reference[0]), reference[0])
+        ):
+            size = expansion.count(target, id(schema))
+            if size > MAX_EXPANDED_VALUES:
+                return [FieldProblem(_path("schema", path), EXPANDS)]
+            total += size
+    except _Uncountable:  # several times over the limit in all
         return [FieldProblem("schema", EXPANDS)]
-    return []
+    return [FieldProblem("schema", EXPANDS)] if total > MAX_EXPANDED_VALUES else []
 
 
 def _path(prefix: str, parts: Any) -> str:
@@ -367,27 +524,60 @@ def _linear_time(cls: type[Validator]) -> type[Validator]:
     return linear
 
 
-def _validator_class(schema: dict[str, Any]) -> type[Validator]:
+def _dialect(schema: dict[str, Any]) -> type[Validator] | FieldProblem:
+    """The validator class of the schema's dialect (`$schema`; Draft 2020-12 without one),
+    or why `$schema` names none."""
+    from urllib.parse import urlsplit
+
     from jsonschema import validators
 
-    return _linear_time(validators.validator_for(schema, default=validators.Draft202012Validator))
+    declared = schema.get("$schema", "")
+    try:
+        # jsonschema looks the URI up after urlsplit, which refuses "http://[::1" and the like
+        if isinstance(declared, str) and urlsplit(declared):
+            return validators.validator_for(schema, default=validators.Draft202012Validator)
+    except ValueError:
+        pass
+    return FieldProblem("schema.$schema", "must be a URI naming a JSON Schema dialect")
+
+
+@cache
+def _metaschema(cls: type[Validator]) -> Validator:
+    """A validator of schemas against the dialect's metaschema, as check_schema does, but with
+    patterns left to _pattern_problems (RE2 gives the reason) rather than checked by `re` as
+    `format: regex`."""
+    from jsonschema import validators
+
+    meta = validators.validator_for(cls.META_SCHEMA, default=cls)
+    return meta(cls.META_SCHEMA, format_checker=_format_checker(cls, regex=False))
+
+
+def _evaluation_problems(
+    schema: dict[str, Any], stored: bool
+) -> type[Validator] | list[FieldProblem]:
+    """The validator class to check content against `schema` with, or why memkit cannot do
+    so safely: a `$schema` naming no dialect, a schema its metaschema refuses, references
+    that leave it, lead nowhere or loop, patterns RE2 cannot run, references that expand
+    too far. `stored`: a stored profile's, which passed its metaschema when stored (checking
+    that again would add a second or more to a function's first read of a large schema)."""
+    cls = _dialect(schema)
+    if isinstance(cls, FieldProblem):
+        return [cls]
+    metaschema = _metaschema(cls)
+    error = None if stored else next(metaschema.iter_errors(schema), None)
+    if error is not None:
+        return [FieldProblem(_path("schema", error.absolute_path), error.message)]
+    parts = _parts(schema, metaschema)
+    problems = parts.problems + _pattern_problems(schema) or _expansion_problems(parts, schema)
+    return problems or _linear_time(cls)
 
 
 def schema_problems(schema: dict[str, Any]) -> list[FieldProblem]:
-    """Problems with the schema itself (an empty list when it is a valid JSON Schema)."""
-    from jsonschema import validators
-
-    cls = validators.validator_for(schema, default=validators.Draft202012Validator)
-    # Against the dialect's metaschema, as check_schema does, but with patterns left to
-    # _unsafe_parts (RE2 gives the reason) rather than checked by `re` as `format: regex`.
-    meta = validators.validator_for(cls.META_SCHEMA, default=cls)
-    checker = meta(cls.META_SCHEMA, format_checker=_format_checker(cls, regex=False))
-    error = next(checker.iter_errors(schema), None)
-    if error is not None:
-        return [FieldProblem(_path("schema", error.absolute_path), error.message)]
-    unsafe = _unsafe_parts(schema) or _expansion_problems(schema)
-    if unsafe:
-        return unsafe
+    """Problems with the schema itself (an empty list when it is a valid JSON Schema that
+    memkit can check content against)."""
+    problems = _evaluation_problems(schema, stored=False)
+    if isinstance(problems, list):
+        return problems
     declared = schema.get("type")
     if (
         declared is not None
@@ -400,15 +590,15 @@ def schema_problems(schema: dict[str, Any]) -> list[FieldProblem]:
 
 @lru_cache(maxsize=256)
 def _validator(schema_key: str) -> Validator | tuple[FieldProblem, ...]:
-    """The validator for a schema, or why it cannot be evaluated (a schema stored before its
-    patterns or the expansion of its $refs were checked)."""
+    """The validator for a schema, or why it cannot be evaluated (a schema stored before one
+    of the checks of schema_problems)."""
     import json
 
     schema = json.loads(schema_key)
-    problems = _pattern_problems(schema) or _expansion_problems(schema)
-    if problems:
-        return tuple(problems)
-    cls = _validator_class(schema)
+    cls = _evaluation_problems(schema, stored=True)
+    if isinstance(cls, list):
+        return tuple(cls)
+    schema.pop("$schema", None)  # its dialect is cls (ONE_DIALECT)
     return cls(schema, format_checker=cls.FORMAT_CHECKER)
 
 

@@ -763,3 +763,56 @@ def test_a_deletion_that_becomes_a_job_revokes_the_keys_at_once(
     assert running.status == 202, running.body
     assert refused_before_the_job_ran
     assert (job.body["status"], job.body["counts"]["api_keys"]) == ("done", 1)
+
+
+READ_WRITE = ["memory:read", "memory:write"]
+BACKEND = ["memory:admin", "memory:read", "memory:write"]
+
+
+def test_a_key_that_keeps_changing_is_left_to_the_job_while_the_rest_is_deleted(
+    world: MemoryWorld,
+    dynamodb_table: str,
+    queued: Queued,
+    monkeypatch: pytest.MonkeyPatch,
+    debug_log: Any,
+) -> None:
+    from botocore.exceptions import ClientError
+
+    from memkit.service.api_keys import key_hash
+
+    keyed = _keyed(world, dynamodb_table, work_queue_url=queued.url)
+    racing = keyed.keys.create(TENANT, READ_WRITE, ADA).plain
+    calm = keyed.keys.create(TENANT, READ_WRITE, ADA).plain
+    backend = keyed.keys.create(TENANT, BACKEND).plain
+    stored = _populate(world, ADA, "default")
+    world.settle()
+    # Every revocation of one key is cancelled by a conflict (as when the authorizer writes
+    # its last use at that moment), for as long as the request runs.
+    client = world.store._items.connection.client
+    send = client.transact_write_items
+    contested = f"APIKEY#{key_hash(racing)}"
+
+    def conflicting(**request: Any) -> Any:
+        first = request["TransactItems"][0]
+        if first.get("Delete", {}).get("Key", {}).get("PK", {}).get("S") == contested:
+            reasons = [{"Code": "TransactionConflict"}, {"Code": "None"}]
+            error = {"Code": "TransactionCanceledException", "Message": "conflict"}
+            raise ClientError({"Error": error, "CancellationReasons": reasons}, "Transact")
+        return send(**request)
+
+    monkeypatch.setattr(client, "transact_write_items", conflicting)
+    deleted = keyed.api(backend, "DELETE", f"/v1/users/{ADA}")
+    racing_then = keyed.authorized(racing)
+    calm_then = keyed.authorized(calm)
+    left_then = _snapshot(world, dynamodb_table, stored)
+    monkeypatch.setattr(client, "transact_write_items", send)  # the race is over
+    queued.work()
+    job = keyed.api(backend, "GET", f"/v1/jobs/{deleted.body.get('job_id')}")
+    logged = [json.loads(line) for line in debug_log.getvalue().splitlines()]
+
+    assert deleted.status == 202, deleted.body  # never a 4xx after writes
+    assert (racing_then, calm_then) == (True, False)
+    assert left_then == (0, 0)  # the rest of the user went within the request
+    assert [line["api_keys_failed"] for line in logged if "api_keys_failed" in line] == [1]
+    assert (job.body["status"], job.body["counts"]["api_keys"]) == ("done", 2)
+    assert not keyed.authorized(racing)

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, ClassVar, Protocol
 from memkit.errors import Forbidden, MemkitError, NotFound, StoreUnavailable
 from memkit.ids import new_ulid
 from memkit.jobs.curation import Job
+from memkit.models.api_keys import UserKeysRevoked
 from memkit.models.domain import MessageRef, Owner
 from memkit.models.users import DeletionCounts, JobKind, JobState
 from memkit.observability import logger, metrics
@@ -83,7 +84,7 @@ class ScopeStore(Protocol):
 
     def delete_scope_records(self, owner: Owner, record_ids: list[str]) -> tuple[int, int]: ...
 
-    def revoke_user_keys(self, tenant: str, user_id: str) -> int: ...
+    def revoke_user_keys(self, tenant: str, user_id: str) -> UserKeysRevoked: ...
 
 
 @dataclass(frozen=True)
@@ -157,18 +158,25 @@ class ScopeSweep:
         scratchpads in the namespace go too (the scope's own user, and every user a listing
         names, are added); each user's go before the items that named the user, so a pass
         cut short finds the user again. A user's API keys are revoked first, at every pass:
-        from then on no key writes as the user what the pass would have to find again."""
+        from then on no key writes as the user what the pass would have to find again. A key
+        that could not be revoked leaves the pass not done, whatever else it deleted: the
+        next pass tries it again."""
         run = _Progress(owner, deadline)
+        keys = UserKeysRevoked()
         if owner.user_id is not None:
             keys = self._store.revoke_user_keys(owner.tenant, owner.user_id)
-            run.counts += DeletionCounts(api_keys=keys)
+            run.counts += DeletionCounts(api_keys=keys.revoked)
+            if keys.failed:
+                # Counts only: never the user's id or a key's.
+                logger.warning("api keys not revoked", extra={"api_keys_failed": keys.failed})
+                metrics.add_metric(name="ApiKeyRevocationsFailed", unit="Count", value=keys.failed)
         done = (
             self._delete_pads(run, chain([owner.user_id], users))
             and self._delete_sessions(run)
             and self._delete_records(run, self._store.scope_records(owner))
             and self._delete_vectors(run)
         )
-        return DeletionRun(run.counts, done)
+        return DeletionRun(run.counts, done and not keys.failed)
 
     def _delete_pads(self, run: _Progress, user_ids: Iterable[str | None]) -> bool:
         """Delete the scratchpads of the users not dealt with yet (the first at once: the
@@ -339,9 +347,10 @@ class BackgroundDeletion(ABC):
 
     def _finished(self, run: DeletionRun) -> DeletionRun:
         if not run.done and self._send is None:
-            # With no budget, only an index that never caught up with its removals stops a
-            # run short; nothing would finish the rest later, a retry does.
-            raise StoreUnavailable("the vector index is behind on removals; retry the deletion")
+            # With no budget, only an index that never caught up with its removals, or an
+            # API key that kept changing, stops a run short; nothing would finish the rest
+            # later, a retry does.
+            raise StoreUnavailable("the deletion could not finish yet; retry it")
         return run
 
     def _open(self, tenant: str, counts: DeletionCounts, job_id: str | None = None) -> JobState:

@@ -52,6 +52,15 @@ class ApiKey:
 
 
 @dataclass(frozen=True)
+class UserKeysRevoked:
+    """What revoking a user's keys did: the keys this call revoked, and the keys it could
+    not (each kept changing under it: still live, for the next pass)."""
+
+    revoked: int = 0
+    failed: int = 0
+
+
+@dataclass(frozen=True)
 class NewApiKey:
     """A key just created: the plain key (shown once, stored nowhere) and its record."""
 

@@ -89,10 +89,12 @@ class ScopeStore(Protocol):
 
 @dataclass(frozen=True)
 class DeletionRun:
-    """What one run did, and whether it reached the end."""
+    """What one run did, and whether it reached the end; for a user's, when the newest of
+    the user's API keys was revoked (ISO 8601; None: none is)."""
 
     counts: DeletionCounts
     done: bool
+    keys_revoked_at: str | None = None
 
 
 @dataclass
@@ -153,17 +155,24 @@ class ScopeSweep:
         self._window = window
         self._wait = wait
 
-    def run(self, owner: Owner, deadline: Deadline, users: Iterable[str] = ()) -> DeletionRun:
+    def run(
+        self,
+        owner: Owner,
+        deadline: Deadline,
+        users: Iterable[str] = (),
+        revoke_keys: bool = True,
+    ) -> DeletionRun:
         """One pass over everything of the scope, until done or the deadline. `users`: whose
         scratchpads in the namespace go too (the scope's own user, and every user a listing
         names, are added); each user's go before the items that named the user, so a pass
-        cut short finds the user again. A user's API keys are revoked first, at every pass:
-        from then on no key writes as the user what the pass would have to find again. A key
-        that could not be revoked leaves the pass not done, whatever else it deleted: the
-        next pass tries it again."""
+        cut short finds the user again. A user's API keys are revoked first, at every pass
+        (unless not `revoke_keys`): from then on the authorizer lets no key in as the user
+        (API Gateway's cached answers aside: memkit.jobs.users sweeps again once they have
+        expired). A key that could not be revoked leaves the pass not done, whatever else
+        it deleted: the next pass tries it again."""
         run = _Progress(owner, deadline)
         keys = UserKeysRevoked()
-        if owner.user_id is not None:
+        if owner.user_id is not None and revoke_keys:
             keys = self._store.revoke_user_keys(owner.tenant, owner.user_id)
             run.counts += DeletionCounts(api_keys=keys.revoked)
             if keys.failed:
@@ -176,7 +185,7 @@ class ScopeSweep:
             and self._delete_records(run, self._store.scope_records(owner))
             and self._delete_vectors(run)
         )
-        return DeletionRun(run.counts, done and not keys.failed)
+        return DeletionRun(run.counts, done and not keys.failed, keys.last_revoked_at)
 
     def _delete_pads(self, run: _Progress, user_ids: Iterable[str | None]) -> bool:
         """Delete the scratchpads of the users not dealt with yet (the first at once: the

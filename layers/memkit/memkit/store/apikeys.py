@@ -223,16 +223,23 @@ class ApiKeyTable:
         changing under every attempt stays live and is counted as failed (the caller's next
         pass tries it again), and the others are revoked all the same."""
         revoked = failed = 0
+        latest: str | None = None
         for item in list(self._listing(tenant)):
-            if _text(item, "user_id") != user_id or "revoked_at" in item:
+            if _text(item, "user_id") != user_id:
                 continue
-            try:
-                key = self.revoke(tenant, item["key_id"]["S"], revoked_at, now)
-            except VersionConflict:
-                failed += 1
-                continue
-            revoked += key is not None and key.revoked_at == revoked_at
-        return UserKeysRevoked(revoked, failed)
+            stamp = _text(item, "revoked_at")
+            if stamp is None:
+                try:
+                    key = self.revoke(tenant, item["key_id"]["S"], revoked_at, now)
+                except VersionConflict:
+                    failed += 1
+                    continue
+                if key is None or key.revoked_at is None:  # gone meanwhile (its TTL)
+                    continue
+                revoked += key.revoked_at == revoked_at
+                stamp = key.revoked_at
+            latest = stamp if latest is None else max(latest, stamp)
+        return UserKeysRevoked(revoked, failed, latest)
 
     def _revoke(
         self,

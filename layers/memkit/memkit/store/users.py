@@ -113,8 +113,8 @@ class UserTable(CurationTable):
 
     def revoke_user_keys(self, tenant: str, user_id: str) -> UserKeysRevoked:
         """Revoke the tenant's API keys that act as the user (memkit.store.apikeys: keys are
-        the tenant's, in no namespace): how many were live until now, and how many could
-        not be revoked."""
+        the tenant's, in no namespace): how many were live until now, how many could not be
+        revoked, and when the newest of the user's keys was revoked."""
         table = ApiKeyTable(self._items.connection.client, self._items.base.Meta.table_name)
         now = self._clock()
         return table.revoke_keys_of(tenant, user_id, now_iso(now), now)

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import itertools
 import json
+import time
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import boto3
@@ -20,7 +21,7 @@ import pytest
 from memkit.handlers.wiring import api_services
 from memkit.handlers.wiring import job_sender as sqs_job_sender
 from memkit.handlers.worker import make_lambda_handler as make_worker_handler
-from memkit.jobs.curation import Curator
+from memkit.jobs.curation import Curator, Job
 from memkit.jobs.users import UserDeletion
 from memkit.models.domain import Owner
 from memkit.service.long_term import LongTermService
@@ -262,26 +263,56 @@ class LaggingIndex(WrappedIndex):
 
 
 @dataclass
+class Clock:
+    """Time as the test moves it (whole seconds, so ISO stamps keep it exactly)."""
+
+    now: float = field(default_factory=lambda: float(int(time.time())))
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@dataclass
 class Queued:
     """An API handler over the world's table and index with a work queue (moto's SQS) and a
-    deletion budget, and the memory worker that reads that queue."""
+    deletion budget, and the memory worker that reads that queue.
+
+    With a `clock`, the queue and the deletions run on it (`send`): moto's SQS holds each
+    message undelayed and the test's clock stands in for the time SQS's delay would wait."""
 
     world: MemoryWorld
     sqs: Any
     url: str
     api_handler: Any
+    clock: Clock | None = None
+    store: Any = None  # the deletions' store (default: the world's)
+    delays: list[int] = field(default_factory=list)  # each sent message's DelaySeconds
+    due: dict[str, float] = field(default_factory=dict)  # message id -> when SQS gives it
 
     def api(self, method: str, path: str, **kwargs: Any) -> ApiResponse:
         return call_api(self.api_handler, method, path, **kwargs)
 
+    def send(self, job: Job) -> None:
+        """The work queue on the test's clock: the message is received at once, and its
+        receipt moves the clock to `job.delay_seconds` after now, as if nothing else
+        happened while SQS held it."""
+        assert self.clock is not None
+        sent = self.sqs.send_message(QueueUrl=self.url, MessageBody=job.to_json())
+        self.delays.append(job.delay_seconds)
+        self.due[sent["MessageId"]] = self.clock() + job.delay_seconds
+
     def deletion(self, index: Any = None, **options: Any) -> UserDeletion:
         """A deletion over `index` (default: the world's) with `options` (clock, window...)."""
-        send = sqs_job_sender(self.url, "us-east-1", None)
         chosen = index or self.world.vector_index
+        if self.clock is not None:
+            options = {"clock": self.clock, **options}
+            return UserDeletion(self.store, lambda: chosen, self.send, **options)
+        send = sqs_job_sender(self.url, "us-east-1", None)
         return UserDeletion(self.world.store, lambda: chosen, send, **options)
 
-    def work(self, deletion: UserDeletion | None = None) -> list[dict[str, Any]]:
-        """Run the worker over the queue until it is empty; its responses."""
+    def work(self, deletion: UserDeletion | None = None, rounds: int = 50) -> list[dict[str, Any]]:
+        """Run the worker over the queue until it is empty, or for `rounds` receives (on a
+        clock, one message each); its responses."""
         from memkit.llm.local import LocalModel
 
         world = self.world
@@ -290,12 +321,15 @@ class Queued:
         deletion = deletion or self.deletion()
         handler = make_worker_handler(lambda: curator, lambda: deletion)
         responses = []
-        for _ in range(50):  # a job queues itself again until done
-            messages = self.sqs.receive_message(QueueUrl=self.url, MaxNumberOfMessages=10).get(
-                "Messages", []
-            )
+        for _ in range(rounds):  # a job queues itself again until done
+            messages = self.sqs.receive_message(
+                QueueUrl=self.url, MaxNumberOfMessages=1 if self.clock else 10
+            ).get("Messages", [])
             if not messages:
                 return responses
+            for m in messages:
+                if self.clock is not None:
+                    self.clock.now = max(self.clock.now, self.due.pop(m["MessageId"], 0.0))
             event = {"Records": [sqs_record(m) for m in messages]}
             response = dict(handler(event, LambdaContextStub()))
             responses.append(response)
@@ -303,34 +337,61 @@ class Queued:
             for m in messages:
                 if m["MessageId"] not in failed:
                     self.sqs.delete_message(QueueUrl=self.url, ReceiptHandle=m["ReceiptHandle"])
+        if rounds < 50:
+            return responses
         raise AssertionError("the queue never emptied")
 
 
-def _api_over(world: MemoryWorld, table: str, index: Any = None, **settings: Any) -> Any:
+def _api_over(
+    world: MemoryWorld, table: str, index: Any = None, queue: Queued | None = None, **settings: Any
+) -> Any:
     """An API handler over the world's table, and over `index` (a factory; default: the
-    world's index)."""
+    world's index); with `queue` on a clock, its deletions run on that queue and clock."""
     from memkit.config import ApiSettings
     from memkit.handlers.api import make_lambda_handler
 
     api_settings = ApiSettings(table_name=table, region="us-east-1", **settings)
+    store, timed = world.store, {}
+    if queue is not None and queue.clock is not None:
+        store, timed = queue.store, {"send": queue.send, "clock": queue.clock}
     services = api_services(
-        world.store,
+        store,
         api_settings,
         index=index or (lambda: world.vector_index),
         embedder=lambda: world.embedder,
+        **timed,
     )
     return make_lambda_handler(lambda: services)
+
+
+def _work_queue() -> tuple[Any, str]:
+    sqs = boto3.client("sqs", region_name="us-east-1")
+    # A queue of its own per test: the job sender is cached by queue URL.
+    name = f"work-{uuid.uuid4().hex[:8]}"
+    url = sqs.create_queue(QueueName=name, Attributes={"VisibilityTimeout": "0"})["QueueUrl"]
+    return sqs, url
 
 
 @pytest.fixture
 def queued(world: MemoryWorld, dynamodb_table: str) -> Queued:
     """The API with no time at all for a deletion: every deletion becomes a job."""
-    sqs = boto3.client("sqs", region_name="us-east-1")
-    # A queue of its own per test: the job sender is cached by queue URL.
-    name = f"work-{uuid.uuid4().hex[:8]}"
-    url = sqs.create_queue(QueueName=name, Attributes={"VisibilityTimeout": "0"})["QueueUrl"]
+    sqs, url = _work_queue()
     handler = _api_over(world, dynamodb_table, user_deletion_budget_seconds=0, work_queue_url=url)
     return Queued(world, sqs, url, handler)
+
+
+@pytest.fixture
+def on_clock(world: MemoryWorld, dynamodb_table: str) -> Queued:
+    """A work queue whose delays pass on the test's clock, which the table's store (with the
+    API keys' stamps) and the deletions read too. Its API handler is built by the test."""
+    from memkit.config import ApiSettings
+    from memkit.store.dynamodb import DynamoStore
+
+    sqs, url = _work_queue()
+    clock = Clock()
+    settings = ApiSettings(table_name=dynamodb_table, region="us-east-1")
+    store = DynamoStore(settings, clock=clock, index_messages=True)
+    return Queued(world, sqs, url, None, clock=clock, store=store)
 
 
 # -- deletion within the request ---------------------------------------------------------------
@@ -686,17 +747,22 @@ def test_a_record_the_lifecycle_index_does_not_list_is_found_through_the_vector_
 class KeyedApi:
     """The API in `AuthMode=apikey` over a world's table and index, reached as API Gateway
     does: each request's key goes through the real authorizer handler first, and the API gets
-    the context it answered (`requestContext.authorizer.lambda`)."""
+    the context it answered (`requestContext.authorizer.lambda`). The gateway keeps each
+    answer (ApiKeyCacheSeconds); a request `cached` is let in on the key's kept answer."""
 
     handler: Any
     keys: Any  # ApiKeyService over the same table
+    cache: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def authorized(self, plain: str) -> bool:
         return bool(self._authorize(plain)["isAuthorized"])
 
-    def api(self, plain: str, method: str, path: str, **kwargs: Any) -> ApiResponse:
-        answer = self._authorize(plain)
+    def api(
+        self, plain: str, method: str, path: str, cached: bool = False, **kwargs: Any
+    ) -> ApiResponse:
+        answer = self.cache[plain] if cached else self._authorize(plain)
         assert answer["isAuthorized"], "the gateway answers 403 without calling the API"
+        self.cache[plain] = answer
         return call_api(
             self.handler, method, path, authorizer={"lambda": answer["context"]}, **kwargs
         )
@@ -709,13 +775,19 @@ class KeyedApi:
         return dict(handler(authorizer_event(f"Bearer {plain}"), LambdaContextStub()))
 
 
-def _keyed(world: MemoryWorld, table: str, **settings: Any) -> KeyedApi:
+def _keyed(
+    world: MemoryWorld, table: str, queue: Queued | None = None, **settings: Any
+) -> KeyedApi:
+    """The keyed API; with `queue` on a clock, its deletions and keys run on that clock and
+    send to that queue."""
     from memkit.config import ApiKeySettings
     from memkit.service.api_keys import ApiKeyService
     from memkit.store.apikeys import api_key_table
 
-    handler = _api_over(world, table, auth_mode="apikey", **settings)
-    return KeyedApi(handler, ApiKeyService(api_key_table(ApiKeySettings(table_name=table))))
+    handler = _api_over(world, table, queue=queue, auth_mode="apikey", **settings)
+    clock = queue.clock if queue is not None and queue.clock is not None else time.time
+    keys = ApiKeyService(api_key_table(ApiKeySettings(table_name=table)), clock=clock)
+    return KeyedApi(handler, keys)
 
 
 def test_deleting_a_user_revokes_the_keys_that_act_as_them(
@@ -763,3 +835,190 @@ def test_a_deletion_that_becomes_a_job_revokes_the_keys_at_once(
     assert running.status == 202, running.body
     assert refused_before_the_job_ran
     assert (job.body["status"], job.body["counts"]["api_keys"]) == ("done", 1)
+
+
+READ_WRITE = ["memory:read", "memory:write"]
+BACKEND = ["memory:admin", "memory:read", "memory:write"]
+
+
+def test_a_key_that_keeps_changing_is_left_to_the_job_while_the_rest_is_deleted(
+    world: MemoryWorld,
+    dynamodb_table: str,
+    queued: Queued,
+    monkeypatch: pytest.MonkeyPatch,
+    debug_log: Any,
+) -> None:
+    from botocore.exceptions import ClientError
+
+    from memkit.service.api_keys import key_hash
+
+    keyed = _keyed(world, dynamodb_table, work_queue_url=queued.url)
+    racing = keyed.keys.create(TENANT, READ_WRITE, ADA).plain
+    calm = keyed.keys.create(TENANT, READ_WRITE, ADA).plain
+    backend = keyed.keys.create(TENANT, BACKEND).plain
+    stored = _populate(world, ADA, "default")
+    world.settle()
+    # Every revocation of one key is cancelled by a conflict (as when the authorizer writes
+    # its last use at that moment), for as long as the request runs.
+    client = world.store._items.connection.client
+    send = client.transact_write_items
+    contested = f"APIKEY#{key_hash(racing)}"
+
+    def conflicting(**request: Any) -> Any:
+        first = request["TransactItems"][0]
+        if first.get("Delete", {}).get("Key", {}).get("PK", {}).get("S") == contested:
+            reasons = [{"Code": "TransactionConflict"}, {"Code": "None"}]
+            error = {"Code": "TransactionCanceledException", "Message": "conflict"}
+            raise ClientError({"Error": error, "CancellationReasons": reasons}, "Transact")
+        return send(**request)
+
+    monkeypatch.setattr(client, "transact_write_items", conflicting)
+    deleted = keyed.api(backend, "DELETE", f"/v1/users/{ADA}")
+    racing_then = keyed.authorized(racing)
+    calm_then = keyed.authorized(calm)
+    left_then = _snapshot(world, dynamodb_table, stored)
+    monkeypatch.setattr(client, "transact_write_items", send)  # the race is over
+    queued.work()
+    job = keyed.api(backend, "GET", f"/v1/jobs/{deleted.body.get('job_id')}")
+    logged = [json.loads(line) for line in debug_log.getvalue().splitlines()]
+
+    assert deleted.status == 202, deleted.body  # never a 4xx after writes
+    assert (racing_then, calm_then) == (True, False)
+    assert left_then == (0, 0)  # the rest of the user went within the request
+    assert [line["api_keys_failed"] for line in logged if "api_keys_failed" in line] == [1]
+    assert (job.body["status"], job.body["counts"]["api_keys"]) == ("done", 2)
+    assert not keyed.authorized(racing)
+
+
+# -- what a key the gateway still accepts writes after the deletion ------------------------------
+
+# What Ada's key writes after her deletion, on an answer the gateway cached before it.
+LATE = Stored(ADA, "default", ("late-chat",), ("late-r",))
+
+
+def _signed_in(keyed: KeyedApi) -> tuple[str, str]:
+    """A key of Ada's and a backend key; Ada's has made a request, so the gateway keeps its
+    answer."""
+    ada = keyed.keys.create(TENANT, READ_WRITE, ADA).plain
+    backend = keyed.keys.create(TENANT, BACKEND).plain
+    _ok(keyed.api(ada, "PUT", "/v1/working-memory/chat", body={"messages": []}))
+    return ada, backend
+
+
+def _revoked_by_hand(keyed: KeyedApi, clock: Clock, seconds_ago: int) -> str:
+    """Ada's key, revoked `seconds_ago` by `memkit keys revoke`; a backend key."""
+    ada = keyed.keys.create(TENANT, READ_WRITE, ADA)
+    keyed.keys.revoke(TENANT, ada.key.key_id)
+    clock.now += seconds_ago
+    return str(keyed.keys.create(TENANT, BACKEND).plain)
+
+
+def _write_late(keyed: KeyedApi, ada: str) -> None:
+    """Ada's key, let in on its cached answer, writes a session and a long-term record."""
+    said = {"messages": [{"role": "user", "content": "I moved to Porto."}]}
+    _ok(keyed.api(ada, "PUT", "/v1/working-memory/late-chat", cached=True, body=said))
+    record = {"id": "late-r", "text": "Lives in Porto", "user_id": ADA, "namespace": "default"}
+    body = {"memories": [record]}
+    _ok(keyed.api(ada, "POST", "/v1/long-term-memory/", cached=True, body=body))
+
+
+def test_what_a_cached_key_writes_after_its_users_deletion_goes_once_the_cache_expired(
+    world: MemoryWorld, dynamodb_table: str, on_clock: Queued
+) -> None:
+    keyed = _keyed(world, dynamodb_table, on_clock)
+    ada, backend = _signed_in(keyed)
+
+    deleted = keyed.api(backend, "DELETE", f"/v1/users/{ADA}")
+    refused = not keyed.authorized(ada)
+    _write_late(keyed, ada)
+    world.settle()
+    written_after_done = _snapshot(world, dynamodb_table, LATE)
+    on_clock.work(on_clock.deletion())
+    world.settle()
+
+    assert (deleted.status, deleted.body["deleted"]["api_keys"]) == (200, 1)
+    assert refused  # the authorizer refuses the key; the gateway's cached answer does not
+    assert min(written_after_done) > 0  # its items in the table, its docs in the index
+    # One follow-up sweep, queued for the gateway's cache (300 s) and a request (30 s) later.
+    assert on_clock.delays == [330]
+    _assert_gone(world, dynamodb_table, LATE)
+
+
+def test_a_key_made_for_the_user_after_the_deletion_outlives_the_follow_up(
+    world: MemoryWorld, dynamodb_table: str, on_clock: Queued
+) -> None:
+    keyed = _keyed(world, dynamodb_table, on_clock)
+    _, backend = _signed_in(keyed)
+
+    _ok(keyed.api(backend, "DELETE", f"/v1/users/{ADA}"))
+    again = keyed.keys.create(TENANT, READ_WRITE, ADA).plain  # the operator's, after "done"
+    on_clock.work(on_clock.deletion())
+
+    assert on_clock.delays == [330]
+    assert keyed.authorized(again)
+
+
+def test_a_follow_up_further_away_than_sqs_delays_waits_in_steps_and_sweeps_at_the_end(
+    world: MemoryWorld, dynamodb_table: str, on_clock: Queued
+) -> None:
+    keyed = _keyed(world, dynamodb_table, on_clock, api_key_cache_seconds=3600)
+    ada, backend = _signed_in(keyed)
+    deletion = on_clock.deletion(key_cache_seconds=3600)
+    started = on_clock.clock()
+
+    _ok(keyed.api(backend, "DELETE", f"/v1/users/{ADA}"))
+    on_clock.work(deletion, rounds=4)  # SQS delays a message at most 900 s
+    _write_late(keyed, ada)  # an hour on: the cached answer is still the gateway's
+    world.settle()
+    on_clock.work(deletion)
+    world.settle()
+
+    assert on_clock.delays == [900, 900, 900, 900, 30]
+    assert on_clock.clock() - started == 3630
+    _assert_gone(world, dynamodb_table, LATE)
+
+
+def test_a_key_revoked_by_hand_before_the_deletion_is_swept_after_from_its_revocation(
+    world: MemoryWorld, dynamodb_table: str, on_clock: Queued
+) -> None:
+    keyed = _keyed(world, dynamodb_table, on_clock)
+    backend = _revoked_by_hand(keyed, on_clock.clock, seconds_ago=100)
+
+    deleted = keyed.api(backend, "DELETE", f"/v1/users/{ADA}")
+
+    assert (deleted.status, deleted.body["deleted"]["api_keys"]) == (200, 0)
+    assert on_clock.delays == [230]
+
+
+def test_a_user_with_no_key_revoked_lately_costs_no_follow_up(
+    world: MemoryWorld, dynamodb_table: str, on_clock: Queued
+) -> None:
+    keyed = _keyed(world, dynamodb_table, on_clock)
+    backend = _revoked_by_hand(keyed, on_clock.clock, seconds_ago=330)  # no longer accepted
+
+    deleted = keyed.api(backend, "DELETE", f"/v1/users/{ADA}")
+    bob = keyed.api(backend, "DELETE", f"/v1/users/{BOB}")  # never had a key
+
+    assert (deleted.status, bob.status) == (200, 200)
+    assert on_clock.delays == []
+
+
+def test_a_deletion_a_job_finished_sweeps_again_once_the_cache_expired(
+    world: MemoryWorld, dynamodb_table: str, on_clock: Queued
+) -> None:
+    keyed = _keyed(world, dynamodb_table, on_clock, user_deletion_budget_seconds=0)
+    ada, backend = _signed_in(keyed)
+    deletion = on_clock.deletion()
+
+    running = keyed.api(backend, "DELETE", f"/v1/users/{ADA}")
+    on_clock.work(deletion, rounds=1)  # the job: done, and a follow-up queued
+    job = keyed.api(backend, "GET", f"/v1/jobs/{running.body['job_id']}")
+    _write_late(keyed, ada)
+    world.settle()
+    on_clock.work(deletion)
+    world.settle()
+
+    assert running.status == 202
+    assert job.body["status"] == "done"
+    assert on_clock.delays == [0, 330]
+    _assert_gone(world, dynamodb_table, LATE)

@@ -1623,6 +1623,27 @@ def _routes(template: dict[str, Any]) -> dict[str, str]:
     }
 
 
+@pytest.mark.parametrize("bound", ["MinValue", "Default", "MaxValue"])
+def test_the_functions_that_delete_users_know_how_long_the_gateway_caches_a_key(
+    template: dict[str, Any], bound: str
+) -> None:
+    from memkit.config import ApiSettings, CurationSettings
+
+    seconds = template["Parameters"]["ApiKeyCacheSeconds"][bound]
+    parameters = _parameters(template, AuthMode="apikey", ApiKeyCacheSeconds=str(seconds))
+    authorizer = _properties(template, "ApiKeyAuthorizer", parameters)
+    api = _environment(template, "ApiFunction", parameters)
+    worker = _environment(template, "MemoryWorkerFunction", parameters)
+
+    # The request and the worker time a deletion's follow-up sweep by the gateway's cache.
+    assert authorizer["AuthorizerResultTtlInSeconds"] == str(seconds)
+    table = {"MEMKIT_TABLE_NAME": "memkit-dev"}
+    cached = "MEMKIT_API_KEY_CACHE_SECONDS"
+    assert ApiSettings.from_env({**table, cached: api[cached]}).api_key_cache_seconds == seconds
+    curation = CurationSettings.from_env({**table, cached: worker[cached]})
+    assert curation.api_key_cache_seconds == seconds
+
+
 @pytest.mark.parametrize("mode", ["jwt", "iam", "apikey", "none"])
 def test_every_route_is_authorized_as_auth_mode_says_with_the_scope_the_app_declares(
     template: dict[str, Any], mode: str
@@ -1787,7 +1808,9 @@ def test_the_mcp_function_reads_who_calls_as_the_api_does_and_names_the_token_is
     api = _properties(template, "ApiFunction", parameters)["Environment"]["Variables"]
     mcp = _properties(template, "McpFunction", parameters)["Environment"]["Variables"]
 
-    identity = {k: v for k, v in api.items() if k not in ("MEMKIT_WORK_QUEUE_URL",)}
+    # The API's own: a user's deletion (its job queue, its follow-up after the key cache).
+    deletions = ("MEMKIT_WORK_QUEUE_URL", "MEMKIT_API_KEY_CACHE_SECONDS")
+    identity = {k: v for k, v in api.items() if k not in deletions}
     assert {k: mcp[k] for k in identity} == identity
     assert mcp.get("MEMKIT_OAUTH_ISSUER") == issuer
     assert mcp.get("MEMKIT_SCOPE_PREFIX") == prefix

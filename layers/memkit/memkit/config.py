@@ -116,6 +116,9 @@ class ApiSettings(StoreSettings, IndexSettings):
     agentcore_deletion_grace_seconds: int = Field(default=30, ge=0, le=900)
     work_queue_url: str | None = None
     sqs_endpoint: str | None = None
+    # The template's ApiKeyCacheSeconds: how long API Gateway keeps a key's answer, so how
+    # long after a user's deletion revoked a key its follow-up sweep runs (jobs/users.py).
+    api_key_cache_seconds: int = Field(default=300, ge=0, le=3600)
     # Requests a tenant may make a minute (memkit.store.quota: one counter write each);
     # 0: no quota. Beyond it: 429 quota_exceeded with Retry-After.
     tenant_requests_per_minute: int = Field(default=0, ge=0, le=10_000_000)
@@ -267,6 +270,8 @@ class CurationSettings(StoreSettings, IndexSettings, LLMSettings):
     summary_threshold: float = Field(default=0.7, ge=0.1, le=0.95)
     # Extraction waits until a session has been quiet this long (SQS delays at most 900 s).
     extraction_quiet_seconds: int = Field(default=60, ge=0, le=900)
+    # As ApiSettings': a user's deletion the worker finishes queues the same follow-up.
+    api_key_cache_seconds: int = Field(default=300, ge=0, le=3600)
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> CurationSettings:

@@ -235,9 +235,12 @@ def api_services(
     settings: ApiSettings,
     index: Callable[[], VectorIndex] | None = None,
     embedder: Callable[[], Embedder] | None = None,
+    send: JobSender | None = None,
+    clock: Callable[[], float] = time.time,
 ) -> Services:
     """The routes' services over `store`; the index and embedder default to the configured
-    ones, built on first use (a session route never loads a model)."""
+    ones, built on first use (a session route never loads a model), and the deletions'
+    work queue to the configured one (`send`), their time to `clock`."""
     from memkit.api.context import Services
     from memkit.service.profiles import ProfileService
     from memkit.service.scratchpad import ScratchpadService
@@ -255,15 +258,20 @@ def api_services(
         store=store,
         index=chosen_index,
         embedder=chosen_embedder,
-        lifecycle=_api_lifecycle(store, settings, chosen_index),
+        lifecycle=_api_lifecycle(store, settings, chosen_index, send, clock),
     )
 
 
 def _api_lifecycle(
-    store: DynamoStore, settings: ApiSettings, index: Callable[[], VectorIndex]
+    store: DynamoStore,
+    settings: ApiSettings,
+    index: Callable[[], VectorIndex],
+    send: JobSender | None,
+    clock: Callable[[], float],
 ) -> Lifecycle:
     """Forgetting, compaction, policies, a user's and an AgentCore memory's deletion, each
-    built on the first request that needs it (their modules load then, not at cold start)."""
+    built on the first request that needs it (their modules load then, not at cold start,
+    and so does the work queue's client, unless `send` is given)."""
     from memkit.api.context import Lifecycle
 
     def forgetting() -> Forgetting:
@@ -287,13 +295,15 @@ def _api_lifecycle(
     def deletion() -> UserDeletion:
         from memkit.jobs.users import UserDeletion
 
-        return UserDeletion(store, index, configured_job_sender(settings))
+        queue = send or configured_job_sender(settings)
+        return UserDeletion(store, index, queue, settings.api_key_cache_seconds, clock=clock)
 
     def memory_deletion() -> MemoryDeletion:
         from memkit.jobs.agentcore_deletion import MemoryDeletion
 
-        send = configured_job_sender(settings)
-        return MemoryDeletion(store, index, send, settings.agentcore_deletion_grace_seconds)
+        queue = send or configured_job_sender(settings)
+        grace = settings.agentcore_deletion_grace_seconds
+        return MemoryDeletion(store, index, queue, grace, clock=clock)
 
     return Lifecycle(forgetting, compaction, policies, deletion, memory_deletion)
 
@@ -394,7 +404,8 @@ def production_deletions() -> UserDeletion:
 
     settings = checked(curation_settings)
     index = configured_index(settings, settings.region)
-    return UserDeletion(dynamo_store(settings), index, configured_job_sender(settings))
+    send = configured_job_sender(settings)
+    return UserDeletion(dynamo_store(settings), index, send, settings.api_key_cache_seconds)
 
 
 @lru_cache(maxsize=1)

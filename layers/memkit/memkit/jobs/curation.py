@@ -51,6 +51,8 @@ from memkit.store.changes import ItemChange, RecordValue, SessionValue, Value
 JobKind = Literal["summarize", "extract", "title", "describe", "delete_user", "delete_memory"]
 JOB_KINDS: tuple[JobKind, ...] = get_args(JobKind)
 STRATEGIES: tuple[Strategy, ...] = ("discrete", "summary", "preferences", "custom")
+# The longest an SQS message can be delayed: a job due later queues itself again.
+MAX_DELAY_SECONDS = 900
 # Turns given to the model in one extraction call, and read per job.
 EXTRACT_CHUNK = 40
 EXTRACT_LIMIT = 400
@@ -102,6 +104,8 @@ class Job:
     # delete_memory (memkit.jobs.agentcore_deletion): the job (`namespace` is the memory).
     user_id: str | None = None
     job_id: str | None = None
+    # delete_user's follow-up sweep: not before this time (epoch seconds), and no job.
+    not_before: int | None = None
 
     def to_json(self) -> str:
         return json.dumps(
@@ -114,6 +118,7 @@ class Job:
                 "record_id": self.record_id,
                 "user_id": self.user_id,
                 "job_id": self.job_id,
+                "not_before": self.not_before,
             }
         )
 
@@ -132,6 +137,7 @@ class Job:
             record_id=raw.get("record_id"),
             user_id=raw.get("user_id"),
             job_id=raw.get("job_id"),
+            not_before=raw.get("not_before"),
         )
 
 

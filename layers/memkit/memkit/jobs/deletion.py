@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, ClassVar, Protocol
 from memkit.errors import Forbidden, MemkitError, NotFound, StoreUnavailable
 from memkit.ids import new_ulid
 from memkit.jobs.curation import Job
+from memkit.models.api_keys import UserKeysRevoked
 from memkit.models.domain import MessageRef, Owner
 from memkit.models.users import DeletionCounts, JobKind, JobState
 from memkit.observability import logger, metrics
@@ -83,15 +84,17 @@ class ScopeStore(Protocol):
 
     def delete_scope_records(self, owner: Owner, record_ids: list[str]) -> tuple[int, int]: ...
 
-    def revoke_user_keys(self, tenant: str, user_id: str) -> int: ...
+    def revoke_user_keys(self, tenant: str, user_id: str) -> UserKeysRevoked: ...
 
 
 @dataclass(frozen=True)
 class DeletionRun:
-    """What one run did, and whether it reached the end."""
+    """What one run did, and whether it reached the end; for a user's, when the newest of
+    the user's API keys was revoked (ISO 8601; None: none is)."""
 
     counts: DeletionCounts
     done: bool
+    keys_revoked_at: str | None = None
 
 
 @dataclass
@@ -152,23 +155,37 @@ class ScopeSweep:
         self._window = window
         self._wait = wait
 
-    def run(self, owner: Owner, deadline: Deadline, users: Iterable[str] = ()) -> DeletionRun:
+    def run(
+        self,
+        owner: Owner,
+        deadline: Deadline,
+        users: Iterable[str] = (),
+        revoke_keys: bool = True,
+    ) -> DeletionRun:
         """One pass over everything of the scope, until done or the deadline. `users`: whose
         scratchpads in the namespace go too (the scope's own user, and every user a listing
         names, are added); each user's go before the items that named the user, so a pass
-        cut short finds the user again. A user's API keys are revoked first, at every pass:
-        from then on no key writes as the user what the pass would have to find again."""
+        cut short finds the user again. A user's API keys are revoked first, at every pass
+        (unless not `revoke_keys`): from then on the authorizer lets no key in as the user
+        (API Gateway's cached answers aside: memkit.jobs.users sweeps again once they have
+        expired). A key that could not be revoked leaves the pass not done, whatever else
+        it deleted: the next pass tries it again."""
         run = _Progress(owner, deadline)
-        if owner.user_id is not None:
+        keys = UserKeysRevoked()
+        if owner.user_id is not None and revoke_keys:
             keys = self._store.revoke_user_keys(owner.tenant, owner.user_id)
-            run.counts += DeletionCounts(api_keys=keys)
+            run.counts += DeletionCounts(api_keys=keys.revoked)
+            if keys.failed:
+                # Counts only: never the user's id or a key's.
+                logger.warning("api keys not revoked", extra={"api_keys_failed": keys.failed})
+                metrics.add_metric(name="ApiKeyRevocationsFailed", unit="Count", value=keys.failed)
         done = (
             self._delete_pads(run, chain([owner.user_id], users))
             and self._delete_sessions(run)
             and self._delete_records(run, self._store.scope_records(owner))
             and self._delete_vectors(run)
         )
-        return DeletionRun(run.counts, done)
+        return DeletionRun(run.counts, done and not keys.failed, keys.last_revoked_at)
 
     def _delete_pads(self, run: _Progress, user_ids: Iterable[str | None]) -> bool:
         """Delete the scratchpads of the users not dealt with yet (the first at once: the
@@ -339,9 +356,10 @@ class BackgroundDeletion(ABC):
 
     def _finished(self, run: DeletionRun) -> DeletionRun:
         if not run.done and self._send is None:
-            # With no budget, only an index that never caught up with its removals stops a
-            # run short; nothing would finish the rest later, a retry does.
-            raise StoreUnavailable("the vector index is behind on removals; retry the deletion")
+            # With no budget, only an index that never caught up with its removals, or an
+            # API key that kept changing, stops a run short; nothing would finish the rest
+            # later, a retry does.
+            raise StoreUnavailable("the deletion could not finish yet; retry it")
         return run
 
     def _open(self, tenant: str, counts: DeletionCounts, job_id: str | None = None) -> JobState:

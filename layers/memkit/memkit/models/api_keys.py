@@ -52,6 +52,18 @@ class ApiKey:
 
 
 @dataclass(frozen=True)
+class UserKeysRevoked:
+    """What revoking a user's keys did: the keys this call revoked, the keys it could not
+    (each kept changing under it: still live, for the next pass), and the newest revocation
+    (ISO 8601) of the user's keys, this call's included, or None when none is revoked. API
+    Gateway may accept a revoked key's cached answer until its cache lifetime after that."""
+
+    revoked: int = 0
+    failed: int = 0
+    last_revoked_at: str | None = None
+
+
+@dataclass(frozen=True)
 class NewApiKey:
     """A key just created: the plain key (shown once, stored nowhere) and its record."""
 

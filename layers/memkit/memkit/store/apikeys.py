@@ -29,7 +29,7 @@ from typing import Any
 
 from memkit.config import StoreSettings
 from memkit.errors import VersionConflict
-from memkit.models.api_keys import ApiKey
+from memkit.models.api_keys import ApiKey, UserKeysRevoked
 from memkit.store import keys
 from memkit.store.failures import translated
 
@@ -215,16 +215,31 @@ class ApiKeyTable:
             return replace(record, revoked_at=revoked_at, last_used=last_used)
         raise VersionConflict("revoke api key: the key kept changing; try again")
 
-    def revoke_keys_of(self, tenant: str, user_id: str, revoked_at: str, now: float) -> int:
+    def revoke_keys_of(
+        self, tenant: str, user_id: str, revoked_at: str, now: float
+    ) -> UserKeysRevoked:
         """Revoke every key of the tenant that acts as `user_id` and is not revoked yet (a
-        user's deletion), each as `revoke` does; how many this call revoked."""
-        revoked = 0
+        user's deletion), each as `revoke` does and each on its own: a key that keeps
+        changing under every attempt stays live and is counted as failed (the caller's next
+        pass tries it again), and the others are revoked all the same."""
+        revoked = failed = 0
+        latest: str | None = None
         for item in list(self._listing(tenant)):
-            if _text(item, "user_id") != user_id or "revoked_at" in item:
+            if _text(item, "user_id") != user_id:
                 continue
-            key = self.revoke(tenant, item["key_id"]["S"], revoked_at, now)
-            revoked += key is not None and key.revoked_at == revoked_at
-        return revoked
+            stamp = _text(item, "revoked_at")
+            if stamp is None:
+                try:
+                    key = self.revoke(tenant, item["key_id"]["S"], revoked_at, now)
+                except VersionConflict:
+                    failed += 1
+                    continue
+                if key is None or key.revoked_at is None:  # gone meanwhile (its TTL)
+                    continue
+                revoked += key.revoked_at == revoked_at
+                stamp = key.revoked_at
+            latest = stamp if latest is None else max(latest, stamp)
+        return UserKeysRevoked(revoked, failed, latest)
 
     def _revoke(
         self,

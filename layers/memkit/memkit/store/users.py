@@ -22,6 +22,7 @@ from typing import Any
 from pynamodb.models import BatchWrite
 
 from memkit.errors import VersionConflict
+from memkit.models.api_keys import UserKeysRevoked
 from memkit.models.domain import Owner
 from memkit.models.users import DeletionCounts, JobState
 from memkit.store import keys
@@ -110,9 +111,10 @@ class UserTable(CurationTable):
         """Delete every item of the user's partition (user-scoped scratchpads); how many."""
         return self._delete_partition(keys.user_pk(tenant, namespace, user_id), "delete pads")
 
-    def revoke_user_keys(self, tenant: str, user_id: str) -> int:
+    def revoke_user_keys(self, tenant: str, user_id: str) -> UserKeysRevoked:
         """Revoke the tenant's API keys that act as the user (memkit.store.apikeys: keys are
-        the tenant's, in no namespace); how many were live until now."""
+        the tenant's, in no namespace): how many were live until now, how many could not be
+        revoked, and when the newest of the user's keys was revoked."""
         table = ApiKeyTable(self._items.connection.client, self._items.base.Meta.table_name)
         now = self._clock()
         return table.revoke_keys_of(tenant, user_id, now_iso(now), now)

@@ -70,8 +70,10 @@ class IndexSettings(BaseModel):
     # sigv4 on AWS (service es or aoss by flavour); none for the local stack's loopback index.
     opensearch_auth: Literal["sigv4", "none"] = "sigv4"
     # How long one request to OpenSearch may take, its resends included (a bulk write at
-    # least 30 s). A Serverless collection that scaled to zero answers its first request
-    # after 10 to 30 s: the template gives the background functions 40 s, the API's 20 s.
+    # least 30 s), and never past the deadline in force (memkit.times.within: the API and
+    # MCP functions' invocation less a margin, a cleanup run's). A Serverless collection
+    # that scaled to zero answers its first request after 10 to 30 s: the template gives
+    # the background functions 40 s, the API's 20 s.
     opensearch_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
     # VectorStore dynamodb: the table whose native vector index is the vector index
     # (memkit.vectors.dynamodb); set, it is used instead of OpenSearch. Its vector index, and

@@ -25,6 +25,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
+from memkit.errors import StoreUnavailable
 from memkit.jobs.phases import PhaseOutcome
 from memkit.models.domain import ItemRef
 from memkit.times import Deadline
@@ -82,7 +83,12 @@ class OrphanPhase:
         after = cursor
         while counts[EXAMINED] < self._sample_size and not deadline.passed():
             wanted = min(self._page_size, self._sample_size - counts[EXAMINED])
-            page, after_page = self._index.sample(wanted, after)
+            try:
+                page, after_page = self._index.sample(wanted, after)
+            except StoreUnavailable:
+                if deadline.passed():
+                    break  # it outlasted the run (a collection waking): the next one resumes
+                raise
             self._check(page, counts)
             if after_page is None:
                 rest = f"{RESTING}{int(self._clock() + self._interval)}" if self._interval else None

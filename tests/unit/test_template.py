@@ -749,31 +749,58 @@ def test_every_capacity_the_parameters_allow_is_one_the_group_accepts(
     assert max(minimums) <= min(maximums)
 
 
-@pytest.mark.parametrize(("store", "refused"), [("serverless", True), ("dynamodb", False)])
-def test_standby_replicas_disabled_is_refused_where_the_group_would_refuse_it(
-    template: dict[str, Any], store: str, refused: bool
-) -> None:
-    parameters = _parameters(
-        template, VectorStore=store, OpenSearchStandbyReplicas="DISABLED", **IN_A_VPC
-    )
-
-    refusals = _refusals(template, parameters)
-
-    # A NEXTGEN group keeps standby replicas: said before anything is created, with the way out
-    assert bool(refusals) is refused
-    assert all("OpenSearchMinCapacity" in refusal for refusal in refusals)
-
-
-def test_the_dev_stage_of_samconfig_deploys(template: dict[str, Any]) -> None:
+def _samconfig_overrides(stage: str = "default") -> dict[str, str]:
+    """The parameter overrides `sam deploy --config-env <stage>` passes (samconfig.toml)."""
     import shlex
     import tomllib
 
     config = tomllib.loads((ROOT / "samconfig.toml").read_text())
-    overrides = config["default"]["deploy"]["parameters"]["parameter_overrides"]
-    parameters = _parameters(template, **dict(p.split("=", 1) for p in shlex.split(overrides)))
+    overrides = config[stage]["deploy"]["parameters"]["parameter_overrides"]
+    return dict(p.split("=", 1) for p in shlex.split(overrides))
+
+
+def _sam_update(
+    template: dict[str, Any], previous: dict[str, str], overrides: dict[str, str]
+) -> dict[str, str]:
+    """The values an update by `sam deploy` of a stack deployed with `previous` runs with: SAM
+    CLI sends each parameter the template declares, its override or else UsePreviousValue
+    (samcli's DeployContext.merge_parameters), so a parameter the stack had keeps its value,
+    a new one takes its default, and one the template no longer declares is never sent."""
+    return {
+        name: overrides.get(name, previous.get(name, str(spec.get("Default", ""))))
+        for name, spec in template["Parameters"].items()
+    }
+
+
+def test_the_dev_stage_of_samconfig_deploys(template: dict[str, Any]) -> None:
+    parameters = _parameters(template, **_samconfig_overrides())
 
     # What `sam deploy` passes for dev breaks none of the template's rules
     assert _refusals(template, parameters, identity=True) == []
+
+
+def test_sam_deploy_updates_a_dev_stack_deployed_with_standby_replicas_disabled(
+    template: dict[str, Any],
+) -> None:
+    # Given the dev stack as samconfig.toml deployed it before the collection group: with
+    # OpenSearchStandbyReplicas=DISABLED, a value the stack keeps
+    previous = {
+        "Stage": "dev",
+        "LogLevel": "INFO",
+        "OpenSearchStandbyReplicas": "DISABLED",
+        "OpenSearchNetworkAccess": "public",
+        "CreateUserPool": "true",
+    }
+
+    # When `sam deploy` updates it with today's samconfig.toml
+    parameters = _sam_update(template, previous, _samconfig_overrides())
+
+    # Then no rule refuses the update, and the NEXTGEN group and its collection keep standby
+    # replicas, the one value a NEXTGEN group takes
+    assert _refusals(template, parameters, identity=True) == []
+    group = _properties(template, "VectorCollectionGroup", parameters)
+    collection = _properties(template, "VectorCollection", parameters)
+    assert group["StandbyReplicas"] == collection["StandbyReplicas"] == "ENABLED"
 
 
 # A Serverless collection that scaled to zero answers the first request to its search, and the

@@ -297,7 +297,8 @@ class CleanupSettings(StoreSettings, IndexSettings, LLMSettings):
     # Vectors the orphan sweep checks against the table per run (memkit.jobs.orphans).
     orphan_sample_size: int = Field(default=1000, ge=0, le=100_000)
     # How long the sweep rests after a pass over the whole index: the runs in between leave
-    # a Serverless collection that scaled to zero asleep. 0: a pass starts as one ends.
+    # a Serverless collection that scaled to zero asleep. 0: a pass starts as one ends, and
+    # a rest saved under a longer interval ends at the next run.
     orphan_sweep_interval_seconds: int = Field(default=7 * 86_400, ge=0, le=366 * 86_400)
 
     @classmethod

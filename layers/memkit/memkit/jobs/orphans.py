@@ -73,11 +73,13 @@ class OrphanPhase:
     def run(self, cursor: str | None, deadline: Deadline) -> PhaseOutcome:
         """Up to `sample_size` docs after `cursor`; done when the sweep reached the end of
         the index (the next pass starts over from the first doc, once `interval_seconds`
-        have passed: until then a run is done at once, without asking the index)."""
+        have passed: until then a run is done at once, without asking the index; with an
+        interval of 0 at once, whatever rest the cursor saved)."""
         counts: Counter[str] = Counter(dict.fromkeys(COUNTS, 0))
         resting_until = _resting_until(cursor)
         if resting_until is not None:
-            if self._clock() < resting_until:
+            # Interval 0 asks for no rest: one saved under a longer interval ends too.
+            if self._interval and self._clock() < resting_until:
                 return PhaseOutcome(True, cursor, dict(counts))
             cursor = None
         after = cursor

@@ -322,6 +322,81 @@ def test_a_refused_request_is_resent_and_a_timed_out_one_is_not() -> None:
     assert (refusing.searches, silent.searches) == (3, 1)
 
 
+class _Sleeping:
+    """A collection that never answers in time (one waking from zero): every search and bulk
+    write records the wait the adapter gave it, then times out; the index exists."""
+
+    def __init__(self) -> None:
+        self.waits: list[tuple[str, float]] = []
+        self.indices = self
+
+    def exists(self, **_: Any) -> bool:
+        return True
+
+    def put_mapping(self, **_: Any) -> Any:
+        return {}
+
+    def put_settings(self, **_: Any) -> Any:
+        return {}
+
+    def _timed_out(self, request: str, request_timeout: float) -> Any:
+        from opensearchpy.exceptions import ConnectionTimeout
+
+        self.waits.append((request, request_timeout))
+        raise ConnectionTimeout("TIMEOUT", "read timed out", Exception())
+
+    def search(self, request_timeout: float, **_: Any) -> Any:
+        return self._timed_out("search", request_timeout)
+
+    def bulk(self, request_timeout: float, **_: Any) -> Any:
+        return self._timed_out("bulk", request_timeout)
+
+
+@pytest.mark.parametrize("flavour", ["domain", "serverless"])
+def test_every_request_a_bulk_write_included_ends_by_the_deadline_in_force(
+    flavour: Flavour,
+) -> None:
+    from memkit.times import Deadline, within
+
+    # Given a collection that does not answer, an adapter that would wait 20 s a request
+    # (a bulk write 30 s), and a deadline 2 s away
+    client = _Sleeping()
+    index = OpenSearchIndex(client, INDEX, DIMENSIONS, flavour, wait_seconds=20)
+
+    # When it searches and removes under that deadline
+    with within(Deadline.after(2.0)):
+        with pytest.raises(StoreUnavailable):
+            index.search("t", [1, 0, 0], k=3)
+        failures = index.remove([Removal("a", "t", 1)])
+
+    # Then every request it sent was given no more than the deadline left, the bulk write
+    # too (serverless: its lookup gave up first), and the removal failed as timed out
+    assert [request for request, _ in client.waits] == [
+        "search",
+        "search" if flavour == "serverless" else "bulk",
+    ]
+    assert all(0 < wait <= 2.0 for _, wait in client.waits)
+    assert failures == {"a": "timeout"}
+
+
+def test_past_the_deadline_in_force_nothing_is_sent() -> None:
+    from memkit.times import Deadline, within
+
+    # Given an adapter, and a deadline that has passed
+    client = _Sleeping()
+    index = OpenSearchIndex(client, INDEX, DIMENSIONS, "serverless", wait_seconds=20)
+
+    # When it is asked to search and to remove
+    with within(Deadline.after(0)):
+        with pytest.raises(StoreUnavailable):
+            index.search("t", [1, 0, 0], k=3)
+        failures = index.remove([Removal("a", "t", 1)])
+
+    # Then nothing went out: the search is the domain error to retry, the removal a failure
+    assert client.waits == []
+    assert failures == {"a": "out_of_time"}
+
+
 def test_the_local_stack_index_needs_no_signing() -> None:
     # Given the local stack's index: a domain on loopback, without auth
     with LoopbackOpenSearch(DIMENSIONS) as server:

@@ -250,6 +250,25 @@ def test_after_a_pass_the_scheduled_runs_leave_the_index_alone_for_a_week(
     assert sent[7] > 0
 
 
+def test_an_interval_of_0_ends_a_rest_saved_under_a_longer_one(world: MemoryWorld) -> None:
+    # Given a pass over the index that ended resting a week (the default interval)
+    _stock(world)
+    week = 7 * DAY
+    rested = OrphanPhase(world.store, world.vector_index, interval_seconds=week).run(
+        None, Deadline.after(60)
+    )
+
+    # When the next run's sweep has an interval of 0 (no rest)
+    outcome = OrphanPhase(world.store, world.vector_index, interval_seconds=0).run(
+        rested.cursor, Deadline.after(60)
+    )
+
+    # Then it starts a pass at once, over the whole index, and leaves no rest behind
+    assert rested.cursor is not None
+    assert outcome.counts[EXAMINED] == 5
+    assert (outcome.done, outcome.cursor) == (True, None)
+
+
 def test_a_sweep_resting_on_a_cursor_it_cannot_read_starts_a_pass(world: MemoryWorld) -> None:
     from memkit.jobs.orphans import RESTING
 

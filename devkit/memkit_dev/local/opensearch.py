@@ -129,6 +129,11 @@ class Capacity:
     def wake(self) -> None:
         self._up.set()
 
+    @property
+    def asleep(self) -> bool:
+        """Scaled to zero, and not woken since."""
+        return not self._up.is_set()
+
     def serve(self) -> None:
         """Returns once there is capacity to serve a request."""
         if not self._up.is_set():

@@ -70,8 +70,10 @@ class IndexSettings(BaseModel):
     # sigv4 on AWS (service es or aoss by flavour); none for the local stack's loopback index.
     opensearch_auth: Literal["sigv4", "none"] = "sigv4"
     # How long one request to OpenSearch may take, its resends included (a bulk write at
-    # least 30 s). A Serverless collection that scaled to zero answers its first request
-    # after 10 to 30 s: the template gives the background functions 40 s, the API's 20 s.
+    # least 30 s), and never past the deadline in force (memkit.times.within: the API and
+    # MCP functions' invocation less a margin, a cleanup run's). A Serverless collection
+    # that scaled to zero answers its first request after 10 to 30 s: the template gives
+    # the background functions 40 s, the API's 20 s.
     opensearch_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
     # VectorStore dynamodb: the table whose native vector index is the vector index
     # (memkit.vectors.dynamodb); set, it is used instead of OpenSearch. Its vector index, and
@@ -300,7 +302,8 @@ class CleanupSettings(StoreSettings, IndexSettings, LLMSettings):
     # Vectors the orphan sweep checks against the table per run (memkit.jobs.orphans).
     orphan_sample_size: int = Field(default=1000, ge=0, le=100_000)
     # How long the sweep rests after a pass over the whole index: the runs in between leave
-    # a Serverless collection that scaled to zero asleep. 0: a pass starts as one ends.
+    # a Serverless collection that scaled to zero asleep. 0: a pass starts as one ends, and
+    # a rest saved under a longer interval ends at the next run.
     orphan_sweep_interval_seconds: int = Field(default=7 * 86_400, ge=0, le=366 * 86_400)
 
     @classmethod

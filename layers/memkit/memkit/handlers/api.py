@@ -15,7 +15,7 @@ from memkit.api.guard import body_problem, too_large_to_return
 from memkit.api.responses import refusal
 from memkit.api.routes.agentcore import routable
 from memkit.errors import MemkitError
-from memkit.handlers.http import after_invocation, warned
+from memkit.handlers.http import after_invocation, answering_in_time, warned
 from memkit.handlers.wiring import production_identity, production_services
 from memkit.identity import IdentitySettings
 from memkit.observability import drop_disabled_metrics, logger, metrics
@@ -60,7 +60,8 @@ def make_lambda_handler(
     @drop_disabled_metrics
     def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         try:
-            return warned(answer(event, context), identity_of)
+            with answering_in_time(context):
+                return warned(answer(event, context), identity_of)
         finally:
             after_invocation()
 

@@ -4,13 +4,29 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from memkit.errors import MemkitError
 from memkit.identity import IdentitySettings
+from memkit.times import Deadline, invocation_deadline, within
 
 WARNING_HEADER = "x-memkit-warning"
 UNAUTHENTICATED_WARNING = "unauthenticated: auth mode none, every caller acts as an admin"
+# What a function needs after its last request to the vector index, before its timeout: the
+# answer built (a 503 with Retry-After, a job queued for the rest of a deletion) and sent.
+ANSWER_MARGIN_SECONDS = 3.0
+
+
+def answering_in_time(context: LambdaContext) -> AbstractContextManager[Deadline]:
+    """The invocation's deadline for the vector index's requests (memkit.times.within): its
+    remaining time less ANSWER_MARGIN_SECONDS. A request that would outlast it ends there,
+    a 503 with Retry-After the function still has time to send; Lambda's timeout would be
+    API Gateway's bare 5xx."""
+    remaining = context.get_remaining_time_in_millis()
+    return within(invocation_deadline(remaining, ANSWER_MARGIN_SECONDS))
 
 
 def end_of_cold_start() -> None:

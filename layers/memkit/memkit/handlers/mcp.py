@@ -32,7 +32,7 @@ from memkit.api.guard import too_large_to_return
 from memkit.api.scopes import MCP_ROUTE_SCOPES
 from memkit.config import McpSettings, mcp_settings
 from memkit.errors import Forbidden, MemkitError, Misconfigured, Unauthenticated
-from memkit.handlers.http import after_invocation, warned
+from memkit.handlers.http import after_invocation, answering_in_time, warned
 from memkit.handlers.wiring import (
     checked,
     production_api_keys,
@@ -207,7 +207,8 @@ def make_lambda_handler(
     @drop_disabled_metrics
     def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         try:
-            response = _answer(event, services, settings, keys)
+            with answering_in_time(context):
+                response = _answer(event, services, settings, keys)
         except Exception as exc:
             # The type only: an exception's text may quote stored content.
             logger.error("unhandled error", extra={"error_type": type(exc).__name__})

@@ -2,9 +2,13 @@
 
 A run derives one deadline from the invocation's remaining time (a margin before the
 timeout, so it always stops cleanly and saves its cursors), then runs each phase
-(memkit.jobs.phases) from the cursor it saved last time. After each phase it saves the
-phase's new cursor (none once the phase reached its end, unless it keeps one to say when
-to start again), so a run stopped by its deadline resumes where it stopped.
+(memkit.jobs.phases) from the cursor it saved last time. A phase starts no work after that
+deadline; a request to the vector index it started before may take until `margin_seconds`
+before the timeout (memkit.times.within), no longer: a Serverless collection waking from
+zero (10 to 30 s a component, search and indexing each) fits in the larger margin, and one
+that does not answer in time leaves the run the time to save and report. After each phase
+it saves the phase's new cursor (none once the phase reached its end, unless it keeps one to
+say when to start again), so a run stopped by its deadline resumes where it stopped.
 
 A phase that raises does not stop the others: the run logs it (the exception's type and
 where, never its message: it could quote content), counts it, keeps the phase's saved
@@ -25,7 +29,7 @@ from memkit.errors import VersionConflict
 from memkit.jobs.phases import Phase
 from memkit.observability import logger, metrics
 from memkit.store.expiry import SavedCursors
-from memkit.times import Deadline
+from memkit.times import Deadline, invocation_deadline, within
 
 Status = Literal["done", "stopped", "failed", "not started"]
 
@@ -87,11 +91,19 @@ class TimeBudget:
     budget_seconds: float | None = None
 
     def deadline(self, remaining_ms: int, clock: Callable[[], float] = time.monotonic) -> Deadline:
+        """When the run stops starting work."""
         remaining = max(0.0, remaining_ms / 1000)
         usable = remaining - max(self.margin_seconds, remaining * self.margin_fraction)
         if self.budget_seconds is not None:
             usable = min(usable, self.budget_seconds)
         return Deadline.after(max(0.0, usable), clock)
+
+    def requests_deadline(
+        self, remaining_ms: int, clock: Callable[[], float] = time.monotonic
+    ) -> Deadline:
+        """When the requests of work started before `deadline` must end: `margin_seconds`
+        before the timeout, the time to save the cursors and report."""
+        return invocation_deadline(remaining_ms, self.margin_seconds, clock)
 
 
 @dataclass(frozen=True)
@@ -160,10 +172,11 @@ class CleanupRun:
     def run(self, remaining_ms: int) -> RunResult:
         """Run every phase within `remaining_ms` (the invocation's remaining time)."""
         deadline = self._budget.deadline(remaining_ms, self._clock)
-        saved = self._cursors.load()
-        reports = [
-            self._run_phase(phase, saved.get(phase.name), deadline) for phase in self._phases
-        ]
+        with within(self._budget.requests_deadline(remaining_ms, self._clock)):
+            saved = self._cursors.load()
+            reports = [
+                self._run_phase(phase, saved.get(phase.name), deadline) for phase in self._phases
+            ]
         result = RunResult(reports)
         unfinished = sum(1 for p in reports if p.status in ("stopped", "not started"))
         metrics.add_metric(name=PHASES_FAILED, unit="Count", value=len(result.failed))

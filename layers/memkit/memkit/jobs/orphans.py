@@ -25,6 +25,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
+from memkit.errors import StoreUnavailable
 from memkit.jobs.phases import PhaseOutcome
 from memkit.models.domain import ItemRef
 from memkit.times import Deadline
@@ -72,17 +73,24 @@ class OrphanPhase:
     def run(self, cursor: str | None, deadline: Deadline) -> PhaseOutcome:
         """Up to `sample_size` docs after `cursor`; done when the sweep reached the end of
         the index (the next pass starts over from the first doc, once `interval_seconds`
-        have passed: until then a run is done at once, without asking the index)."""
+        have passed: until then a run is done at once, without asking the index; with an
+        interval of 0 at once, whatever rest the cursor saved)."""
         counts: Counter[str] = Counter(dict.fromkeys(COUNTS, 0))
         resting_until = _resting_until(cursor)
         if resting_until is not None:
-            if self._clock() < resting_until:
+            # Interval 0 asks for no rest: one saved under a longer interval ends too.
+            if self._interval and self._clock() < resting_until:
                 return PhaseOutcome(True, cursor, dict(counts))
             cursor = None
         after = cursor
         while counts[EXAMINED] < self._sample_size and not deadline.passed():
             wanted = min(self._page_size, self._sample_size - counts[EXAMINED])
-            page, after_page = self._index.sample(wanted, after)
+            try:
+                page, after_page = self._index.sample(wanted, after)
+            except StoreUnavailable:
+                if deadline.passed():
+                    break  # it outlasted the run (a collection waking): the next one resumes
+                raise
             self._check(page, counts)
             if after_page is None:
                 rest = f"{RESTING}{int(self._clock() + self._interval)}" if self._interval else None

@@ -41,7 +41,8 @@ Tokens are memkit's estimate (memkit.tokens), counted per message as the session
 count them ("<role>: <content>"). The response reports, per part, the tokens used and allowed.
 
 Concurrency: the session read (one DynamoDB query and one batch read) and the vector searches
-(recall, and one or two long-term searches) run at the same time in a small thread pool.
+(recall, and one or two long-term searches) run at the same time in a small thread pool,
+under the request's deadline (memkit.times.DeadlinePool).
 Recall does not wait for the session to know which messages are recent: it asks the index for
 `recall_k + recent_messages_limit` hits and leaves out the recent ones afterwards. Two reads
 must wait: the recalled messages' neighbours (they depend on which hits remain), and the
@@ -77,6 +78,7 @@ from memkit.scratchpad.tools import ToolName
 from memkit.service.sessions import SessionDocument
 from memkit.service.windows import effective_window, message_tokens
 from memkit.store.protocol import message_order
+from memkit.times import DeadlinePool
 from memkit.tokens import estimate_tokens
 
 DEFAULT_BUDGET = 8_000
@@ -277,7 +279,7 @@ class PromptService:
         window = asked_window(request)  # an unknown model is refused before any read
         text = request.query.strip()[:MAX_QUERY]
         session = request.session
-        with ThreadPoolExecutor(max_workers=self._workers) as pool:
+        with DeadlinePool(max_workers=self._workers) as pool:
             session_read: Future[_SessionView] | None = None
             recall: Future[MemoryResults] | None = None
             if session is not None:

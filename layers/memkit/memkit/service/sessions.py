@@ -134,8 +134,10 @@ def _json_bytes(value: Any) -> int:
     return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
 
 
-# A session DELETE removes the session's vectors for this long at most; the stream's REMOVE
-# records take out whatever is left.
+# A session DELETE removes the session's vectors for this long at most, its requests to the
+# index included; the stream's REMOVE records take out whatever is left. So a DELETE that
+# meets a Serverless collection waking from zero (10 to 30 s) answers at once instead of
+# waiting for it: the session is gone either way, and a search drops a hit whose item is.
 SESSION_VECTORS_SECONDS = 5.0
 
 
@@ -631,13 +633,18 @@ class SessionService:
         conditions = session_vector_conditions(owner, session_id)
         deadline = Deadline.after(SESSION_VECTORS_SECONDS)
         try:
-            remove_vectors(self._index(), owner.tenant, conditions, self._clock, deadline)
+            _, removed = remove_vectors(
+                self._index(), owner.tenant, conditions, self._clock, deadline
+            )
         except Exception as exc:
             # The session is gone: whatever failed (building the index client included), the
             # stream's REMOVE records still take its vectors out.
             logger.warning(
                 "session vectors left to the stream", extra={"error": type(exc).__name__}
             )
+            return deleted
+        if not removed:
+            logger.info("session vectors left to the stream", extra={"error": "deadline"})
         return deleted
 
     # -- the write loop ------------------------------------------------------------------------

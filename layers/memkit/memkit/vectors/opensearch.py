@@ -64,6 +64,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from memkit.errors import BadRequest, MemkitError, Misconfigured, StoreUnavailable, Throttled
 from memkit.observability import logger
+from memkit.times import bound
 from memkit.vectors.filters import Condition, meets
 from memkit.vectors.protocol import (
     BOOLEAN_FIELDS,
@@ -102,7 +103,8 @@ _IDENTIFIER = re.compile(r"[a-z][a-z0-9_]{0,80}")
 # A rebuild's generations are named `<alias>-gen<N>`.
 GENERATION_SUFFIX = "-gen"
 # How long one request may take, resends included (IndexSettings.opensearch_timeout_seconds),
-# and a bulk write at least (its items take longer than a search).
+# and a bulk write at least (its items take longer than a search); either ends sooner when
+# the deadline in force (memkit.times.bound) comes first.
 DEFAULT_WAIT_SECONDS = 10.0
 BULK_WAIT_SECONDS = 30.0
 # A request refused for want of capacity, or whose connection was refused, is sent again at
@@ -415,9 +417,10 @@ class OpenSearchIndex:
         self, operation: str, request: Callable[[float], Any], wait: float | None = None
     ) -> Any:
         """`request(seconds it may take)`, resent (RESENDS) while `wait` (the index's wait by
-        default) lasts: one request never takes longer, so a collection still waking up
-        after it scaled to zero is a domain error the caller can retry, not a timed-out
-        function."""
+        default) lasts, and never past the deadline in force (memkit.times.bound: the
+        invocation's, or a caller's tighter one): one request never takes longer, so a
+        collection still waking up after it scaled to zero is a domain error the caller can
+        retry, not a timed-out function. Past that deadline nothing is sent."""
         from opensearchpy.exceptions import (
             ConnectionError,
             ConnectionTimeout,
@@ -425,7 +428,14 @@ class OpenSearchIndex:
             TransportError,
         )
 
-        deadline = time.monotonic() + (self._wait if wait is None else wait)
+        now = time.monotonic()
+        deadline = now + (self._wait if wait is None else wait)
+        limit = bound()
+        if limit is not None:
+            left = limit.left()
+            if left <= 0:
+                raise _RequestFailed(operation, None, "out_of_time")
+            deadline = min(deadline, now + left)
         resends = RESENDS
         while True:
             try:

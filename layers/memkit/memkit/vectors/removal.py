@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from memkit.errors import StoreUnavailable
-from memkit.times import Deadline
+from memkit.times import Deadline, within
 from memkit.vectors.filters import Condition
 from memkit.vectors.protocol import Hit, Removal, VectorIndex
 
@@ -42,6 +42,11 @@ def remove_vectors(
     showing removed docs). `before` deals with a listing's docs before they go (False: the
     deadline came first; they stay for the next run).
 
+    Every request to the index ends by the deadline (memkit.times.within), the first one
+    too: an index that does not answer in time (a Serverless collection waking from zero)
+    leaves the rest to the next run, or to the stream's REMOVE records. A failure the
+    deadline did not cause is raised.
+
     A listing (up to `window` docs) is read whole before anything is removed: removing while
     paging would shift the pages. An index shows removed docs until its next refresh
     (OpenSearch), so a listing that filled the window cannot tell what lies beyond it: the
@@ -49,20 +54,26 @@ def remove_vectors(
     new showed. All are removed only once a listing comes up short of the window."""
     removed: set[str] = set()
     stale = 0
-    while not deadline.passed():
-        hits, complete = _listing(index, tenant, conditions, deadline, window)
-        fresh = [hit for hit in hits if hit.id not in removed]
-        if fresh and before is not None and not before(fresh):
-            return len(removed), False
-        if not _remove(index, tenant, [hit.id for hit in fresh], clock, deadline, removed):
-            return len(removed), False
-        if complete:
-            return len(removed), True
-        stale = 0 if fresh else stale + 1
-        if stale > STALE_LISTINGS or deadline.passed():
-            break
-        if stale:
-            wait(REFRESH_WAIT_SECONDS)
+    with within(deadline):
+        while not deadline.passed():
+            try:
+                hits, complete = _listing(index, tenant, conditions, deadline, window)
+            except StoreUnavailable:
+                if deadline.passed():
+                    break  # the listing outlasted the deadline
+                raise
+            fresh = [hit for hit in hits if hit.id not in removed]
+            if fresh and before is not None and not before(fresh):
+                return len(removed), False
+            if not _remove(index, tenant, [hit.id for hit in fresh], clock, deadline, removed):
+                return len(removed), False
+            if complete:
+                return len(removed), True
+            stale = 0 if fresh else stale + 1
+            if stale > STALE_LISTINGS or deadline.passed():
+                break
+            if stale:
+                wait(REFRESH_WAIT_SECONDS)
     return len(removed), False
 
 
@@ -96,13 +107,15 @@ def _remove(
     removed: set[str],
 ) -> bool:
     """Remove the docs, a bulk request a page at a time, adding each to `removed`; False
-    when the deadline came first."""
+    when the deadline came first (before a page, or while the index removed it)."""
     for start in range(0, len(doc_ids), VECTOR_PAGE):
-        if start and deadline.passed():
+        if deadline.passed():
             return False
         chunk = doc_ids[start : start + VECTOR_PAGE]
         version = int(clock() * 1_000_000)
         if index.remove([Removal(doc_id, tenant, version) for doc_id in chunk]):
+            if deadline.passed():
+                return False
             raise StoreUnavailable("the vector index did not remove every vector; retry")
         removed.update(chunk)
     return True

@@ -21,14 +21,21 @@ def _interrupt(*_: object) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from memkit_dev.local.auth import key_cache_seconds
     from memkit_dev.local.gateway import Cors
     from memkit_dev.local.stack import LocalStack, LocalStackConfig
     from memkit_dev.local.template import find_template, load_template
 
+    template = load_template(args.template or find_template())
     try:  # before anything starts: the value the template's CorsAllowedOrigins would take
-        Cors.from_template(load_template(args.template or find_template()), args.cors_origins)
+        Cors.from_template(template, args.cors_origins)
     except ValueError as exc:
         print(f"memkit serve: --cors-origins {exc}", file=sys.stderr)
+        return 2
+    try:  # and the template's ApiKeyCacheSeconds
+        key_cache_seconds(template, args.api_key_cache)
+    except ValueError as exc:
+        print(f"memkit serve: --api-key-cache {exc}", file=sys.stderr)
         return 2
     try:
         iam_principals = _iam_principals(args)
@@ -52,6 +59,7 @@ def _serve(args: argparse.Namespace) -> int:
         cleanup_interval_seconds=args.cleanup_interval,
         auth=args.auth,
         jwt=_jwt_settings(args),
+        api_key_cache_seconds=args.api_key_cache,
         iam_principals=iam_principals,
         iam_tenant_pattern=args.iam_tenant_pattern,
         tenant_claim=args.tenant_claim,
@@ -323,6 +331,14 @@ def build_parser() -> argparse.ArgumentParser:
         "a development access key (or --iam-credentials); "
         "apikey: memkit's keys, checked by the template's authorizer function; none: no "
         "identity (every caller an admin; local use only)",
+    )
+    serve.add_argument(
+        "--api-key-cache",
+        type=int,
+        metavar="SECONDS",
+        help="apikey: how long the gateway keeps a key's answer, so how long a revoked key "
+        "still works (the template's ApiKeyCacheSeconds, which the functions are told too; "
+        "0: no cache, a revoked key is refused at once; default: the template's, 300)",
     )
     serve.add_argument(
         "--iam-credentials",

@@ -200,3 +200,72 @@ def test_api_keys_are_checked_by_the_templates_authorizer_function() -> None:
     assert read.json()["user_id"] == "dev"
     assert (missing.status_code, unknown.status_code) == (401, 403)
     assert across.status_code == 404
+
+
+class GatewayClock:
+    """The local gateway's monotonic clock, moved by the test."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _revoked_after_one_call(stack: LocalStack) -> tuple[Any, Any]:
+    """A key of user ada: one request that lets it in (the gateway may keep that answer),
+    then the key revoked as `memkit keys revoke` does; the request's answer and the keys."""
+    from memkit.config import ApiKeySettings
+    from memkit.handlers.wiring import api_keys_for
+
+    keys = api_keys_for(
+        ApiKeySettings(
+            table_name=stack.config.table_name, dynamodb_endpoint=stack.dynamodb_endpoint
+        )
+    )
+    ada = keys.create("default", ["memory:read", "memory:write"], user_id="ada", name="ada")
+    before = _call(stack, ada.plain, "GET", "/v1/working-memory/")
+    keys.revoke("default", ada.key.key_id)
+    return before, ada.plain
+
+
+def test_with_no_key_cache_a_revoked_key_is_refused_at_its_next_request() -> None:
+    # Given the gateway told to keep no authorizer answer (ApiKeyCacheSeconds 0)
+    with LocalStack(_config(auth="apikey", api_key_cache_seconds=0)) as stack:
+        # When a key that was let in is revoked
+        before, ada = _revoked_after_one_call(stack)
+        after = _call(stack, ada, "GET", "/v1/working-memory/")
+
+    # Then its next request asks the authorizer again, which refuses it, as API Gateway does
+    assert before.status_code == 200
+    assert after.status_code == 403
+
+
+def test_a_revoked_key_works_until_the_gateways_cached_answer_expires() -> None:
+    clock = GatewayClock()
+    # Given the gateway keeping each key's answer 120 s, on a clock the test moves
+    config = _config(auth="apikey", api_key_cache_seconds=120, gateway_clock=clock)
+    with LocalStack(config) as stack:
+        # When a key that was let in is revoked, then used within and after the 120 s
+        before, ada = _revoked_after_one_call(stack)
+        clock.now += 119
+        cached = _call(stack, ada, "GET", "/v1/working-memory/")
+        clock.now += 1
+        expired = _call(stack, ada, "GET", "/v1/working-memory/")
+
+    # Then the kept answer lets it in until it expires, and the authorizer refuses it then
+    assert (before.status_code, cached.status_code) == (200, 200)
+    assert expired.status_code == 403
+
+
+@pytest.mark.parametrize("seconds", ["-1", "3601"])
+def test_serve_refuses_a_key_cache_the_template_would_refuse(
+    seconds: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from memkit_dev.cli import main
+
+    template = str(ROOT / "template.yaml")
+    status = main(["serve", "--api-key-cache", seconds, "--template", template])
+
+    assert status == 2
+    assert "--api-key-cache" in capsys.readouterr().err

@@ -27,7 +27,7 @@ import secrets
 import string
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -49,6 +49,9 @@ DEV_IAM_FILE = "dev-iam-credentials.json"
 DEV_ACCOUNT_ID = "123456789012"
 DEV_IAM_USER = "memkit-dev"
 EXECUTE_API = "execute-api"
+# The template's parameter that sets the API-key authorizer's cache (and the functions' view
+# of it, MEMKIT_API_KEY_CACHE_SECONDS).
+KEY_CACHE_PARAMETER = "ApiKeyCacheSeconds"
 
 
 class Unauthorized(Exception):
@@ -233,27 +236,48 @@ class JwtAuthorizer:
         return json.dumps({"keys": [public]})
 
 
+def key_cache_seconds(template: dict[str, Any], seconds: int | None = None) -> int:
+    """How long the gateway keeps an API key's answer: the template's ApiKeyCacheSeconds set
+    to `seconds` (None: its default), within the parameter's MinValue and MaxValue as
+    CloudFormation checks it (ValueError otherwise)."""
+    parameter = template["Parameters"][KEY_CACHE_PARAMETER]
+    value = int(parameter["Default"]) if seconds is None else seconds
+    low, high = int(parameter["MinValue"]), int(parameter["MaxValue"])
+    if not low <= value <= high:
+        raise ValueError(f"{value}: {KEY_CACHE_PARAMETER} is {low} to {high} seconds")
+    return value
+
+
 class LambdaKeyAuthorizer:
     """`memkit serve --auth apikey`: the template's ApiKeyAuthorizerFunction, run as Lambda
     runs it, in front of every route but the public ones. It gets the HTTP API's REQUEST
     authorizer event (payload 2.0, identity source the Authorization header) and answers a
-    simple response; each answer is kept `cache_seconds` for the header's value, as API
-    Gateway caches it. No header is a 401 without calling the function."""
+    simple response; each answer is kept `cache_seconds` (the template's ApiKeyCacheSeconds:
+    key_cache_seconds) for the header's value, as API Gateway caches it, 0 keeping none.
+    `clock` (monotonic seconds) ages the answers. No header is a 401 without calling the
+    function."""
 
-    def __init__(self, function: Any, cache_seconds: float = 300.0) -> None:
+    def __init__(
+        self,
+        function: Any,
+        cache_seconds: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._function = function
         self._cache_seconds = cache_seconds
+        self._clock = clock
         self._cache: dict[str, tuple[float, dict[str, Any] | None]] = {}
 
     def context(self, authorization: str | None) -> dict[str, Any]:
         if not authorization:
             raise Unauthorized("no Authorization header")
         cached = self._cache.get(authorization)
-        if cached is not None and cached[0] > time.monotonic():
+        if cached is not None and cached[0] > self._clock():
             answer = cached[1]
         else:
             answer = self._ask(authorization)
-            self._cache[authorization] = (time.monotonic() + self._cache_seconds, answer)
+            if self._cache_seconds > 0:  # API Gateway: a TTL of 0 turns caching off
+                self._cache[authorization] = (self._clock() + self._cache_seconds, answer)
         if answer is None:
             raise Denied("the authorizer said no")
         return {"lambda": answer}

@@ -16,6 +16,8 @@ import math
 import os
 import sys
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -27,12 +29,14 @@ from werkzeug.serving import BaseWSGIServer, make_server
 from memkit.embeddings.local import DIMENSIONS as LOCAL_DIMENSIONS
 from memkit_dev.local.auth import (
     DEV_TENANT_CLAIM,
+    KEY_CACHE_PARAMETER,
     IamAuthorizer,
     IamPrincipal,
     JwtAuthorizer,
     JwtSettings,
     LambdaKeyAuthorizer,
     dev_principal,
+    key_cache_seconds,
 )
 from memkit_dev.local.bedrock import LoopbackBedrock
 from memkit_dev.local.dynamodb import MotoDynamoDB, dynamodb_client
@@ -131,6 +135,12 @@ class LocalStackConfig:
     # template's ApiKeyAuthorizerFunction checks memkit's keys).
     auth: Literal["none", "jwt", "iam", "apikey"] = "none"
     jwt: JwtSettings | None = None
+    # apikey: how long the gateway keeps a key's answer, and what the functions are told of
+    # it (the template's ApiKeyCacheSeconds, MEMKIT_API_KEY_CACHE_SECONDS); None: the
+    # template's default. 0 keeps no answer: a revoked key is refused at its next request.
+    api_key_cache_seconds: int | None = None
+    # The gateway's clock (monotonic seconds): the API-key authorizer's answers age on it.
+    gateway_clock: Callable[[], float] = time.monotonic
     # iam: the principals whose access keys the gateway knows; empty: the development IAM
     # user, its key kept in data_dir (memkit_dev.local.auth.dev_principal).
     iam_principals: tuple[IamPrincipal, ...] = ()
@@ -168,9 +178,19 @@ def embedder_dimensions(embedder: Embedder, region: str) -> int:
     return embedder_for(IndexSettings(embedder=embedder), region).dimensions
 
 
-def _plain_variables(variables: dict[str, Any] | None) -> dict[str, str]:
-    """Template environment variables that are plain values (intrinsics are resolved locally)."""
-    return {k: str(v) for k, v in (variables or {}).items() if not isinstance(v, dict)}
+def _plain_variables(
+    variables: dict[str, Any] | None, parameters: dict[str, str]
+) -> dict[str, str]:
+    """Template environment variables that are plain values or a `Ref` to one of
+    `parameters` (the template's parameters the stack sets); other intrinsics are resolved
+    locally."""
+    plain: dict[str, str] = {}
+    for name, value in (variables or {}).items():
+        if not isinstance(value, dict):
+            plain[name] = str(value)
+        elif set(value) == {"Ref"} and value["Ref"] in parameters:
+            plain[name] = parameters[value["Ref"]]
+    return plain
 
 
 @dataclass
@@ -211,6 +231,8 @@ class LocalStack:
         self._key_authorizer: LocalFunction | None = None
         # auth apikey: a key for user dev made at start (the start banner prints it).
         self.dev_key: str | None = None
+        # The template's ApiKeyCacheSeconds as this stack sets it (known once it is loaded).
+        self._key_cache_seconds = 0
         if self.config.auth == "jwt":
             self.authorizer = JwtAuthorizer(self._jwt_settings())
         if self.config.auth == "iam":
@@ -230,14 +252,17 @@ class LocalStack:
     def _environment(self, template: dict[str, Any], resource: str) -> dict[str, str]:
         config = self.config
         function = template["Resources"][resource]["Properties"]
+        # The template's parameters the stack sets, as a deployment's stack would.
+        parameters = {KEY_CACHE_PARAMETER: str(self._key_cache_seconds)}
         environment = {
             **_plain_variables(
                 template.get("Globals", {})
                 .get("Function", {})
                 .get("Environment", {})
-                .get("Variables")
+                .get("Variables"),
+                parameters,
             ),
-            **_plain_variables(function.get("Environment", {}).get("Variables")),
+            **_plain_variables(function.get("Environment", {}).get("Variables"), parameters),
             "MEMKIT_TABLE_NAME": config.table_name,
             "MEMKIT_REGION": config.region,
             "AWS_REGION": config.region,
@@ -310,6 +335,7 @@ class LocalStack:
         config = self.config
         template_path = config.template or find_template()
         template = load_template(template_path)
+        self._key_cache_seconds = key_cache_seconds(template, config.api_key_cache_seconds)
         # moto's server always runs: it serves the work queues (SQS), and DynamoDB when
         # nothing else does.
         self._moto = MotoDynamoDB().start()
@@ -399,7 +425,11 @@ class LocalStack:
         environment = self._environment(template, KEY_AUTHORIZER_FUNCTION)
         self._key_authorizer = LocalFunction(spec, environment, 1)
         self._key_authorizer.warm()
-        self.authorizer = LambdaKeyAuthorizer(self._key_authorizer)
+        self.authorizer = LambdaKeyAuthorizer(
+            self._key_authorizer,
+            self._key_cache_seconds,
+            clock=self.config.gateway_clock,
+        )
         settings = ApiKeySettings(
             table_name=self.config.table_name,
             region=self.config.region,

@@ -279,24 +279,28 @@ def test_a_user_delete_that_meets_a_sleeping_collection_answers_503_in_time_and_
     assert world.indexed() == []
 
 
+# A deletion's budget (MEMKIT_USER_DELETION_BUDGET_SECONDS) within the invocation's deadline
+# (the test's context: 10 s, less a margin), and the most the setting allows, past it.
+@pytest.mark.parametrize("budget", [3, 25], ids=["within_the_invocation", "past_its_deadline"])
 def test_a_user_delete_with_a_work_queue_leaves_a_sleeping_collection_to_its_job(
-    dynamodb_table: str, collection: LoopbackOpenSearch
+    dynamodb_table: str, collection: LoopbackOpenSearch, budget: int
 ) -> None:
     import boto3
 
     sqs = boto3.client("sqs", region_name="us-east-1")
-    queue = sqs.create_queue(QueueName="cold-work")["QueueUrl"]
+    queue = sqs.create_queue(QueueName=f"cold-work-{budget}")["QueueUrl"]
     indexing = _world(dynamodb_table, collection, LONG)
     _append(indexing)
     indexing.settle()
     collection.capacity.scale_to_zero()
     # Given the collection asleep, and an API that hands what a deletion's budget does not
-    # reach to a job, its requests to the collection waiting longer than that budget
+    # reach to a job, its requests to the collection waiting longer than that budget; a
+    # budget past the invocation's deadline ends at that deadline
     settings = ApiSettings(
         table_name=dynamodb_table,
         region="us-east-1",
         work_queue_url=queue,
-        user_deletion_budget_seconds=3,
+        user_deletion_budget_seconds=budget,
     )
     world = _world(dynamodb_table, collection, PATIENT, settings)
 

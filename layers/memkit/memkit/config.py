@@ -110,7 +110,8 @@ class ApiSettings(StoreSettings, IndexSettings):
     # Optimistic-concurrency retries for a PATCH that loses the race to another writer.
     merge_max_attempts: int = Field(default=25, ge=1, le=100)
     # DELETE /v1/users/{user_id} works this long, then leaves the rest to a job on the
-    # memory work queue (the function times out at 25 s; API Gateway waits 30 s).
+    # memory work queue (the function times out at 25 s; API Gateway waits 30 s); never past
+    # the invocation's deadline (memkit.jobs.deletion), whatever this says.
     user_deletion_budget_seconds: float = Field(default=10.0, ge=0, le=25)
     # DeleteMemory (AgentCore) starts deleting a memory's data this long after it marked the
     # memory DELETING: longer than a request that found it ACTIVE can take (the function's

@@ -34,7 +34,7 @@ from memkit.models.api_keys import UserKeysRevoked
 from memkit.models.domain import MessageRef, Owner
 from memkit.models.users import DeletionCounts, JobKind, JobState
 from memkit.observability import logger, metrics
-from memkit.times import Deadline, now_iso
+from memkit.times import Deadline, bound, now_iso
 from memkit.vectors.filters import Condition
 from memkit.vectors.protocol import Hit, VectorIndex, source_of
 from memkit.vectors.removal import NEVER, VECTOR_WINDOW, remove_vectors
@@ -348,10 +348,16 @@ class BackgroundDeletion(ABC):
         """One run of the job's deletion, until done or the deadline."""
 
     def _deadline(self, budget_seconds: float) -> Deadline:
-        """The budget's end; without a work queue to continue on, none: the run goes on until
-        done (or the function's timeout, and a retry)."""
+        """The budget's end, or the deadline in force if sooner (memkit.times.bound: the
+        invocation's, less the time to queue the rest and answer), so a budget longer than
+        the invocation has left still ends in a job, not a request cut short; without a work
+        queue to continue on, none: the run goes on until done (or the function's timeout,
+        and a retry)."""
         if self._send is None:
             return NEVER
+        in_force = bound()
+        if in_force is not None:
+            budget_seconds = min(budget_seconds, in_force.left())
         return Deadline.after(budget_seconds, self._monotonic)
 
     def _finished(self, run: DeletionRun) -> DeletionRun:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -310,14 +311,17 @@ class Queued:
         send = sqs_job_sender(self.url, "us-east-1", None)
         return UserDeletion(self.world.store, lambda: chosen, send, **options)
 
-    def work(self, deletion: UserDeletion | None = None, rounds: int = 50) -> list[dict[str, Any]]:
+    def work(
+        self, deletion: UserDeletion | None = None, rounds: int = 50, model: Any = None
+    ) -> list[dict[str, Any]]:
         """Run the worker over the queue until it is empty, or for `rounds` receives (on a
-        clock, one message each); its responses."""
+        clock, one message each), its curation jobs with `model` (default: the local
+        model); its responses."""
         from memkit.llm.local import LocalModel
 
         world = self.world
         long_term = LongTermService(world.store, lambda: world.vector_index, lambda: world.embedder)
-        curator = Curator(world.store, long_term, LocalModel())
+        curator = Curator(world.store, long_term, model or LocalModel())
         deletion = deletion or self.deletion()
         handler = make_worker_handler(lambda: curator, lambda: deletion)
         responses = []
@@ -1022,3 +1026,101 @@ def test_a_deletion_a_job_finished_sweeps_again_once_the_cache_expired(
     assert job.body["status"] == "done"
     assert on_clock.delays == [0, 330]
     _assert_gone(world, dynamodb_table, LATE)
+
+
+# -- what an extraction running through the deletion writes after it -----------------------------
+
+# The session whose extraction runs through Ada's deletion, and what it writes after "done".
+EXTRACTED = Stored(ADA, "default", ("talk",), ())
+
+
+def _caught_up(clock: Clock) -> None:
+    """The test's clock moved to now or later, so the index takes removals stamped with it
+    over what was written so far."""
+    clock.now = max(clock.now, float(math.ceil(time.time())))
+
+
+def _model_thinking_through(during: Callable[[], None], fact: str) -> Any:
+    """Bedrock Converse as the worker uses it (the real client and the model's parsing; only
+    the endpoint's answer is made here, before anything is sent) finding `fact` in what it
+    is shown; `during()` runs while it thinks, once."""
+    from memkit.llm.bedrock import ConverseModel
+
+    client = boto3.client("bedrock-runtime", region_name="us-east-1")
+    pending = [during]
+
+    class Answered:
+        status_code = 200
+
+    def answer(**_: Any) -> tuple[Any, dict[str, Any]]:
+        while pending:
+            pending.pop()()
+        text = json.dumps({"memories": [{"text": fact, "memory_type": "semantic"}]})
+        message = {"role": "assistant", "content": [{"text": text}]}
+        usage = {"inputTokens": 120, "outputTokens": 40, "totalTokens": 160}
+        parsed = {"output": {"message": message}, "stopReason": "end_turn", "usage": usage}
+        return Answered(), {**parsed, "metrics": {"latencyMs": 420}, "ResponseMetadata": {}}
+
+    client.meta.events.register("before-call.bedrock-runtime.Converse", answer)
+    return ConverseModel(client, "amazon.nova-lite-v1:0", sleep=lambda _: None)
+
+
+def test_what_an_extraction_running_through_the_deletion_writes_goes_in_a_follow_up(
+    world: MemoryWorld, dynamodb_table: str, on_clock: Queued
+) -> None:
+    api = _api_over(world, dynamodb_table, queue=on_clock)
+    said = {"user_id": ADA, "messages": [{"id": "m1", "role": "user", "content": "I moved."}]}
+    _ok(world.api("PUT", "/v1/working-memory/talk", body=said))
+    world.settle()
+    _caught_up(on_clock.clock)
+    meta = world.store.session_meta(Owner(tenant=TENANT, namespace="default"), "talk")
+    assert meta is not None
+    extract = Job("extract", TENANT, "default", "talk", meta.updated_at)
+    on_clock.sqs.send_message(QueueUrl=on_clock.url, MessageBody=extract.to_json())
+    deleted: list[ApiResponse] = []
+    # Given Ada's session's extraction job in the worker, and Ada's deletion (no API key:
+    # no follow-up for keys) answered while the model reads her turns
+    model = _model_thinking_through(
+        lambda: deleted.append(call_api(api, "DELETE", f"/v1/users/{ADA}")), "Ada moved house"
+    )
+
+    # When the job writes what the model found after "done", then the queue is worked on
+    on_clock.work(on_clock.deletion(), rounds=1, model=model)
+    world.settle()
+    written_after_done = _snapshot(world, dynamodb_table, EXTRACTED)
+    on_clock.work(on_clock.deletion())
+    world.settle()
+
+    assert [response.status for response in deleted] == [200]
+    assert min(written_after_done) > 0  # the record in the table, its doc in the index
+    # Then one follow-up sweep, queued for once the worker's timeout (and a margin) passed,
+    # deleted it
+    assert on_clock.delays == [150]
+    _assert_gone(world, dynamodb_table, EXTRACTED)
+
+
+def test_a_job_finishing_a_deletion_whose_request_removed_the_sessions_sweeps_again(
+    world: MemoryWorld, on_clock: Queued
+) -> None:
+    _populate(world, ADA, "default")
+    world.settle()
+    world.settle()
+    _caught_up(on_clock.clock)
+    # Given a deletion whose request removes Ada's sessions and records, then meets an index
+    # that shows removed docs until its next refresh, so a job finishes the rest
+    lagging = LaggingIndex(world.vector_index)
+    request = on_clock.deletion(lagging, window=2, wait=lambda _: None)
+    outcome = request.delete(_ada(), 10.0)
+    lagging.refresh()
+
+    # When the worker runs the job (its runs find no session left) and what it queues
+    job = on_clock.deletion(lagging, window=2, wait=lagging.refresh)
+    on_clock.work(job)
+    assert outcome.job is not None
+    state = job.job(TENANT, outcome.job.job_id)
+
+    # Then the job, done, still sweeps again once an extraction's longest run has passed:
+    # the sessions went in its request
+    assert outcome.counts.sessions == 2
+    assert (state.status, state.counts.sessions) == ("done", 2)
+    assert [delay for delay in on_clock.delays if delay] == [150]

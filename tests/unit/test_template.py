@@ -1184,6 +1184,19 @@ def test_the_curator_reads_the_table_and_queues_jobs_without_a_model(
     }
 
 
+def test_a_users_deletion_sweeps_again_after_the_workers_longest_extraction(
+    template: dict[str, Any],
+) -> None:
+    from memkit.jobs.users import EXTRACTION_SECONDS, WORKER_SECONDS
+
+    worker = _functions(template)["MemoryWorkerFunction"]
+
+    # The follow-up a deletion that removed a session queues comes after any extraction job
+    # that read one of them before can have ended: the worker's timeout, and a margin
+    assert worker["Timeout"] == WORKER_SECONDS
+    assert EXTRACTION_SECONDS > WORKER_SECONDS
+
+
 def test_the_work_queue_sends_poison_jobs_to_a_dead_letter_queue_an_alarm_watches(
     template: dict[str, Any],
 ) -> None:

@@ -118,7 +118,7 @@ class MemoryDeletion(BackgroundDeletion):
         state = self._jobs.get_job(tenant, memory.deletion_job)
         return state is not None and state.status == "running"
 
-    def _run(self, job: Job, deadline: Deadline) -> DeletionRun:
+    def _run(self, job: Job, deadline: Deadline, so_far: DeletionCounts) -> DeletionRun:
         tenant = job.tenant
         memory = self._store.get_agent_memory(tenant, job.namespace)
         if memory is None or memory.deletion_job != job.job_id:

@@ -327,7 +327,7 @@ class BackgroundDeletion(ABC):
         if state.status != "running":
             return f"{state.status} already"
         try:
-            run = self._run(job, self._deadline(budget_seconds))
+            run = self._run(job, self._deadline(budget_seconds), state.counts)
         except MemkitError:
             final = state.failures + 1 >= MAX_FAILURES
             self._jobs.record_job_failure(
@@ -344,8 +344,9 @@ class BackgroundDeletion(ABC):
         return outcome
 
     @abstractmethod
-    def _run(self, job: Job, deadline: Deadline) -> DeletionRun:
-        """One run of the job's deletion, until done or the deadline."""
+    def _run(self, job: Job, deadline: Deadline, so_far: DeletionCounts) -> DeletionRun:
+        """One run of the job's deletion, until done or the deadline; `so_far`: what the
+        job's earlier runs (and its request) deleted."""
 
     def _deadline(self, budget_seconds: float) -> Deadline:
         """The budget's end, or the deadline in force if sooner (memkit.times.bound: the

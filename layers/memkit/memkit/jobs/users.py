@@ -12,7 +12,13 @@ let in may still write as the user for as long as a request runs. So a deletion 
 a key of the user revoked less than that long ago queues a follow-up sweep of the same
 scope for when the last such answer has expired (chained past SQS's 900 s delay): what a
 cached key wrote after "done" goes then. The follow-up revokes no key (one made for the
-user after "done" is the operator's). A user with no key costs no follow-up.
+user after "done" is the operator's).
+
+An extraction job (memkit.jobs.curation) that read one of the user's sessions before the
+sweep removed it may still write records after "done", until the memory worker's timeout.
+So a deletion that removed a session also sweeps again once that has passed (the same
+follow-up, at the later of the two times): no write of the common path is made to check for
+a deletion. A user with no key revoked lately and no session costs no follow-up.
 """
 
 from __future__ import annotations
@@ -47,6 +53,11 @@ DEFAULT_KEY_CACHE_SECONDS = 300
 # The longest a request runs (the HTTP API's integration timeout): one let in on a cached
 # answer just before it expired can write until then.
 REQUEST_SECONDS = 30
+# The memory worker's Timeout (template.yaml): an extraction job that read a session just
+# before the deletion removed it writes its records within that long. Past it, a margin for
+# a read of the session that came a moment after (reads are eventually consistent).
+WORKER_SECONDS = 120
+EXTRACTION_SECONDS = WORKER_SECONDS + 30
 
 
 @dataclass(frozen=True)
@@ -85,7 +96,7 @@ class UserDeletion(BackgroundDeletion):
             raise ValueError("a user's deletion names the user")
         run = self._finished(self._sweep.run(owner, self._deadline(budget_seconds)))
         if run.done:
-            self._follow_up(owner, run)
+            self._follow_up(owner, run, run.counts)
             self._report("done", run.counts)
             return DeletionOutcome(run.counts)
         job = self._open(owner.tenant, run.counts)
@@ -111,21 +122,26 @@ class UserDeletion(BackgroundDeletion):
         self._report(outcome, run.counts)
         return outcome
 
-    def _run(self, job: Job, deadline: Deadline) -> DeletionRun:
+    def _run(self, job: Job, deadline: Deadline, so_far: DeletionCounts) -> DeletionRun:
         owner = self._owner(job)
         run = self._finished(self._sweep.run(owner, deadline))
         if run.done:
-            self._follow_up(owner, run)
+            self._follow_up(owner, run, so_far + run.counts)
         return run
 
-    def _follow_up(self, owner: Owner, run: DeletionRun) -> None:
-        """Queue a sweep of `owner` for when the gateway accepts none of the user's revoked
-        keys any more, if that is still to come (a send that fails raises: the caller's
-        retry, or the job's, queues it again)."""
-        if run.keys_revoked_at is None:
-            return
-        due = math.ceil(epoch(run.keys_revoked_at) + self._keys_accepted_for)
+    def _follow_up(self, owner: Owner, run: DeletionRun, deleted: DeletionCounts) -> None:
+        """Queue a sweep of `owner` for when nothing let in before the deletion can write as
+        the user any more, if that is still to come: the gateway's cached answers for the
+        user's revoked keys (and a request one let in), and, if the deletion (`deleted`:
+        all its runs') removed a session, an extraction job that had read it before. A send
+        that fails raises: the caller's retry, or the job's, queues it again."""
         now = self._clock()
+        until = [now]
+        if run.keys_revoked_at is not None:
+            until.append(epoch(run.keys_revoked_at) + self._keys_accepted_for)
+        if deleted.sessions:
+            until.append(now + EXTRACTION_SECONDS)
+        due = math.ceil(max(until))
         if due <= now:
             return
         if self._send is None:

@@ -997,6 +997,7 @@ def test_a_key_revoked_by_hand_before_the_deletion_is_swept_after_from_its_revoc
 def test_a_user_with_no_key_revoked_lately_costs_no_follow_up(
     world: MemoryWorld, dynamodb_table: str, on_clock: Queued
 ) -> None:
+    on_clock.clock.now += 0.25  # as time.time() reads: a second and a fraction
     keyed = _keyed(world, dynamodb_table, on_clock)
     backend = _revoked_by_hand(keyed, on_clock.clock, seconds_ago=330)  # no longer accepted
 

@@ -141,15 +141,16 @@ class UserDeletion(BackgroundDeletion):
             until.append(epoch(run.keys_revoked_at) + self._keys_accepted_for)
         if deleted.sessions:
             until.append(now + EXTRACTION_SECONDS)
-        due = math.ceil(max(until))
-        if due <= now:
+        due = max(until)
+        if due <= now:  # before rounding: `now` has a fraction, so its ceiling is later
             return
         if self._send is None:
             logger.warning("no work queue: no follow-up sweep after the keys' cache")
             return
         message = self._message(owner, now_iso(now), None)
-        delay = min(MAX_DELAY_SECONDS, math.ceil(due - now))
-        self._queue(replace(message, not_before=due, delay_seconds=delay))
+        not_before = math.ceil(due)
+        delay = min(MAX_DELAY_SECONDS, math.ceil(not_before - now))
+        self._queue(replace(message, not_before=not_before, delay_seconds=delay))
 
     def _message(self, owner: Owner, stamp: str, job_id: str | None) -> Job:
         assert owner.user_id is not None

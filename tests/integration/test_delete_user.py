@@ -23,7 +23,7 @@ from memkit.handlers.wiring import api_services
 from memkit.handlers.wiring import job_sender as sqs_job_sender
 from memkit.handlers.worker import make_lambda_handler as make_worker_handler
 from memkit.jobs.curation import Curator, Job
-from memkit.jobs.users import UserDeletion
+from memkit.jobs.users import EXTRACTION_SECONDS, UserDeletion
 from memkit.models.domain import Owner
 from memkit.service.long_term import LongTermService
 from memkit.store import keys
@@ -289,6 +289,8 @@ class Queued:
     store: Any = None  # the deletions' store (default: the world's)
     delays: list[int] = field(default_factory=list)  # each sent message's DelaySeconds
     due: dict[str, float] = field(default_factory=dict)  # message id -> when SQS gives it
+    sent: list[Job] = field(default_factory=list)  # each message the queue took, in order
+    refusals: int = 0  # sends to refuse (as SQS refuses one to a queue that is gone) first
 
     def api(self, method: str, path: str, **kwargs: Any) -> ApiResponse:
         return call_api(self.api_handler, method, path, **kwargs)
@@ -298,9 +300,21 @@ class Queued:
         receipt moves the clock to `job.delay_seconds` after now, as if nothing else
         happened while SQS held it."""
         assert self.clock is not None
+        if self.refusals:
+            self.refusals -= 1
+            sqs_job_sender(f"{self.url}-gone", "us-east-1", None)(job)  # raises
         sent = self.sqs.send_message(QueueUrl=self.url, MessageBody=job.to_json())
         self.delays.append(job.delay_seconds)
+        self.sent.append(job)
         self.due[sent["MessageId"]] = self.clock() + job.delay_seconds
+
+    def take(self) -> Job:
+        """The next message, taken off the queue when SQS gives it (the clock moved there)."""
+        assert self.clock is not None
+        [message] = self.sqs.receive_message(QueueUrl=self.url)["Messages"]
+        self.sqs.delete_message(QueueUrl=self.url, ReceiptHandle=message["ReceiptHandle"])
+        self.clock.now = max(self.clock.now, self.due.pop(message["MessageId"]))
+        return Job.from_json(message["Body"])
 
     def deletion(self, index: Any = None, **options: Any) -> UserDeletion:
         """A deletion over `index` (default: the world's) with `options` (clock, window...)."""
@@ -898,6 +912,11 @@ def test_a_key_that_keeps_changing_is_left_to_the_job_while_the_rest_is_deleted(
 
 # What Ada's key writes after her deletion, on an answer the gateway cached before it.
 LATE = Stored(ADA, "default", ("late-chat",), ("late-r",))
+# A session of Ada's.
+TALK = {"user_id": ADA, "messages": [{"id": "m1", "role": "user", "content": "I moved."}]}
+# The run that removes a session queues a follow-up before it does: due after the run's
+# deadline (the budget, or the invocation's if sooner) and an extraction's longest run.
+AFTER_AN_EXTRACTION = range(EXTRACTION_SECONDS + 1, EXTRACTION_SECONDS + 11)
 
 
 def _signed_in(keyed: KeyedApi) -> tuple[str, str]:
@@ -943,8 +962,10 @@ def test_what_a_cached_key_writes_after_its_users_deletion_goes_once_the_cache_e
     assert (deleted.status, deleted.body["deleted"]["api_keys"]) == (200, 1)
     assert refused  # the authorizer refuses the key; the gateway's cached answer does not
     assert min(written_after_done) > 0  # its items in the table, its docs in the index
-    # One follow-up sweep, queued for the gateway's cache (300 s) and a request (30 s) later.
-    assert on_clock.delays == [330]
+    # A follow-up sweep, queued for the gateway's cache (300 s) and a request (30 s) later;
+    # it found the late session, so another sweeps after that session's extraction.
+    first, then = on_clock.delays
+    assert (first, then in AFTER_AN_EXTRACTION) == (330, True)
     _assert_gone(world, dynamodb_table, LATE)
 
 
@@ -977,8 +998,11 @@ def test_a_follow_up_further_away_than_sqs_delays_waits_in_steps_and_sweeps_at_t
     on_clock.work(deletion)
     world.settle()
 
-    assert on_clock.delays == [900, 900, 900, 900, 30]
-    assert on_clock.clock() - started == 3630
+    # The follow-up found the late session: the next sweeps after its extraction
+    *steps, next_one = on_clock.delays
+    assert steps == [900, 900, 900, 900, 30]
+    assert next_one in AFTER_AN_EXTRACTION
+    assert on_clock.clock() - started == 3630 + next_one
     _assert_gone(world, dynamodb_table, LATE)
 
 
@@ -1025,7 +1049,8 @@ def test_a_deletion_a_job_finished_sweeps_again_once_the_cache_expired(
 
     assert running.status == 202
     assert job.body["status"] == "done"
-    assert on_clock.delays == [0, 330]
+    queued, first, then = on_clock.delays
+    assert (queued, first, then in AFTER_AN_EXTRACTION) == (0, 330, True)
     _assert_gone(world, dynamodb_table, LATE)
 
 
@@ -1066,24 +1091,37 @@ def _model_thinking_through(during: Callable[[], None], fact: str) -> Any:
     return ConverseModel(client, "amazon.nova-lite-v1:0", sleep=lambda _: None)
 
 
-def test_what_an_extraction_running_through_the_deletion_writes_goes_in_a_follow_up(
-    world: MemoryWorld, dynamodb_table: str, on_clock: Queued
-) -> None:
-    api = _api_over(world, dynamodb_table, queue=on_clock)
-    said = {"user_id": ADA, "messages": [{"id": "m1", "role": "user", "content": "I moved."}]}
-    _ok(world.api("PUT", "/v1/working-memory/talk", body=said))
+def _extracting(world: MemoryWorld, on_clock: Queued, during: Callable[[], None]) -> Any:
+    """Ada's session `talk` (written) indexed and its extraction job on the queue; the model
+    the worker runs it with, finding a fact in her turns, and running `during()` meanwhile."""
     world.settle()
     _caught_up(on_clock.clock)
     meta = world.store.session_meta(Owner(tenant=TENANT, namespace="default"), "talk")
     assert meta is not None
     extract = Job("extract", TENANT, "default", "talk", meta.updated_at)
     on_clock.sqs.send_message(QueueUrl=on_clock.url, MessageBody=extract.to_json())
+    return _model_thinking_through(during, "Ada moved house")
+
+
+@pytest.mark.parametrize(
+    ("refusals", "answers"), [(0, [200]), (1, [503, 200])], ids=["sent", "refused_then_retried"]
+)
+def test_what_an_extraction_running_through_the_deletion_writes_goes_in_a_follow_up(
+    world: MemoryWorld, dynamodb_table: str, on_clock: Queued, refusals: int, answers: list[int]
+) -> None:
+    api = _api_over(world, dynamodb_table, queue=on_clock)
+    _ok(world.api("PUT", "/v1/working-memory/talk", body=TALK))
     deleted: list[ApiResponse] = []
+
+    def deleted_until_done() -> None:
+        on_clock.refusals = refusals  # sends the work queue refuses first
+        for _ in answers:  # the client repeats a 503
+            deleted.append(call_api(api, "DELETE", f"/v1/users/{ADA}"))
+
     # Given Ada's session's extraction job in the worker, and Ada's deletion (no API key:
-    # no follow-up for keys) answered while the model reads her turns
-    model = _model_thinking_through(
-        lambda: deleted.append(call_api(api, "DELETE", f"/v1/users/{ADA}")), "Ada moved house"
-    )
+    # no follow-up for keys; maybe refused by the work queue once, then retried) answered
+    # while the model reads her turns
+    model = _extracting(world, on_clock, deleted_until_done)
 
     # When the job writes what the model found after "done", then the queue is worked on
     on_clock.work(on_clock.deletion(), rounds=1, model=model)
@@ -1092,11 +1130,12 @@ def test_what_an_extraction_running_through_the_deletion_writes_goes_in_a_follow
     on_clock.work(on_clock.deletion())
     world.settle()
 
-    assert [response.status for response in deleted] == [200]
+    assert [response.status for response in deleted] == answers
     assert min(written_after_done) > 0  # the record in the table, its doc in the index
-    # Then one follow-up sweep, queued for once the worker's timeout (and a margin) passed,
-    # deleted it
-    assert on_clock.delays == [150]
+    # Then one follow-up sweep, queued for once the worker's timeout (and a margin) passed
+    # (by the retry, if the queue refused it), deleted it
+    [delay] = on_clock.delays
+    assert delay in AFTER_AN_EXTRACTION
     _assert_gone(world, dynamodb_table, EXTRACTED)
 
 
@@ -1121,7 +1160,115 @@ def test_a_job_finishing_a_deletion_whose_request_removed_the_sessions_sweeps_ag
     state = job.job(TENANT, outcome.job.job_id)
 
     # Then the job, done, still sweeps again once an extraction's longest run has passed:
-    # the sessions went in its request
+    # the sessions went in its request, which queued it
     assert outcome.counts.sessions == 2
     assert (state.status, state.counts.sessions) == ("done", 2)
-    assert [delay for delay in on_clock.delays if delay] == [150]
+    [delay] = [delay for delay in on_clock.delays if delay]
+    assert delay in AFTER_AN_EXTRACTION
+
+
+def test_a_job_whose_follow_up_the_queue_refused_queues_it_when_retried(
+    world: MemoryWorld, dynamodb_table: str, on_clock: Queued
+) -> None:
+    api = _api_over(world, dynamodb_table, queue=on_clock, user_deletion_budget_seconds=0)
+    _populate(world, ADA, "default")
+    world.settle()
+    world.settle()
+    _caught_up(on_clock.clock)
+    running = call_api(api, "DELETE", f"/v1/users/{ADA}")
+
+    # When the work queue refuses the job's first send, and the queue retries the job
+    on_clock.refusals = 1
+    responses = on_clock.work(on_clock.deletion())
+    job = call_api(api, "GET", f"/v1/jobs/{running.body['job_id']}")
+
+    assert running.status == 202
+    assert responses[0]["batchItemFailures"]  # the attempt went back to the queue
+    assert (job.body["status"], job.body["counts"]["sessions"]) == ("done", 2)
+    # Then the retry queued the follow-up that the refusal lost, and it ran
+    [follow_up] = [message for message in on_clock.sent if message.not_before is not None]
+    swept = call_api(api, "GET", f"/v1/jobs/{follow_up.job_id}")
+    assert swept.body["status"] == "done"
+
+
+def test_what_an_extraction_running_through_a_follow_up_writes_goes_in_the_next(
+    world: MemoryWorld, dynamodb_table: str, on_clock: Queued
+) -> None:
+    keyed = _keyed(world, dynamodb_table, on_clock)
+    ada, backend = _signed_in(keyed)
+    _ok(keyed.api(backend, "DELETE", f"/v1/users/{ADA}"))
+    # Given a session Ada's key writes after "done" on its cached answer, whose extraction
+    # reads her turns while the first follow-up runs (and deletes the session)
+    said = {"messages": TALK["messages"]}
+    _ok(keyed.api(ada, "PUT", "/v1/working-memory/talk", cached=True, body=said))
+    first = on_clock.take()  # the follow-up for the keys' cached answers, when due
+    ran: list[str] = []
+    model = _extracting(world, on_clock, lambda: ran.append(on_clock.deletion().resume(first, 7.5)))
+
+    # When the extraction writes what the model found after that follow-up, then the queue
+    # is worked on
+    on_clock.work(on_clock.deletion(), rounds=1, model=model)
+    world.settle()
+    written_after_the_follow_up = _snapshot(world, dynamodb_table, EXTRACTED)
+    on_clock.work(on_clock.deletion())
+    world.settle()
+
+    assert ran == ["follow_up_done"]
+    assert min(written_after_the_follow_up) > 0
+    # Then the follow-up that found a session queued the next, which deleted it
+    _assert_gone(world, dynamodb_table, EXTRACTED)
+    first, then = on_clock.delays
+    assert (first, then in AFTER_AN_EXTRACTION) == (330, True)
+    assert [message.follow_up for message in on_clock.sent] == [1, 2]
+
+
+def test_a_follow_up_that_never_finishes_gives_up_and_fails_into_the_dead_letter_queue(
+    world: MemoryWorld, dynamodb_table: str, on_clock: Queued, debug_log: Any
+) -> None:
+    api = _api_over(world, dynamodb_table, queue=on_clock)
+    _ok(world.api("PUT", "/v1/working-memory/talk", body=TALK))
+    world.settle()
+    _caught_up(on_clock.clock)
+    _ok(call_api(api, "DELETE", f"/v1/users/{ADA}"))
+    late = [{"id": f"late-{n}", "text": f"Fact {n}", "user_id": ADA} for n in range(3)]
+    _ok(world.api("POST", "/v1/long-term-memory/", body={"memories": late}))
+    world.settle()
+    # Given an index that never shows the removals (no refresh), listing two docs at a time
+    stuck = LaggingIndex(world.vector_index)
+
+    # When the follow-up runs, unfinished, again and again
+    responses = on_clock.work(on_clock.deletion(stuck, window=2, wait=lambda _: None))
+    [follow_up, *again] = on_clock.sent
+    job = call_api(api, "GET", f"/v1/jobs/{follow_up.job_id}")
+    logged = [json.loads(line) for line in debug_log.getvalue().splitlines()]
+    given_up = [line for line in logged if line.get("message") == "follow-up sweep given up"]
+    from memkit.jobs.users import FOLLOW_UP_HOPS, MAX_FAILURES
+
+    # Then it stops after FOLLOW_UP_HOPS messages: each attempt then fails, up to the queue's
+    # limit (the message goes to the dead-letter queue), and its job says it failed
+    assert [message.hops for message in again] == list(range(1, FOLLOW_UP_HOPS + 1))
+    assert len([r for r in responses if r["batchItemFailures"]]) == MAX_FAILURES
+    assert job.body["status"] == "failed"
+    assert len(given_up) == MAX_FAILURES
+    assert ADA not in json.dumps(given_up)
+
+
+def test_a_follow_up_message_no_deletion_queued_deletes_nothing(
+    queued: Queued, everyone: Everyone, debug_log: Any
+) -> None:
+    ada_before = everyone.ada_left()
+    # Given messages on the work queue that name Ada with a due time, as the follow-up's
+    # did, without a job item a deletion wrote: none, a made-up one, a wrong type
+    body = {"job": "delete_user", "tenant": TENANT, "namespace": "default", "session_id": ""}
+    forged = {**body, "stamp": "2026-11-27T08:00:00.000Z", "user_id": ADA, "not_before": 0}
+    made_up = {**forged, "job_id": "01JNOSUCHJOB0000000000000", "follow_up": 1}
+    for message in (forged, made_up, {**made_up, "not_before": "0"}):
+        queued.sqs.send_message(QueueUrl=queued.url, MessageBody=json.dumps(message))
+
+    # When the worker receives them (the refused ones again and again)
+    responses = queued.work(rounds=3)
+
+    # Then nothing of Ada's is deleted: two are refused (they end in the dead-letter
+    # queue), the made-up job is gone
+    assert all(len(r["batchItemFailures"]) == 2 for r in responses)
+    assert everyone.ada_left() == ada_before

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -132,3 +133,62 @@ def test_a_job_travels_as_json_and_an_unknown_one_is_refused() -> None:
     assert Job.from_json(job.to_json()) == job
     with pytest.raises(ValueError, match="unknown job"):
         Job.from_json('{"job": "delete_everything", "tenant": "t"}')
+
+
+def _message(**fields: Any) -> str:
+    """A user's deletion's follow-up as the work queue carries it, with `fields` changed
+    (None: left out)."""
+    body = {
+        "job": "delete_user",
+        "tenant": "t",
+        "namespace": "ns",
+        "session_id": "",
+        "stamp": "2026-11-27T08:00:00.000Z",
+        "user_id": "u1",
+        "job_id": "01JFOLLOWUP00000000000000",
+        "not_before": 1_795_000_000,
+        "follow_up": 1,
+        "hops": 0,
+    }
+    body.update(fields)
+    return json.dumps({name: value for name, value in body.items() if value is not None})
+
+
+def test_a_follow_up_travels_as_json_with_its_due_time_place_and_hops() -> None:
+    job = Job.from_json(_message(hops=3, follow_up=2))
+
+    assert (job.not_before, job.follow_up, job.hops) == (1_795_000_000, 2, 3)
+    assert Job.from_json(job.to_json()) == job
+
+
+@pytest.mark.parametrize(
+    ("fields", "named"),
+    [
+        ({"not_before": "1795000000"}, "not_before"),
+        ({"not_before": 1_795_000_000.5}, "not_before"),
+        ({"not_before": True}, "not_before"),
+        ({"not_before": -1}, "not_before"),
+        ({"hops": "1"}, "hops"),
+        ({"hops": -1}, "hops"),
+        ({"follow_up": [1]}, "follow_up"),
+        ({"job_id": None}, "job_id"),  # a follow-up runs only on a job item its deletion wrote
+        ({"job_id": ""}, "job_id"),
+        ({"follow_up": None}, "not_before"),  # a due time is a follow-up's alone
+        ({"not_before": None}, "not_before"),
+        ({"job": "extract"}, "follow_up"),
+        ({"tenant": None}, "tenant"),
+        ({"user_id": 7}, "user_id"),
+    ],
+)
+def test_a_message_that_is_no_job_is_refused_naming_the_field(
+    fields: dict[str, Any], named: str
+) -> None:
+    with pytest.raises(ValueError, match=f"^{named}: "):
+        Job.from_json(_message(**fields))
+
+
+def test_a_message_that_is_no_json_object_is_refused() -> None:
+    with pytest.raises(ValueError):
+        Job.from_json("[1, 2]")
+    with pytest.raises(ValueError):
+        Job.from_json("not json")

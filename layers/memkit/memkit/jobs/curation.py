@@ -104,8 +104,12 @@ class Job:
     # delete_memory (memkit.jobs.agentcore_deletion): the job (`namespace` is the memory).
     user_id: str | None = None
     job_id: str | None = None
-    # delete_user's follow-up sweep: not before this time (epoch seconds), and no job.
+    # delete_user's follow-up sweep: not before this time (epoch seconds), its place in its
+    # deletion's chain of follow-ups (1: the first); `job_id` names its own job item.
     not_before: int | None = None
+    follow_up: int = 0
+    # Messages of this job sent before this one (a job queues itself again to wait or go on).
+    hops: int = 0
 
     def to_json(self) -> str:
         return json.dumps(
@@ -119,26 +123,66 @@ class Job:
                 "user_id": self.user_id,
                 "job_id": self.job_id,
                 "not_before": self.not_before,
+                "follow_up": self.follow_up,
+                "hops": self.hops,
             }
         )
 
     @classmethod
     def from_json(cls, body: str) -> Job:
+        """The job a message carries; ValueError for anything else (a field missing or of
+        another type, a follow-up that names no job): the queue retries it, then moves it to
+        its dead-letter queue. The error names the field, never its value."""
         raw = json.loads(body)
-        kind = raw["job"]
+        if not isinstance(raw, dict):
+            raise ValueError("a job is a JSON object")
+        kind = raw.get("job")
         if kind not in JOB_KINDS:
             raise ValueError("unknown job")
-        return cls(
+        job = cls(
             kind,
-            raw["tenant"],
-            raw["namespace"],
-            raw["session_id"],
-            raw["stamp"],
-            record_id=raw.get("record_id"),
-            user_id=raw.get("user_id"),
-            job_id=raw.get("job_id"),
-            not_before=raw.get("not_before"),
+            _text(raw, "tenant"),
+            _text(raw, "namespace"),
+            _text(raw, "session_id"),
+            _text(raw, "stamp"),
+            record_id=_optional_text(raw, "record_id"),
+            user_id=_optional_text(raw, "user_id"),
+            job_id=_optional_text(raw, "job_id"),
+            not_before=_count(raw, "not_before"),
+            follow_up=_count(raw, "follow_up") or 0,
+            hops=_count(raw, "hops") or 0,
         )
+        if job.follow_up and kind != "delete_user":
+            raise ValueError("follow_up: only a user's deletion has follow-ups")
+        if kind == "delete_user" and (job.not_before is None) != (job.follow_up == 0):
+            raise ValueError("not_before: a follow-up sweep has a due time, and only one has")
+        if job.follow_up and not job.job_id:
+            raise ValueError("job_id: a follow-up sweep names the job item its deletion wrote")
+        return job
+
+
+def _text(raw: dict[str, Any], name: str) -> str:
+    """A string field of a job's message."""
+    value = raw.get(name)
+    if not isinstance(value, str):
+        raise ValueError(f"{name}: a job's message gives it as a string")
+    return value
+
+
+def _optional_text(raw: dict[str, Any], name: str) -> str | None:
+    """A string field of a job's message that may be absent (or null)."""
+    return None if raw.get(name) is None else _text(raw, name)
+
+
+def _count(raw: dict[str, Any], name: str) -> int | None:
+    """A whole number >= 0 of a job's message, or None when absent (or null); a bool, a
+    float or a string is refused."""
+    value = raw.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{name}: a job's message gives it as a whole number >= 0")
+    return value
 
 
 class CurationStore(SessionLog, Protocol):

@@ -105,6 +105,8 @@ class _Progress:
     owner: Owner
     deadline: Deadline
     counts: DeletionCounts = field(default_factory=DeletionCounts)
+    # Called once, before the run deletes its first session (ScopeSweep.run).
+    before_sessions: Callable[[], None] | None = None
     sessions: set[str] = field(default_factory=set)
     records: set[str] = field(default_factory=set)
     users: set[str] = field(default_factory=set)
@@ -161,6 +163,7 @@ class ScopeSweep:
         deadline: Deadline,
         users: Iterable[str] = (),
         revoke_keys: bool = True,
+        before_sessions: Callable[[str | None], None] | None = None,
     ) -> DeletionRun:
         """One pass over everything of the scope, until done or the deadline. `users`: whose
         scratchpads in the namespace go too (the scope's own user, and every user a listing
@@ -169,16 +172,19 @@ class ScopeSweep:
         (unless not `revoke_keys`): from then on the authorizer lets no key in as the user
         (API Gateway's cached answers aside: memkit.jobs.users sweeps again once they have
         expired). A key that could not be revoked leaves the pass not done, whatever else
-        it deleted: the next pass tries it again."""
-        run = _Progress(owner, deadline)
+        it deleted: the next pass tries it again. `before_sessions` is called once, with
+        when the user's newest key was revoked, before the pass deletes its first session
+        (if it raises, the pass deletes none)."""
         keys = UserKeysRevoked()
         if owner.user_id is not None and revoke_keys:
             keys = self._store.revoke_user_keys(owner.tenant, owner.user_id)
-            run.counts += DeletionCounts(api_keys=keys.revoked)
             if keys.failed:
                 # Counts only: never the user's id or a key's.
                 logger.warning("api keys not revoked", extra={"api_keys_failed": keys.failed})
                 metrics.add_metric(name="ApiKeyRevocationsFailed", unit="Count", value=keys.failed)
+        hook = None if before_sessions is None else partial(before_sessions, keys.last_revoked_at)
+        revoked = DeletionCounts(api_keys=keys.revoked)
+        run = _Progress(owner, deadline, revoked, before_sessions=hook)
         done = (
             self._delete_pads(run, chain([owner.user_id], users))
             and self._delete_sessions(run)
@@ -202,6 +208,9 @@ class ScopeSweep:
         for session_id, user_id in self._store.scope_sessions(run.owner):
             if run.deadline.passed() or not self._delete_pads(run, [user_id]):
                 return False
+            if run.before_sessions is not None:
+                run.before_sessions()
+                run.before_sessions = None
             if not self._delete_session(run, session_id):
                 return False
         return True
@@ -338,9 +347,13 @@ class BackgroundDeletion(ABC):
             job.tenant, job.job_id, run.counts, now_iso(self._clock()), done=run.done
         )
         if not run.done:
-            self._queue(replace(job, delay_seconds=0))
-        outcome = "done" if run.done else "continued"
+            self._queue(replace(job, delay_seconds=0, hops=job.hops + 1))
+        outcome = self._outcome(job, "done" if run.done else "continued")
         self._report(outcome, run.counts, job.job_id)
+        return outcome
+
+    def _outcome(self, job: Job, outcome: str) -> str:
+        """What a run of `job` came to, as logged and counted (a kind may name its own)."""
         return outcome
 
     @abstractmethod

@@ -36,7 +36,9 @@ JobId = Annotated[str, Path(min_length=1, max_length=64, pattern=ID_PATTERN)]
     responses={
         **documented_errors(403),
         200: {
-            "description": "Done: nothing of the user is left in the table or the index",
+            "description": "Done: nothing of the user is left in the table or the index. "
+            "Follow-up sweeps then delete what is written for the user in the namespace over "
+            "the next minutes (docs/lifecycle.md)",
             "content": {content_types.APPLICATION_JSON: {"model": UserDeleted}},
         },
         202: {

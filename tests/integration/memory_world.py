@@ -121,9 +121,9 @@ class MemoryWorld:
         filters = [f["Pattern"] for f in self.mapping["FilterCriteria"]["Filters"]]
         return [r for r in self.reader.read() if passes(filters, r)]
 
-    def index(self, records: list[dict[str, Any]]) -> dict[str, Any]:
-        """One invocation of the indexer handler with `records`."""
-        response = self.indexer_handler({"Records": records}, LambdaContextStub())
+    def index(self, records: list[dict[str, Any]], handler: Any = None) -> dict[str, Any]:
+        """One invocation of the indexer handler (or `handler`) with `records`."""
+        response = (handler or self.indexer_handler)({"Records": records}, LambdaContextStub())
         if self.replicated is not None:
             self.replicated()
         return dict(response)
@@ -136,6 +136,15 @@ class MemoryWorld:
             self.index(self.last_batch[start : start + size])
             for start in range(0, len(self.last_batch), size)
         ]
+
+    def indexer_over(self, store: Any) -> Any:
+        """The indexer handler over `store` in place of the world's (the same index and
+        embedder)."""
+        from memkit.handlers.indexer import make_lambda_handler
+        from memkit.jobs.indexing import Indexer
+
+        indexer = Indexer(store, self.vector_index, self.embedder)
+        return make_lambda_handler(lambda: indexer)
 
     def indexed(self, tenant: str = "default", k: int = 10_000) -> list[Any]:
         """The tenant's docs in the index (a listing), once the index caught up."""
@@ -150,6 +159,24 @@ class MemoryWorld:
     @property
     def embedded_texts(self) -> int:
         return self.embedder.texts
+
+
+class LateWrites:
+    """The table (a store) whose first `put_records` waits for `meanwhile()`: what happens
+    between a job's last look at the table and its write of the records it made of it."""
+
+    def __init__(self, store: Any, meanwhile: Callable[[], Any]) -> None:
+        self._store = store
+        self._meanwhile: Callable[[], Any] | None = meanwhile
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    def put_records(self, tenant: str, records: Sequence[Any]) -> None:
+        if self._meanwhile is not None:
+            self._meanwhile, meanwhile = None, self._meanwhile
+            meanwhile()
+        self._store.put_records(tenant, records)
 
 
 def build_world(

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
-import math
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,13 +21,15 @@ from memkit.handlers.wiring import api_services
 from memkit.handlers.wiring import job_sender as sqs_job_sender
 from memkit.handlers.worker import make_lambda_handler as make_worker_handler
 from memkit.jobs.curation import Curator, Job
-from memkit.jobs.users import EXTRACTION_SECONDS, UserDeletion
+from memkit.jobs.deletion import FOLLOW_UP_HOPS, LATE_WRITES_SECONDS, MAX_FAILURES
+from memkit.jobs.users import UserDeletion
 from memkit.models.domain import Owner
 from memkit.service.long_term import LongTermService
 from memkit.store import keys
 from tests.conftest import ApiResponse, LambdaContextStub, call_api
 from tests.events import sqs_record
-from tests.integration.memory_world import BACKENDS, MemoryWorld, backend_world
+from tests.integration.memory_world import BACKENDS, LateWrites, MemoryWorld, backend_world
+from tests.integration.work_queue import Clock, DelaysOnClock, received, work_queue
 
 pytestmark = pytest.mark.integration
 
@@ -264,57 +264,55 @@ class LaggingIndex(WrappedIndex):
 
 
 @dataclass
-class Clock:
-    """Time as the test moves it (whole seconds, so ISO stamps keep it exactly)."""
-
-    now: float = field(default_factory=lambda: float(int(time.time())))
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@dataclass
 class Queued:
     """An API handler over the world's table and index with a work queue (moto's SQS) and a
     deletion budget, and the memory worker that reads that queue.
 
-    With a `clock`, the queue and the deletions run on it (`send`): moto's SQS holds each
-    message undelayed and the test's clock stands in for the time SQS's delay would wait."""
+    With `timed`, the queue and the deletions run on its clock (`send`): moto's SQS holds
+    each message undelayed and the test's clock stands in for the time SQS's delay would
+    wait."""
 
     world: MemoryWorld
     sqs: Any
     url: str
     api_handler: Any
-    clock: Clock | None = None
+    timed: DelaysOnClock | None = None
     store: Any = None  # the deletions' store (default: the world's)
-    delays: list[int] = field(default_factory=list)  # each sent message's DelaySeconds
-    due: dict[str, float] = field(default_factory=dict)  # message id -> when SQS gives it
-    sent: list[Job] = field(default_factory=list)  # each message the queue took, in order
-    refusals: int = 0  # sends to refuse (as SQS refuses one to a queue that is gone) first
+
+    @property
+    def clock(self) -> Clock | None:
+        return self.timed.clock if self.timed is not None else None
+
+    @property
+    def delays(self) -> list[int]:
+        """Each message's DelaySeconds, as the deletions sent it."""
+        assert self.timed is not None
+        return self.timed.delays
+
+    @property
+    def sent(self) -> list[Job]:
+        """Each message the queue took from the deletions, in order."""
+        assert self.timed is not None
+        return self.timed.sent
+
+    def refuse(self, sends: int) -> None:
+        """The work queue refuses the next `sends` sends (as SQS refuses one to a queue that
+        is gone)."""
+        assert self.timed is not None
+        self.timed.refusals = sends
 
     def api(self, method: str, path: str, **kwargs: Any) -> ApiResponse:
         return call_api(self.api_handler, method, path, **kwargs)
 
     def send(self, job: Job) -> None:
-        """The work queue on the test's clock: the message is received at once, and its
-        receipt moves the clock to `job.delay_seconds` after now, as if nothing else
-        happened while SQS held it."""
-        assert self.clock is not None
-        if self.refusals:
-            self.refusals -= 1
-            sqs_job_sender(f"{self.url}-gone", "us-east-1", None)(job)  # raises
-        sent = self.sqs.send_message(QueueUrl=self.url, MessageBody=job.to_json())
-        self.delays.append(job.delay_seconds)
-        self.sent.append(job)
-        self.due[sent["MessageId"]] = self.clock() + job.delay_seconds
+        """The work queue on the test's clock (DelaysOnClock)."""
+        assert self.timed is not None
+        self.timed.send(job)
 
     def take(self) -> Job:
         """The next message, taken off the queue when SQS gives it (the clock moved there)."""
-        assert self.clock is not None
-        [message] = self.sqs.receive_message(QueueUrl=self.url)["Messages"]
-        self.sqs.delete_message(QueueUrl=self.url, ReceiptHandle=message["ReceiptHandle"])
-        self.clock.now = max(self.clock.now, self.due.pop(message["MessageId"]))
-        return Job.from_json(message["Body"])
+        assert self.timed is not None
+        return self.timed.take()
 
     def deletion(self, index: Any = None, **options: Any) -> UserDeletion:
         """A deletion over `index` (default: the world's) with `options` (clock, window...)."""
@@ -340,14 +338,9 @@ class Queued:
         handler = make_worker_handler(lambda: curator, lambda: deletion)
         responses = []
         for _ in range(rounds):  # a job queues itself again until done
-            messages = self.sqs.receive_message(
-                QueueUrl=self.url, MaxNumberOfMessages=1 if self.clock else 10
-            ).get("Messages", [])
+            messages = received(self.sqs, self.url, self.timed)
             if not messages:
                 return responses
-            for m in messages:
-                if self.clock is not None:
-                    self.clock.now = max(self.clock.now, self.due.pop(m["MessageId"], 0.0))
             event = {"Records": [sqs_record(m) for m in messages]}
             response = dict(handler(event, LambdaContextStub()))
             responses.append(response)
@@ -382,18 +375,10 @@ def _api_over(
     return make_lambda_handler(lambda: services)
 
 
-def _work_queue() -> tuple[Any, str]:
-    sqs = boto3.client("sqs", region_name="us-east-1")
-    # A queue of its own per test: the job sender is cached by queue URL.
-    name = f"work-{uuid.uuid4().hex[:8]}"
-    url = sqs.create_queue(QueueName=name, Attributes={"VisibilityTimeout": "0"})["QueueUrl"]
-    return sqs, url
-
-
 @pytest.fixture
 def queued(world: MemoryWorld, dynamodb_table: str) -> Queued:
     """The API with no time at all for a deletion: every deletion becomes a job."""
-    sqs, url = _work_queue()
+    sqs, url = work_queue()
     handler = _api_over(world, dynamodb_table, user_deletion_budget_seconds=0, work_queue_url=url)
     return Queued(world, sqs, url, handler)
 
@@ -405,11 +390,11 @@ def on_clock(world: MemoryWorld, dynamodb_table: str) -> Queued:
     from memkit.config import ApiSettings
     from memkit.store.dynamodb import DynamoStore
 
-    sqs, url = _work_queue()
-    clock = Clock()
+    sqs, url = work_queue()
+    timed = DelaysOnClock(sqs, url, Clock())
     settings = ApiSettings(table_name=dynamodb_table, region="us-east-1")
-    store = DynamoStore(settings, clock=clock, index_messages=True)
-    return Queued(world, sqs, url, None, clock=clock, store=store)
+    store = DynamoStore(settings, clock=timed.clock, index_messages=True)
+    return Queued(world, sqs, url, None, timed=timed, store=store)
 
 
 # -- deletion within the request ---------------------------------------------------------------
@@ -638,7 +623,6 @@ def test_a_session_too_large_for_the_budget_goes_page_by_page_and_the_job_finish
 def test_a_job_that_fails_every_attempt_the_queue_allows_is_reported_failed(
     queued: Queued,
 ) -> None:
-    from memkit.jobs.users import MAX_FAILURES
 
     job_id = queued.api("DELETE", f"/v1/users/{ADA}").body["job_id"]
 
@@ -915,8 +899,9 @@ LATE = Stored(ADA, "default", ("late-chat",), ("late-r",))
 # A session of Ada's.
 TALK = {"user_id": ADA, "messages": [{"id": "m1", "role": "user", "content": "I moved."}]}
 # The run that removes a session queues a follow-up before it does: due after the run's
-# deadline (the budget, or the invocation's if sooner) and an extraction's longest run.
-AFTER_AN_EXTRACTION = range(EXTRACTION_SECONDS + 1, EXTRACTION_SECONDS + 11)
+# deadline (the budget, or the invocation's if sooner) and the longest run of an extraction
+# or a promotion (and a margin).
+AFTER_AN_EXTRACTION = range(LATE_WRITES_SECONDS + 1, LATE_WRITES_SECONDS + 11)
 
 
 def _signed_in(keyed: KeyedApi) -> tuple[str, str]:
@@ -1060,10 +1045,28 @@ def test_a_deletion_a_job_finished_sweeps_again_once_the_cache_expired(
 EXTRACTED = Stored(ADA, "default", ("talk",), ())
 
 
-def _caught_up(clock: Clock) -> None:
-    """The test's clock moved to now or later, so the index takes removals stamped with it
-    over what was written so far."""
-    clock.now = max(clock.now, float(math.ceil(time.time())))
+def _assert_swept_again(
+    on_clock: Queued,
+    table: str,
+    stored: Stored,
+    deleted: list[ApiResponse],
+    answers: tuple[int, ...] = (200,),
+) -> None:
+    """What a job wrote after the deletion answered (`deleted`, as `answers`) was there once
+    the indexer caught up, and the one follow-up sweep the deletion queued, for once the
+    longest such job has ended (the worker's and the indexer's timeout, and a margin),
+    deleted it."""
+    world = on_clock.world
+    world.settle()
+    written_after_done = _snapshot(world, table, stored)
+    on_clock.work(on_clock.deletion())
+    world.settle()
+
+    assert tuple(response.status for response in deleted) == answers
+    assert min(written_after_done) > 0  # the record in the table, its doc in the index
+    [delay] = on_clock.delays
+    assert delay in AFTER_AN_EXTRACTION
+    _assert_gone(world, table, stored)
 
 
 def _model_thinking_through(during: Callable[[], None], fact: str) -> Any:
@@ -1095,7 +1098,7 @@ def _extracting(world: MemoryWorld, on_clock: Queued, during: Callable[[], None]
     """Ada's session `talk` (written) indexed and its extraction job on the queue; the model
     the worker runs it with, finding a fact in her turns, and running `during()` meanwhile."""
     world.settle()
-    _caught_up(on_clock.clock)
+    on_clock.clock.catch_up()
     meta = world.store.session_meta(Owner(tenant=TENANT, namespace="default"), "talk")
     assert meta is not None
     extract = Job("extract", TENANT, "default", "talk", meta.updated_at)
@@ -1104,17 +1107,21 @@ def _extracting(world: MemoryWorld, on_clock: Queued, during: Callable[[], None]
 
 
 @pytest.mark.parametrize(
-    ("refusals", "answers"), [(0, [200]), (1, [503, 200])], ids=["sent", "refused_then_retried"]
+    ("refusals", "answers"), [(0, (200,)), (1, (503, 200))], ids=["sent", "refused_then_retried"]
 )
 def test_what_an_extraction_running_through_the_deletion_writes_goes_in_a_follow_up(
-    world: MemoryWorld, dynamodb_table: str, on_clock: Queued, refusals: int, answers: list[int]
+    world: MemoryWorld,
+    dynamodb_table: str,
+    on_clock: Queued,
+    refusals: int,
+    answers: tuple[int, ...],
 ) -> None:
     api = _api_over(world, dynamodb_table, queue=on_clock)
     _ok(world.api("PUT", "/v1/working-memory/talk", body=TALK))
     deleted: list[ApiResponse] = []
 
     def deleted_until_done() -> None:
-        on_clock.refusals = refusals  # sends the work queue refuses first
+        on_clock.refuse(refusals)  # sends the work queue refuses first
         for _ in answers:  # the client repeats a 503
             deleted.append(call_api(api, "DELETE", f"/v1/users/{ADA}"))
 
@@ -1123,20 +1130,11 @@ def test_what_an_extraction_running_through_the_deletion_writes_goes_in_a_follow
     # while the model reads her turns
     model = _extracting(world, on_clock, deleted_until_done)
 
-    # When the job writes what the model found after "done", then the queue is worked on
+    # When the job writes what the model found after "done"
     on_clock.work(on_clock.deletion(), rounds=1, model=model)
-    world.settle()
-    written_after_done = _snapshot(world, dynamodb_table, EXTRACTED)
-    on_clock.work(on_clock.deletion())
-    world.settle()
 
-    assert [response.status for response in deleted] == answers
-    assert min(written_after_done) > 0  # the record in the table, its doc in the index
-    # Then one follow-up sweep, queued for once the worker's timeout (and a margin) passed
-    # (by the retry, if the queue refused it), deleted it
-    [delay] = on_clock.delays
-    assert delay in AFTER_AN_EXTRACTION
-    _assert_gone(world, dynamodb_table, EXTRACTED)
+    # Then one follow-up sweep (queued by the retry, if the queue refused it) deleted it
+    _assert_swept_again(on_clock, dynamodb_table, EXTRACTED, deleted, answers)
 
 
 def test_a_job_finishing_a_deletion_whose_request_removed_the_sessions_sweeps_again(
@@ -1145,7 +1143,7 @@ def test_a_job_finishing_a_deletion_whose_request_removed_the_sessions_sweeps_ag
     _populate(world, ADA, "default")
     world.settle()
     world.settle()
-    _caught_up(on_clock.clock)
+    on_clock.clock.catch_up()
     # Given a deletion whose request removes Ada's sessions and records, then meets an index
     # that shows removed docs until its next refresh, so a job finishes the rest
     lagging = LaggingIndex(world.vector_index)
@@ -1174,11 +1172,11 @@ def test_a_job_whose_follow_up_the_queue_refused_queues_it_when_retried(
     _populate(world, ADA, "default")
     world.settle()
     world.settle()
-    _caught_up(on_clock.clock)
+    on_clock.clock.catch_up()
     running = call_api(api, "DELETE", f"/v1/users/{ADA}")
 
     # When the work queue refuses the job's first send, and the queue retries the job
-    on_clock.refusals = 1
+    on_clock.refuse(1)
     responses = on_clock.work(on_clock.deletion())
     job = call_api(api, "GET", f"/v1/jobs/{running.body['job_id']}")
 
@@ -1228,7 +1226,7 @@ def test_a_follow_up_that_never_finishes_gives_up_and_fails_into_the_dead_letter
     api = _api_over(world, dynamodb_table, queue=on_clock)
     _ok(world.api("PUT", "/v1/working-memory/talk", body=TALK))
     world.settle()
-    _caught_up(on_clock.clock)
+    on_clock.clock.catch_up()
     _ok(call_api(api, "DELETE", f"/v1/users/{ADA}"))
     late = [{"id": f"late-{n}", "text": f"Fact {n}", "user_id": ADA} for n in range(3)]
     _ok(world.api("POST", "/v1/long-term-memory/", body={"memories": late}))
@@ -1242,7 +1240,6 @@ def test_a_follow_up_that_never_finishes_gives_up_and_fails_into_the_dead_letter
     job = call_api(api, "GET", f"/v1/jobs/{follow_up.job_id}")
     logged = [json.loads(line) for line in debug_log.getvalue().splitlines()]
     given_up = [line for line in logged if line.get("message") == "follow-up sweep given up"]
-    from memkit.jobs.users import FOLLOW_UP_HOPS, MAX_FAILURES
 
     # Then it stops after FOLLOW_UP_HOPS messages: each attempt then fails, up to the queue's
     # limit (the message goes to the dead-letter queue), and its job says it failed
@@ -1272,3 +1269,55 @@ def test_a_follow_up_message_no_deletion_queued_deletes_nothing(
     # queue), the made-up job is gone
     assert all(len(r["batchItemFailures"]) == 2 for r in responses)
     assert everyone.ada_left() == ada_before
+
+
+# -- what a promotion running through the deletion writes after it -----------------------------
+
+# Ada's session with a pending memory, and the record its promotion writes.
+PROMOTED = Stored(ADA, "default", ("chat",), ("ada-lisbon",))
+
+
+def _pending_memory(world: MemoryWorld) -> None:
+    """Ada's session `chat` with a pending memory that the indexer has not promoted yet."""
+    said = _exchange("chat", 1, "I moved to Lisbon.", "How is the weather?")
+    memory = {"id": "ada-lisbon", "text": "Ada lives in Lisbon"}
+    body = {"user_id": ADA, "messages": said, "memories": [memory]}
+    _ok(world.api("PUT", "/v1/working-memory/chat", body=body))
+
+
+def test_a_pending_memory_the_indexer_reaches_after_the_deletion_is_never_promoted(
+    world: MemoryWorld, dynamodb_table: str
+) -> None:
+    # Given Ada's pending memory, its stream records not yet delivered to the indexer
+    _pending_memory(world)
+    lagging = world.read_stream()
+
+    # When her deletion is done before the indexer reaches them
+    response = world.api("DELETE", f"/v1/users/{ADA}")
+    world.index(lagging)
+    world.settle()
+
+    # Then the promotion finds the pending memory gone and writes no record
+    assert response.status == 200, response.body
+    _assert_gone(world, dynamodb_table, PROMOTED)
+
+
+def test_what_a_promotion_running_through_the_deletion_writes_goes_in_a_follow_up(
+    world: MemoryWorld, dynamodb_table: str, on_clock: Queued
+) -> None:
+    api = _api_over(world, dynamodb_table, queue=on_clock)
+    _pending_memory(world)
+    assert on_clock.clock is not None
+    on_clock.clock.catch_up()
+    deleted: list[ApiResponse] = []
+    # Given the indexer promoting Ada's pending memory, and Ada's deletion answered between
+    # its look at the pending memory and its write of the record
+    late = LateWrites(
+        world.store, lambda: deleted.append(call_api(api, "DELETE", f"/v1/users/{ADA}"))
+    )
+
+    # When the promotion writes the record after "done"
+    world.index(world.read_stream(), world.indexer_over(late))
+
+    # Then one follow-up sweep deleted it
+    _assert_swept_again(on_clock, dynamodb_table, PROMOTED, deleted)

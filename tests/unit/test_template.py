@@ -1184,17 +1184,19 @@ def test_the_curator_reads_the_table_and_queues_jobs_without_a_model(
     }
 
 
-def test_a_users_deletion_sweeps_again_after_the_workers_longest_extraction(
+def test_a_deletion_sweeps_again_after_the_longest_job_that_read_what_it_removed(
     template: dict[str, Any],
 ) -> None:
-    from memkit.jobs.users import EXTRACTION_SECONDS, WORKER_SECONDS
+    from memkit.jobs.deletion import LATE_WRITES_SECONDS, WRITER_SECONDS
 
-    worker = _functions(template)["MemoryWorkerFunction"]
+    functions = _functions(template)
+    writers = [functions[name]["Timeout"] for name in ("MemoryWorkerFunction", "IndexerFunction")]
 
-    # The follow-up a deletion that removed a session queues comes after any extraction job
-    # that read one of them before can have ended: the worker's timeout, and a margin
-    assert worker["Timeout"] == WORKER_SECONDS
-    assert EXTRACTION_SECONDS > WORKER_SECONDS
+    # The follow-up a deletion queues comes after any job that read what it removed can have
+    # ended: an extraction (the worker) that read a session, a promotion (the indexer) that
+    # read a pending memory; the longest timeout of the two, and a margin
+    assert max(writers) == WRITER_SECONDS
+    assert LATE_WRITES_SECONDS > WRITER_SECONDS
 
 
 def test_the_work_queue_sends_poison_jobs_to_a_dead_letter_queue_an_alarm_watches(

@@ -17,6 +17,7 @@ the sweep finds them.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -97,15 +98,8 @@ class MemoryDeletion(BackgroundDeletion):
             return current
         job = self._open(tenant, DeletionCounts(), job_id)
         self._store.free_agent_memory_name(tenant, marked)
-        message = Job(
-            self.kind,
-            tenant,
-            marked.memory_id,
-            session_id="",
-            stamp=job.created_at,
-            job_id=job_id,
-            delay_seconds=self._grace,
-        )
+        scope = Owner(tenant=tenant, namespace=marked.memory_id)
+        message = replace(self._message(scope, job.created_at, job_id), delay_seconds=self._grace)
         if self._send is None:
             self.resume(message, 0)
             return marked
@@ -125,7 +119,7 @@ class MemoryDeletion(BackgroundDeletion):
             return DeletionRun(DeletionCounts(), True)  # deleted, or by a later job
         memory_id = memory.memory_id
         # Every user's, and the scratchpads of each actor (and each user a listing names).
-        owner = Owner(tenant=tenant, namespace=memory_id)
+        owner = self._scope(job)
         actors = self._store.agent_memory_actors(tenant, memory_id)
         run = self._sweep.run(owner, deadline, actors)
         if not run.done:
@@ -141,3 +135,10 @@ class MemoryDeletion(BackgroundDeletion):
         # Last: until now GetMemory shows it DELETING, and a rerun finds it to finish.
         items += int(self._store.delete_agent_memory(tenant, memory))
         return DeletionRun(counts + DeletionCounts(items=items), True)
+
+    def _scope(self, job: Job) -> Owner:
+        # Every user's in the memory's namespace (`namespace` is the memory's id).
+        return Owner(tenant=job.tenant, namespace=job.namespace)
+
+    def _message(self, owner: Owner, stamp: str, job_id: str | None) -> Job:
+        return Job(self.kind, owner.tenant, owner.namespace, "", stamp, job_id=job_id)

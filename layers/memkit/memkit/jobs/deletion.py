@@ -15,10 +15,23 @@ each listing of the scope's docs deletes the table items it names before the doc
 What a request does not finish becomes a job (stored in the table, polled with
 GET /v1/jobs/{id}) that the memory worker resumes from the work queue, one bounded run at a
 time, queueing itself again until nothing is left.
+
+A job that read the scope's data just before the sweep removed it may still write after
+"done": an extraction (the memory worker) that read a session, a promotion (the stream
+indexer) that read a pending memory. Each writes within its function's timeout
+(WRITER_SECONDS), and one that starts later finds nothing to work on. So a deletion sweeps
+the same scope again later, in a follow-up: a message of its kind with `not_before` and a
+job item of its own (written when it was queued; the follow-up runs only while that item is
+running), which, received early, queues itself again (chained past SQS's 900 s delay). A
+follow-up revokes no key; one that finds a session queues the next before it deletes the
+first, MAX_FOLLOW_UPS in all; one that has not finished after FOLLOW_UP_HOPS messages fails
+(its job item says so) into the dead-letter queue. No write of the common path is made to
+check for a deletion.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
@@ -29,7 +42,7 @@ from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from memkit.errors import Forbidden, MemkitError, NotFound, StoreUnavailable
 from memkit.ids import new_ulid
-from memkit.jobs.curation import Job
+from memkit.jobs.curation import MAX_DELAY_SECONDS, Job
 from memkit.models.api_keys import UserKeysRevoked
 from memkit.models.domain import MessageRef, Owner
 from memkit.models.users import DeletionCounts, JobKind, JobState
@@ -47,6 +60,23 @@ JOB_LIFETIME_SECONDS = 7 * 24 * 3600
 # message then moves to the dead-letter queue).
 MAX_FAILURES = 5
 RECORDS_PER_BATCH = 50
+# The longest a job that read a session (or a pending memory in it) just before a deletion
+# removed it goes on writing what it made of it: the Timeout (template.yaml) of the memory
+# worker, which extracts records, and of the stream indexer, which promotes pending
+# memories (a template test holds the larger of the two to it).
+WRITER_SECONDS = 120
+# When a deletion's follow-up sweep catches what such a job wrote: WRITER_SECONDS after the
+# run that removed it ended, and a margin for a read of the session that came a moment
+# after its deletion (an extraction's reads are eventually consistent).
+LATE_WRITES_SECONDS = WRITER_SECONDS + 30
+# A deletion's chain of follow-ups ends after this many: the first sweeps what a cached key
+# or a job running through the deletion wrote, the next what an extraction of that wrote,
+# the third what raced the second. Later writes come from a credential the deletion did not
+# revoke (a backend key, a new key, a JWT): new data.
+MAX_FOLLOW_UPS = 3
+# A follow-up gives up after this many messages (then fails into the dead-letter queue): its
+# longest wait takes 4 (3630 s in 900 s steps), the rest are runs that did not finish.
+FOLLOW_UP_HOPS = 12
 
 
 class JobStore(Protocol):
@@ -327,16 +357,34 @@ class BackgroundDeletion(ABC):
     def resume(self, job: Job, budget_seconds: float) -> str:
         """Run a queued deletion for up to `budget_seconds`; queue it again if not done.
         What came of it, in a word (for logs and metrics). A failed attempt is counted on
-        the job and raised, so the queue retries it; the last one marks the job failed."""
+        the job and raised, so the queue retries it; the last one marks the job failed.
+        A message with `not_before` is a follow-up sweep, with its own job item: early, it
+        only queues itself again, if its job item is still running."""
         if not job.job_id:
             raise ValueError(f"a {self.kind} job names its job")
         state = self._jobs.get_job(job.tenant, job.job_id)
+        is_follow_up = job.not_before is not None
+        if is_follow_up and (state is None or state.status != "running"):
+            # Never written by a deletion, expired (a week on), done or failed already.
+            outcome = self._outcome(job, "gone" if state is None else f"{state.status}_already")
+            self._report(outcome, DeletionCounts(), job.job_id)
+            return outcome
         if state is None:
             return "job gone"
         if state.status != "running":
             return f"{state.status} already"
+        if job.not_before is not None and job.hops < FOLLOW_UP_HOPS:
+            wait = job.not_before - self._clock()
+            if wait > 0:
+                delay = min(MAX_DELAY_SECONDS, math.ceil(wait))
+                self._queue(replace(job, delay_seconds=delay, hops=job.hops + 1))
+                return self._outcome(job, "waiting")
+        deadline = self._deadline(budget_seconds)
         try:
-            run = self._run(job, self._deadline(budget_seconds), state.counts)
+            if is_follow_up:
+                run = self._sweep_again(job, deadline)
+            else:
+                run = self._run(job, deadline, state.counts)
         except MemkitError:
             final = state.failures + 1 >= MAX_FAILURES
             self._jobs.record_job_failure(
@@ -353,13 +401,85 @@ class BackgroundDeletion(ABC):
         return outcome
 
     def _outcome(self, job: Job, outcome: str) -> str:
-        """What a run of `job` came to, as logged and counted (a kind may name its own)."""
-        return outcome
+        """What a run of `job` came to, as logged and counted."""
+        return outcome if job.not_before is None else f"follow_up_{outcome}"
 
     @abstractmethod
     def _run(self, job: Job, deadline: Deadline, so_far: DeletionCounts) -> DeletionRun:
         """One run of the job's deletion, until done or the deadline; `so_far`: what the
         job's earlier runs (and its request) deleted."""
+
+    @abstractmethod
+    def _scope(self, job: Job) -> Owner:
+        """What a message of this kind deletes (a follow-up sweeps it again)."""
+
+    @abstractmethod
+    def _message(self, owner: Owner, stamp: str, job_id: str | None) -> Job:
+        """A message of this kind for the deletion of `owner` (the scope), as queued."""
+
+    def _sweep_again(self, job: Job, deadline: Deadline) -> DeletionRun:
+        """One run of a follow-up sweep, or, after FOLLOW_UP_HOPS messages, StoreUnavailable:
+        the attempts fail into the dead-letter queue, whose alarm tells an operator."""
+        if job.hops >= FOLLOW_UP_HOPS:
+            # Counts and the job id only: never a user's id or a memory's.
+            extra = {"kind": self.kind, "job_id": job.job_id, "hops": job.hops}
+            logger.warning("follow-up sweep given up", extra={**extra, "follow_up": job.follow_up})
+            metrics.add_metric(name=f"{self.metric}_follow_up_given_up", unit="Count", value=1)
+            raise StoreUnavailable(f"the follow-up sweep did not finish in {job.hops} messages")
+        run, _ = self._swept(self._scope(job), deadline, job.follow_up)
+        return run
+
+    def _swept(
+        self, owner: Owner, deadline: Deadline, follow_up: int
+    ) -> tuple[DeletionRun, float | None]:
+        """One run of the sweep of `owner` (a follow-up's, numbered `follow_up`, revokes no
+        key: one made for a user after "done" is the operator's), and when the follow-up it
+        queued before deleting its first session is due (None: it queued none). A job that
+        read a session just before this run removed it writes within LATE_WRITES_SECONDS of
+        the run's end: the follow-up comes after that (and after the gateway's cached
+        answers for the keys it revoked, if later). Queued before any session goes, a send
+        that fails leaves the sessions to the retry, which queues it again."""
+        queued: list[float] = []
+
+        def before_sessions(keys_revoked_at: str | None) -> None:
+            if follow_up >= MAX_FOLLOW_UPS:
+                extra = {"kind": self.kind, "follow_up": follow_up}
+                logger.warning("follow-up sweeps ended with sessions found", extra=extra)
+                metrics.add_metric(name=f"{self.metric}_follow_ups_ended", unit="Count", value=1)
+                return
+            due = self._clock() + max(0.0, deadline.left()) + LATE_WRITES_SECONDS
+            cached_until = self._keys_cached_until(keys_revoked_at)
+            if cached_until is not None:
+                due = max(due, cached_until)
+            if self._queue_follow_up(owner, due, follow_up + 1):
+                queued.append(due)
+
+        run = self._sweep.run(
+            owner, deadline, revoke_keys=not follow_up, before_sessions=before_sessions
+        )
+        return self._finished(run), (queued[0] if queued else None)
+
+    def _keys_cached_until(self, revoked_at: str | None) -> float | None:
+        """Until when the gateway may let in a request on a key revoked at `revoked_at` (and
+        that request write); None: no key was."""
+        return None
+
+    def _queue_follow_up(self, owner: Owner, due: float, follow_up: int) -> bool:
+        """Store a follow-up's job item (it runs only while that is running) and queue its
+        message, due at `due` (rounded up to a second), numbered `follow_up` in its chain;
+        whether it was (not without a work queue). A send that fails raises: the caller's
+        retry, or the job's, queues it again."""
+        if self._send is None:
+            logger.warning("no work queue: no follow-up sweep", extra={"kind": self.kind})
+            return False
+        job = self._open(owner.tenant, DeletionCounts())
+        not_before = math.ceil(due)
+        delay = min(MAX_DELAY_SECONDS, math.ceil(not_before - self._clock()))
+        message = self._message(owner, job.created_at, job.job_id)
+        sent = replace(message, not_before=not_before, follow_up=follow_up, delay_seconds=delay)
+        self._enqueue(owner.tenant, job, sent)
+        self._report("follow_up_queued", DeletionCounts(), job.job_id)
+        return True
 
     def _deadline(self, budget_seconds: float) -> Deadline:
         """The budget's end, or the deadline in force if sooner (memkit.times.bound: the

@@ -7,7 +7,6 @@ intact (docs/agentcore.md)."""
 from __future__ import annotations
 
 import itertools
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -26,10 +25,12 @@ from memkit.jobs.users import UserDeletion
 from memkit.llm.local import LocalModel
 from memkit.llm.protocol import Turn
 from memkit.service.long_term import LongTermService
+from memkit.store import keys
 from memkit.vectors.filters import Condition
 from tests.conftest import ApiResponse, LambdaContextStub
 from tests.events import sqs_record
-from tests.integration.memory_world import MemoryWorld, build_world
+from tests.integration.memory_world import LateWrites, MemoryWorld, build_world
+from tests.integration.work_queue import Clock, DelaysOnClock, received, work_queue
 
 pytestmark = pytest.mark.integration
 
@@ -49,36 +50,40 @@ def _ok(response: ApiResponse, status: int = 200) -> Any:
 @dataclass
 class Deleting:
     """The API with a work queue (moto's SQS) and no grace before a memory's deletion, and
-    the memory worker that reads that queue."""
+    the memory worker that reads that queue. With `timed`, the worker's deletions run on
+    its clock and send to it (DelaysOnClock: SQS's delays pass on the test's clock)."""
 
     world: MemoryWorld
     sqs: Any
     url: str
     table: str
+    timed: DelaysOnClock | None = None
 
     def api(self, method: str, path: str, **kwargs: Any) -> ApiResponse:
         return self.world.api(method, path, **kwargs)
 
     def deletion(self, index: Any = None, **options: Any) -> MemoryDeletion:
         """A deletion over `index` (default: the world's) with `options` (monotonic...)."""
-        send = job_sender(self.url, "us-east-1", None)
+        send: Callable[[Job], None] = job_sender(self.url, "us-east-1", None)
+        if self.timed is not None:
+            send, options = self.timed.send, {"clock": self.timed.clock, **options}
         chosen = index or self.world.vector_index
         return MemoryDeletion(self.world.store, lambda: chosen, send, 0, **options)
 
-    def work(self, deletion: MemoryDeletion | None = None, stream: bool = True) -> list[str]:
-        """Run the worker over the queue until it is empty (the stream delivered to the
-        indexer after each batch, unless not `stream`); the kinds of the jobs it ran, in
-        order (an attempt that failed goes back to the queue)."""
+    def work(
+        self, deletion: MemoryDeletion | None = None, stream: bool = True, rounds: int = 50
+    ) -> list[str]:
+        """Run the worker over the queue until it is empty, or for `rounds` receives (the
+        stream delivered to the indexer after each batch, unless not `stream`); the kinds of
+        the jobs it ran, in order (an attempt that failed goes back to the queue)."""
         world = self.world
         curator = _curator(world)
         users = UserDeletion(world.store, lambda: world.vector_index, None)
         chosen = deletion or self.deletion()
         handler = make_worker_handler(lambda: curator, lambda: users, lambda: chosen)
         ran: list[str] = []
-        for _ in range(50):  # a job queues itself again until done
-            messages = self.sqs.receive_message(QueueUrl=self.url, MaxNumberOfMessages=10).get(
-                "Messages", []
-            )
+        for _ in range(rounds):  # a job queues itself again until done
+            messages = received(self.sqs, self.url, self.timed)
             if not messages:
                 if stream:
                     world.settle()
@@ -92,6 +97,8 @@ class Deleting:
                     self.sqs.delete_message(QueueUrl=self.url, ReceiptHandle=m["ReceiptHandle"])
             if stream:
                 world.settle()
+        if rounds < 50:
+            return ran
         raise AssertionError("the queue never emptied")
 
     def items_of(self, memory_id: str, partitions: set[str] = frozenset()) -> set[tuple[str, str]]:  # type: ignore[assignment]
@@ -145,27 +152,36 @@ class Overtaken(LocalModel):
         return super().summarize(previous, turns, max_words)
 
 
-def _curator(world: MemoryWorld, model: LocalModel | None = None) -> Curator:
-    """The memory worker's curator as production builds it (AgentCore's strategies too)."""
+def _curator(world: MemoryWorld, model: LocalModel | None = None, records: Any = None) -> Curator:
+    """The memory worker's curator as production builds it (AgentCore's strategies too);
+    its strategies write records to `records` (default: the world's store)."""
     long_term = LongTermService(world.store, lambda: world.vector_index, lambda: world.embedder)
     model = model or LocalModel()
-    strategies = StrategyExtraction(world.store, world.store, long_term, model)
+    strategies = StrategyExtraction(world.store, records or world.store, long_term, model)
     return Curator(world.store, long_term, model, agentcore=strategies)
 
 
-@pytest.fixture
-def deleting(dynamodb_table: str) -> Deleting:
-    sqs = boto3.client("sqs", region_name="us-east-1")
-    # A queue of its own per test: the job sender is cached by queue URL.
-    name = f"work-{uuid.uuid4().hex[:8]}"
-    url = sqs.create_queue(QueueName=name, Attributes={"VisibilityTimeout": "0"})["QueueUrl"]
+def _deleting(table: str, clock: Clock | None = None) -> Deleting:
+    sqs, url = work_queue()
     settings = ApiSettings(
-        table_name=dynamodb_table,
+        table_name=table,
         region="us-east-1",
         work_queue_url=url,
         agentcore_deletion_grace_seconds=0,
     )
-    return Deleting(build_world(dynamodb_table, settings), sqs, url, dynamodb_table)
+    timed = DelaysOnClock(sqs, url, clock) if clock is not None else None
+    return Deleting(build_world(table, settings), sqs, url, table, timed)
+
+
+@pytest.fixture
+def deleting(dynamodb_table: str) -> Deleting:
+    return _deleting(dynamodb_table)
+
+
+@pytest.fixture
+def on_clock(dynamodb_table: str) -> Deleting:
+    """Deleting whose worker's deletions run on a clock the test moves."""
+    return _deleting(dynamodb_table, Clock())
 
 
 def _memory(deleting: Deleting, name: str) -> str:
@@ -366,3 +382,80 @@ def test_a_deletion_whose_job_failed_starts_again_with_the_next_delete_memory(
     assert "delete_memory" in ran
     assert deleting.api("GET", f"/memories/{doomed}/details").status == 404
     assert deleting.docs_of(doomed) == set()
+
+
+# -- what a job that read the memory's data before its deletion writes after it -----------------
+
+
+def _doomed(on_clock: Deleting) -> tuple[str, LateWrites]:
+    """A memory that holds what _fill writes, and the table as a job that read its data
+    writes to it: DeleteMemory, and its job run until the memory is gone (what it queues
+    after that left on the queue), come between that job's last look and its write."""
+    doomed = _filled(on_clock)
+    assert on_clock.timed is not None
+    on_clock.timed.clock.catch_up()
+
+    def delete() -> None:
+        _ok(on_clock.api("DELETE", f"/memories/{doomed}/delete"), 202)
+        assert on_clock.work(stream=False, rounds=1) == ["delete_memory"]
+        assert on_clock.api("GET", f"/memories/{doomed}/details").status == 404
+
+    return doomed, LateWrites(on_clock.world.store, delete)
+
+
+def _written_late(on_clock: Deleting, memory_id: str) -> set[tuple[str, str]]:
+    """The records of the memory in the table once the indexer has caught up."""
+    on_clock.world.settle()
+    return {key for key in on_clock.items_of(memory_id) if key[1] == "RECORD"}
+
+
+def _assert_swept_again(on_clock: Deleting, memory_id: str, written: set[tuple[str, str]]) -> None:
+    """The follow-up the deletion queued for once the longest job that read the memory's
+    data has ended (the worker's and the indexer's timeout, and a margin) left nothing of
+    what was `written` after the memory was gone, and its own job says it is done."""
+    assert on_clock.timed is not None
+    on_clock.work()
+    assert on_clock.items_of(memory_id, {pk for pk, _ in written}) == set()
+    assert on_clock.docs_of(memory_id) == set()
+    assert on_clock.timed.delays == [150]
+    [follow_up] = on_clock.timed.sent
+    job = _ok(on_clock.api("GET", f"/v1/jobs/{follow_up.job_id}"))
+    assert (follow_up.follow_up, job["kind"], job["status"]) == (1, "delete_memory", "done")
+
+
+def test_what_an_extraction_running_through_the_memorys_deletion_writes_goes_in_a_follow_up(
+    on_clock: Deleting,
+) -> None:
+    # Given a strategy's extraction of a session that found the memory ACTIVE, and
+    # DeleteMemory done, its job and all, between that look and the strategy's write
+    doomed, late = _doomed(on_clock)
+    job = Job("extract", TENANT, doomed, "green-ada", stamp="9999")
+
+    # When the extraction writes what it found after the memory is gone
+    outcome = _curator(on_clock.world, records=late).run(job)
+    written = _written_late(on_clock, doomed)
+
+    # Then a follow-up sweep deleted it
+    assert outcome == "extracted"
+    assert written
+    _assert_swept_again(on_clock, doomed, written)
+
+
+def test_what_a_promotion_running_through_the_memorys_deletion_writes_goes_in_a_follow_up(
+    on_clock: Deleting,
+) -> None:
+    # Given the indexer promoting a pending memory in the memory's namespace (memkit's own
+    # API), and DeleteMemory done, its job and all, between its look at the pending memory
+    # and its write of the record
+    doomed, late = _doomed(on_clock)
+    pending = {"user_id": "carol", "memories": [{"id": "carol-tea", "text": "Carol likes tea"}]}
+    ns = {"namespace": doomed}
+    _ok(on_clock.api("PUT", "/v1/working-memory/green-own", query=ns, body=pending))
+
+    # When the promotion writes the record after the memory is gone
+    on_clock.world.index(on_clock.world.read_stream(), on_clock.world.indexer_over(late))
+    written = _written_late(on_clock, doomed)
+
+    # Then a follow-up sweep deleted it
+    assert written == {(keys.record_pk(TENANT, "carol-tea"), "RECORD")}
+    _assert_swept_again(on_clock, doomed, written)

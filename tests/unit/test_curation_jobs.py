@@ -154,8 +154,13 @@ def _message(**fields: Any) -> str:
     return json.dumps({name: value for name, value in body.items() if value is not None})
 
 
-def test_a_follow_up_travels_as_json_with_its_due_time_place_and_hops() -> None:
-    job = Job.from_json(_message(hops=3, follow_up=2))
+@pytest.mark.parametrize(
+    "deletion", [{}, {"job": "delete_memory", "user_id": None}], ids=["user", "memory"]
+)
+def test_a_follow_up_travels_as_json_with_its_due_time_place_and_hops(
+    deletion: dict[str, Any],
+) -> None:
+    job = Job.from_json(_message(hops=3, follow_up=2, **deletion))
 
     assert (job.not_before, job.follow_up, job.hops) == (1_795_000_000, 2, 3)
     assert Job.from_json(job.to_json()) == job
@@ -176,6 +181,7 @@ def test_a_follow_up_travels_as_json_with_its_due_time_place_and_hops() -> None:
         ({"follow_up": None}, "not_before"),  # a due time is a follow-up's alone
         ({"not_before": None}, "not_before"),
         ({"job": "extract"}, "follow_up"),
+        ({"job": "delete_memory", "follow_up": None}, "not_before"),
         ({"tenant": None}, "tenant"),
         ({"user_id": 7}, "user_id"),
     ],

@@ -11,7 +11,12 @@ itself: GetMemory is ResourceNotFoundException once nothing of it is left.
 
 The job's first run waits a grace period (the API function's timeout and more): a request
 that found the memory ACTIVE just before it was marked has finished its writes by then, so
-the sweep finds them.
+the sweep finds them. A strategy's extraction that found it ACTIVE just before, or the
+indexer's promotion of a pending memory the sweep then removed, may write for as long as
+its function runs (WRITER_SECONDS): so, just before the memory itself goes, the job queues
+a follow-up sweep of the namespace for LATE_WRITES_SECONDS later (memkit.jobs.deletion's,
+with its own job item, chained and bounded as a user's deletion's are), which deletes what
+they wrote.
 """
 
 from __future__ import annotations
@@ -24,7 +29,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 from memkit.errors import NotFound
 from memkit.ids import new_ulid
 from memkit.jobs.curation import Job
-from memkit.jobs.deletion import BackgroundDeletion, DeletionRun, DeletionStore, paged
+from memkit.jobs.deletion import (
+    LATE_WRITES_SECONDS,
+    BackgroundDeletion,
+    DeletionRun,
+    DeletionStore,
+    paged,
+)
 from memkit.models.agentcore import AgentMemory
 from memkit.models.domain import Owner
 from memkit.models.users import DeletionCounts
@@ -132,6 +143,10 @@ class MemoryDeletion(BackgroundDeletion):
             return self._finished(DeletionRun(counts, False))
         items = self._store.delete_namespace_profiles(tenant, memory_id)
         items += int(self._store.delete_lifecycle_policy(tenant, memory_id))
+        # What an extraction or a promotion that read the memory's data before the sweep
+        # writes after it goes in a follow-up; queued while the memory is still here, so a
+        # send that fails leaves the deletion to be run again.
+        self._queue_follow_up(owner, self._clock() + LATE_WRITES_SECONDS, 1)
         # Last: until now GetMemory shows it DELETING, and a rerun finds it to finish.
         items += int(self._store.delete_agent_memory(tenant, memory))
         return DeletionRun(counts + DeletionCounts(items=items), True)

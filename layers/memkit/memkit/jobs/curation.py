@@ -50,6 +50,8 @@ from memkit.store.changes import ItemChange, RecordValue, SessionValue, Value
 
 JobKind = Literal["summarize", "extract", "title", "describe", "delete_user", "delete_memory"]
 JOB_KINDS: tuple[JobKind, ...] = get_args(JobKind)
+# The jobs whose messages may be follow-up sweeps (memkit.jobs.deletion).
+FOLLOW_UP_KINDS: tuple[JobKind, ...] = ("delete_user", "delete_memory")
 STRATEGIES: tuple[Strategy, ...] = ("discrete", "summary", "preferences", "custom")
 # The longest an SQS message can be delayed: a job due later queues itself again.
 MAX_DELAY_SECONDS = 900
@@ -104,8 +106,9 @@ class Job:
     # delete_memory (memkit.jobs.agentcore_deletion): the job (`namespace` is the memory).
     user_id: str | None = None
     job_id: str | None = None
-    # delete_user's follow-up sweep: not before this time (epoch seconds), its place in its
-    # deletion's chain of follow-ups (1: the first); `job_id` names its own job item.
+    # A deletion's follow-up sweep (delete_user, delete_memory): not before this time (epoch
+    # seconds), its place in its deletion's chain of follow-ups (1: the first); `job_id`
+    # names its own job item.
     not_before: int | None = None
     follow_up: int = 0
     # Messages of this job sent before this one (a job queues itself again to wait or go on).
@@ -152,9 +155,9 @@ class Job:
             follow_up=_count(raw, "follow_up") or 0,
             hops=_count(raw, "hops") or 0,
         )
-        if job.follow_up and kind != "delete_user":
-            raise ValueError("follow_up: only a user's deletion has follow-ups")
-        if kind == "delete_user" and (job.not_before is None) != (job.follow_up == 0):
+        if job.follow_up and kind not in FOLLOW_UP_KINDS:
+            raise ValueError("follow_up: only a deletion has follow-ups")
+        if kind in FOLLOW_UP_KINDS and (job.not_before is None) != (job.follow_up == 0):
             raise ValueError("not_before: a follow-up sweep has a due time, and only one has")
         if job.follow_up and not job.job_id:
             raise ValueError("job_id: a follow-up sweep names the job item its deletion wrote")

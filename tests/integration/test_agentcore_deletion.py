@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -30,7 +30,7 @@ from memkit.vectors.filters import Condition
 from tests.conftest import ApiResponse, LambdaContextStub
 from tests.events import sqs_record
 from tests.integration.memory_world import LateWrites, MemoryWorld, build_world
-from tests.integration.work_queue import Clock, DelaysOnClock, received, work_queue
+from tests.integration.work_queue import Clock, DelaysOnClock, delivered, received, work_queue
 
 pytestmark = pytest.mark.integration
 
@@ -77,10 +77,7 @@ class Deleting:
         stream delivered to the indexer after each batch, unless not `stream`); the kinds of
         the jobs it ran, in order (an attempt that failed goes back to the queue)."""
         world = self.world
-        curator = _curator(world)
-        users = UserDeletion(world.store, lambda: world.vector_index, None)
-        chosen = deletion or self.deletion()
-        handler = make_worker_handler(lambda: curator, lambda: users, lambda: chosen)
+        handler = self.worker(deletion)
         ran: list[str] = []
         for _ in range(rounds):  # a job queues itself again until done
             messages = received(self.sqs, self.url, self.timed)
@@ -100,6 +97,18 @@ class Deleting:
         if rounds < 50:
             return ran
         raise AssertionError("the queue never emptied")
+
+    def worker(self, deletion: MemoryDeletion | None = None) -> Any:
+        """The memory worker's handler over the world and `deletion` (default: a new one)."""
+        world = self.world
+        curator = _curator(world)
+        users = UserDeletion(world.store, lambda: world.vector_index, None)
+        chosen = deletion or self.deletion()
+        return make_worker_handler(lambda: curator, lambda: users, lambda: chosen)
+
+    def handle(self, job: Job) -> dict[str, Any]:
+        """The worker's response to a batch of one message, `job` (the queue is not read)."""
+        return dict(self.worker()(delivered(job), LambdaContextStub()))
 
     def items_of(self, memory_id: str, partitions: set[str] = frozenset()) -> set[tuple[str, str]]:  # type: ignore[assignment]
         """The keys of every table item of the memory (its own, its name's claim, its
@@ -459,3 +468,37 @@ def test_what_a_promotion_running_through_the_memorys_deletion_writes_goes_in_a_
     # Then a follow-up sweep deleted it
     assert written == {(keys.record_pk(TENANT, "carol-tea"), "RECORD")}
     _assert_swept_again(on_clock, doomed, written)
+
+
+def test_a_follow_up_message_naming_its_running_job_with_another_scope_is_refused(
+    on_clock: Deleting,
+) -> None:
+    # Given a memory's deletion done, its follow-up sweep due (taken off the queue), and
+    # another memory with its data
+    doomed, kept = _filled(on_clock), _filled(on_clock, "kept", "black")
+    kept_partitions = on_clock.partitions_of(kept)
+    kept_items, kept_docs = on_clock.items_of(kept, kept_partitions), on_clock.docs_of(kept)
+    assert on_clock.timed is not None
+    on_clock.timed.clock.catch_up()
+    _ok(on_clock.api("DELETE", f"/memories/{doomed}/delete"), 202)
+    assert on_clock.work(rounds=1) == ["delete_memory"]
+    follow_up = on_clock.timed.take()
+
+    # When its job's id comes naming the other memory, or as a user's deletion there
+    forged = [
+        replace(follow_up, namespace=kept),
+        replace(follow_up, kind="delete_user", namespace=kept, user_id="ada"),
+    ]
+    responses = [on_clock.handle(job) for job in forged]
+    on_clock.world.settle()
+    running = _ok(on_clock.api("GET", f"/v1/jobs/{follow_up.job_id}"))
+
+    # Then each is refused (the queue retries it, then moves it to the dead-letter queue)
+    # and the other memory's data is as it was; the genuine follow-up still sweeps
+    assert [len(r["batchItemFailures"]) for r in responses] == [1, 1]
+    assert running["status"] == "running"
+    assert on_clock.items_of(kept, kept_partitions) == kept_items
+    assert on_clock.docs_of(kept) == kept_docs
+    assert on_clock.handle(follow_up) == {"batchItemFailures": []}
+    done = _ok(on_clock.api("GET", f"/v1/jobs/{follow_up.job_id}"))
+    assert (done["kind"], done["status"]) == ("delete_memory", "done")

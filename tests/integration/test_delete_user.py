@@ -11,7 +11,7 @@ import itertools
 import json
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import boto3
@@ -26,10 +26,11 @@ from memkit.jobs.users import UserDeletion
 from memkit.models.domain import Owner
 from memkit.service.long_term import LongTermService
 from memkit.store import keys
+from memkit.store.users import job_key
 from tests.conftest import ApiResponse, LambdaContextStub, call_api
 from tests.events import sqs_record
 from tests.integration.memory_world import BACKENDS, LateWrites, MemoryWorld, backend_world
-from tests.integration.work_queue import Clock, DelaysOnClock, received, work_queue
+from tests.integration.work_queue import Clock, DelaysOnClock, delivered, received, work_queue
 
 pytestmark = pytest.mark.integration
 
@@ -331,11 +332,7 @@ class Queued:
         model); its responses."""
         from memkit.llm.local import LocalModel
 
-        world = self.world
-        long_term = LongTermService(world.store, lambda: world.vector_index, lambda: world.embedder)
-        curator = Curator(world.store, long_term, model or LocalModel())
-        deletion = deletion or self.deletion()
-        handler = make_worker_handler(lambda: curator, lambda: deletion)
+        handler = self.worker(deletion, model or LocalModel())
         responses = []
         for _ in range(rounds):  # a job queues itself again until done
             messages = received(self.sqs, self.url, self.timed)
@@ -351,6 +348,21 @@ class Queued:
         if rounds < 50:
             return responses
         raise AssertionError("the queue never emptied")
+
+    def worker(self, deletion: UserDeletion | None, model: Any) -> Any:
+        """The memory worker's handler over the world, `deletion` (default: a new one) and
+        `model` for its curation jobs."""
+        world = self.world
+        long_term = LongTermService(world.store, lambda: world.vector_index, lambda: world.embedder)
+        curator = Curator(world.store, long_term, model)
+        chosen = deletion or self.deletion()
+        return make_worker_handler(lambda: curator, lambda: chosen)
+
+    def handle(self, job: Job, deletion: UserDeletion) -> dict[str, Any]:
+        """The worker's response to a batch of one message, `job` (the queue is not read)."""
+        from memkit.llm.local import LocalModel
+
+        return dict(self.worker(deletion, LocalModel())(delivered(job), LambdaContextStub()))
 
 
 def _api_over(
@@ -1321,3 +1333,95 @@ def test_what_a_promotion_running_through_the_deletion_writes_goes_in_a_follow_u
 
     # Then one follow-up sweep deleted it
     _assert_swept_again(on_clock, dynamodb_table, PROMOTED, deleted)
+
+
+# -- a message bound to its job's scope ----------------------------------------------------------
+
+
+def _assert_refused_forgeries(
+    on_clock: Queued, everyone: Everyone, api: Any, message: Job, debug_log: Any
+) -> None:
+    """`message` (a running job's) naming Bob instead, or Ada's other namespace, is refused
+    by the worker (the queue retries it, then moves it to the dead-letter queue), logged
+    with neither an id nor the scope, and deletes nothing; the job is still running."""
+    ada_before = everyone.ada_left()
+    deletion = on_clock.deletion()
+    forged = [replace(message, user_id=BOB), replace(message, namespace=OTHER)]
+
+    responses = [on_clock.handle(job, deletion) for job in forged]
+    job = call_api(api, "GET", f"/v1/jobs/{message.job_id}")
+    logged = [json.loads(line) for line in debug_log.getvalue().splitlines()]
+    refusals = [line for line in logged if str(line.get("message")).startswith("deletion message")]
+
+    assert [len(r["batchItemFailures"]) for r in responses] == [1, 1]
+    assert job.body["status"] == "running"
+    assert everyone.ada_left() == ada_before
+    assert _snapshots(everyone.world, everyone.table, everyone.kept) == everyone.before
+    assert len(refusals) == 2
+    assert not {ADA, BOB, OTHER, str(message.job_id)} & set(json.dumps(refusals).split('"'))
+
+
+def test_a_deletion_message_naming_its_running_job_with_another_scope_is_refused(
+    world: MemoryWorld, dynamodb_table: str, everyone: Everyone, on_clock: Queued, debug_log: Any
+) -> None:
+    # Given Ada's deletion queued as a job, its message taken off the queue
+    api = _api_over(world, dynamodb_table, queue=on_clock, user_deletion_budget_seconds=0)
+    on_clock.clock.catch_up()
+    running = call_api(api, "DELETE", f"/v1/users/{ADA}")
+    message = on_clock.take()
+
+    # When the job's id comes with Bob, or another namespace: refused, nothing deleted
+    _assert_refused_forgeries(on_clock, everyone, api, message, debug_log)
+
+    # Then the genuine message still runs the deletion, and its follow-ups
+    genuine = on_clock.handle(message, on_clock.deletion())
+    on_clock.work(on_clock.deletion())
+    world.settle()
+    assert running.status == 202
+    assert genuine == {"batchItemFailures": []}
+    assert call_api(api, "GET", f"/v1/jobs/{message.job_id}").body["status"] == "done"
+    everyone.assert_only_ada_gone()
+
+
+def test_a_follow_up_message_naming_its_running_job_with_another_scope_is_refused(
+    world: MemoryWorld, dynamodb_table: str, everyone: Everyone, on_clock: Queued, debug_log: Any
+) -> None:
+    # Given Ada's deletion done, and its follow-up sweep due (taken off the queue)
+    api = _api_over(world, dynamodb_table, queue=on_clock)
+    on_clock.clock.catch_up()
+    _ok(call_api(api, "DELETE", f"/v1/users/{ADA}"))
+    follow_up = on_clock.take()
+    assert follow_up.not_before is not None
+    on_clock.clock.now = max(on_clock.clock.now, follow_up.not_before)
+
+    # When its job's id comes with Bob, or another namespace: refused, nothing deleted
+    _assert_refused_forgeries(on_clock, everyone, api, follow_up, debug_log)
+
+    # Then the genuine follow-up still sweeps, and its job is done
+    genuine = on_clock.handle(follow_up, on_clock.deletion())
+    world.settle()
+    assert genuine == {"batchItemFailures": []}
+    assert call_api(api, "GET", f"/v1/jobs/{follow_up.job_id}").body["status"] == "done"
+    everyone.assert_only_ada_gone()
+
+
+def test_a_job_stored_before_job_items_kept_their_scope_still_runs(
+    queued: Queued, everyone: Everyone, dynamodb_table: str
+) -> None:
+    # Given a deletion's job whose item has no scope digest, as items written before had none
+    job_id = queued.api("DELETE", f"/v1/users/{ADA}").body["job_id"]
+    pk, sk = job_key(TENANT, job_id)
+    boto3.client("dynamodb", region_name="us-east-1").update_item(
+        TableName=dynamodb_table,
+        Key={"PK": {"S": pk}, "SK": {"S": sk}},
+        UpdateExpression="REMOVE scope_digest",
+        ConditionExpression="attribute_exists(scope_digest)",
+    )
+
+    # When the worker runs its message
+    responses = queued.work()
+
+    # Then the deletion is done as before
+    assert all(r == {"batchItemFailures": []} for r in responses)
+    assert queued.api("GET", f"/v1/jobs/{job_id}").body["status"] == "done"
+    everyone.assert_only_ada_gone()

@@ -3,6 +3,7 @@ and the time a test moves in place of the delays SQS would wait."""
 
 from __future__ import annotations
 
+import hashlib
 import math
 import time
 import uuid
@@ -13,6 +14,7 @@ import boto3
 
 from memkit.handlers.wiring import job_sender
 from memkit.jobs.curation import Job
+from tests.events import sqs_record
 
 
 @dataclass
@@ -87,3 +89,15 @@ def received(sqs: Any, url: str, timed: DelaysOnClock | None) -> list[dict[str, 
         "Messages", []
     )
     return messages
+
+
+def delivered(job: Job) -> dict[str, Any]:
+    """An SQS event of one message, `job`, as Lambda hands the worker one (no queue read)."""
+    body = job.to_json()
+    message = {
+        "MessageId": "m-1",
+        "ReceiptHandle": "r-1",
+        "Body": body,
+        "MD5OfBody": hashlib.md5(body.encode()).hexdigest(),  # SQS's checksum of the body
+    }
+    return {"Records": [sqs_record(message)]}

@@ -107,9 +107,9 @@ class MemoryDeletion(BackgroundDeletion):
             if current is None:
                 raise NotFound(f"memory {memory.memory_id} does not exist")
             return current
-        job = self._open(tenant, DeletionCounts(), job_id)
-        self._store.free_agent_memory_name(tenant, marked)
         scope = Owner(tenant=tenant, namespace=marked.memory_id)
+        job = self._open(scope, DeletionCounts(), job_id)
+        self._store.free_agent_memory_name(tenant, marked)
         message = replace(self._message(scope, job.created_at, job_id), delay_seconds=self._grace)
         if self._send is None:
             self.resume(message, 0)

@@ -27,10 +27,17 @@ follow-up revokes no key; one that finds a session queues the next before it del
 first, MAX_FOLLOW_UPS in all; one that has not finished after FOLLOW_UP_HOPS messages fails
 (its job item says so) into the dead-letter queue. No write of the common path is made to
 check for a deletion.
+
+A job item names no user, so it keeps the SHA-256 of its scope (scope_digest: the kind, the
+tenant, the namespace, the user if any): a message naming a running job's id with any other
+scope is refused (into the dead-letter queue) and sweeps nothing. A job item stored before
+job items kept it is not checked.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import time
 from abc import ABC, abstractmethod
@@ -77,6 +84,14 @@ MAX_FOLLOW_UPS = 3
 # A follow-up gives up after this many messages (then fails into the dead-letter queue): its
 # longest wait takes 4 (3630 s in 900 s steps), the rest are runs that did not finish.
 FOLLOW_UP_HOPS = 12
+
+
+def scope_digest(kind: JobKind, owner: Owner) -> str:
+    """The SHA-256 (hex) of a deletion's kind and scope in a canonical encoding (a JSON
+    array), as its job item keeps it: it tells whether a message is the job's without the
+    item keeping the user's id."""
+    scope = [kind, owner.tenant, owner.namespace, owner.user_id]
+    return hashlib.sha256(json.dumps(scope, separators=(",", ":")).encode()).hexdigest()
 
 
 class JobStore(Protocol):
@@ -363,6 +378,11 @@ class BackgroundDeletion(ABC):
         if not job.job_id:
             raise ValueError(f"a {self.kind} job names its job")
         state = self._jobs.get_job(job.tenant, job.job_id)
+        if state is not None and not self._of(state, job):
+            # Neither an id nor the scope: a message was refused, of this kind.
+            logger.warning("deletion message refused: not its job's", extra={"kind": self.kind})
+            metrics.add_metric(name=f"{self.metric}_refused", unit="Count", value=1)
+            raise ValueError("the message's scope is not its job's")
         is_follow_up = job.not_before is not None
         if is_follow_up and (state is None or state.status != "running"):
             # Never written by a deletion, expired (a week on), done or failed already.
@@ -399,6 +419,13 @@ class BackgroundDeletion(ABC):
         outcome = self._outcome(job, "done" if run.done else "continued")
         self._report(outcome, run.counts, job.job_id)
         return outcome
+
+    def _of(self, state: JobState, job: Job) -> bool:
+        """Whether the message `job` is one of the job `state`: of its kind and, unless the
+        item was stored before items kept it, for the scope whose digest the item keeps."""
+        if state.kind != self.kind:
+            return False
+        return state.scope is None or state.scope == scope_digest(self.kind, self._scope(job))
 
     def _outcome(self, job: Job, outcome: str) -> str:
         """What a run of `job` came to, as logged and counted."""
@@ -472,7 +499,7 @@ class BackgroundDeletion(ABC):
         if self._send is None:
             logger.warning("no work queue: no follow-up sweep", extra={"kind": self.kind})
             return False
-        job = self._open(owner.tenant, DeletionCounts())
+        job = self._open(owner, DeletionCounts())
         not_before = math.ceil(due)
         delay = min(MAX_DELAY_SECONDS, math.ceil(not_before - self._clock()))
         message = self._message(owner, job.created_at, job.job_id)
@@ -502,8 +529,8 @@ class BackgroundDeletion(ABC):
             raise StoreUnavailable("the deletion could not finish yet; retry it")
         return run
 
-    def _open(self, tenant: str, counts: DeletionCounts, job_id: str | None = None) -> JobState:
-        """A new running job of this kind (its item stored)."""
+    def _open(self, owner: Owner, counts: DeletionCounts, job_id: str | None = None) -> JobState:
+        """A new running job of this kind for the scope `owner` (its item stored)."""
         now = self._clock()
         stamp = now_iso(now)
         job = JobState(
@@ -514,8 +541,9 @@ class BackgroundDeletion(ABC):
             updated_at=stamp,
             expires_at=int(now) + JOB_LIFETIME_SECONDS,
             counts=counts,
+            scope=scope_digest(self.kind, owner),
         )
-        self._jobs.create_job(tenant, job)
+        self._jobs.create_job(owner.tenant, job)
         return job
 
     def _enqueue(self, tenant: str, job: JobState, message: Job) -> None:

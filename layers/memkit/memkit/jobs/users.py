@@ -99,7 +99,7 @@ class UserDeletion(BackgroundDeletion):
             self._follow_up(owner, run, queued)
             self._report("done", run.counts)
             return DeletionOutcome(run.counts)
-        job = self._open(owner.tenant, run.counts)
+        job = self._open(owner, run.counts)
         self._enqueue(owner.tenant, job, self._message(owner, job.created_at, job.job_id))
         self._report("queued", run.counts, job.job_id)
         return DeletionOutcome(run.counts, job)

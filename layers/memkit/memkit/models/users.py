@@ -62,6 +62,10 @@ class JobState:
     counts: DeletionCounts = field(default_factory=DeletionCounts)
     # Attempts that raised (the queue retries them); at the queue's limit the job failed.
     failures: int = 0
+    # The SHA-256 of what the job deletes (memkit.jobs.deletion.scope_digest), never the
+    # user's id; a message for the job runs only if its scope has this digest. None: a job
+    # stored before jobs carried one.
+    scope: str | None = None
 
 
 # -- HTTP -------------------------------------------------------------------------------------

@@ -9,8 +9,9 @@ a listing may still name an item just deleted (deleting it again is harmless) or
 written a moment ago (the next run of the deletion finds it).
 
 A job item (PK T#<tenant>#JOB#<id>, SK JOB) holds a background job's status and counts,
-never the user's id or content, and expires a week after it was created. It carries no
-`kind`: it is nothing the item classes, the stream's readers or the lifecycle index know.
+and the SHA-256 of its scope (`scope_digest`), never the user's id or content, and expires
+a week after it was created. It carries no `kind`: it is nothing the item classes, the
+stream's readers or the lifecycle index know.
 """
 
 from __future__ import annotations
@@ -174,6 +175,8 @@ class UserTable(CurationTable):
             "failures": _number(job.failures),
             **{name: _number(value) for name, value in job.counts.as_dict().items()},
         }
+        if job.scope is not None:
+            item["scope_digest"] = {"S": job.scope}
         with translated("create job"):
             self._items.connection.client.put_item(
                 TableName=self._items.base.Meta.table_name,
@@ -248,4 +251,5 @@ def _to_job(item: dict[str, Any]) -> JobState:
         expires_at=int(item["expires_at"]["N"]),
         counts=counts,
         failures=int(item.get("failures", {"N": "0"})["N"]),
+        scope=item["scope_digest"]["S"] if "scope_digest" in item else None,
     )

@@ -107,9 +107,11 @@ class MemoryDeletion(BackgroundDeletion):
             if current is None:
                 raise NotFound(f"memory {memory.memory_id} does not exist")
             return current
+        # The name is freed before the job item is written: a failure here leaves no running
+        # job behind, so a retried DeleteMemory marks, frees and queues again.
+        self._store.free_agent_memory_name(tenant, marked)
         scope = Owner(tenant=tenant, namespace=marked.memory_id)
         job = self._open(scope, DeletionCounts(), job_id)
-        self._store.free_agent_memory_name(tenant, marked)
         message = replace(self._message(scope, job.created_at, job_id), delay_seconds=self._grace)
         if self._send is None:
             self.resume(message, 0)
@@ -123,7 +125,7 @@ class MemoryDeletion(BackgroundDeletion):
         state = self._jobs.get_job(tenant, memory.deletion_job)
         return state is not None and state.status == "running"
 
-    def _run(self, job: Job, deadline: Deadline, so_far: DeletionCounts) -> DeletionRun:
+    def _run(self, job: Job, deadline: Deadline) -> DeletionRun:
         tenant = job.tenant
         memory = self._store.get_agent_memory(tenant, job.namespace)
         if memory is None or memory.deletion_job != job.job_id:

@@ -141,7 +141,8 @@ class AgentCoreTable(SessionTable):
         return _to_memory(item)
 
     def delete_agent_memory(self, tenant: str, memory: AgentMemory) -> bool:
-        """Delete the memory and free its name; False when it was gone already."""
+        """Delete the memory (its deletion freed its name when it started); False when it was
+        gone already."""
         pk, sk = keys.agent_memory_key(tenant, memory.memory_id)
         item_cls = self._items.agent_memory
         try:
@@ -149,7 +150,6 @@ class AgentCoreTable(SessionTable):
                 item_cls(pk, sk).delete(condition=item_cls.pk.exists(), add_version_condition=False)
         except VersionConflict:
             return False
-        self.free_agent_memory_name(tenant, memory)
         return True
 
     def free_agent_memory_name(self, tenant: str, memory: AgentMemory) -> None:

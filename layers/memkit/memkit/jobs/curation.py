@@ -45,13 +45,15 @@ from memkit.llm.protocol import (
 )
 from memkit.models.domain import Owner, SessionMeta, StoredMessage, is_instruction
 from memkit.models.memory import CreateMemories, MemoryEdit, MemoryRecordIn, SearchRequest
+from memkit.models.users import JobKind as DeletionJobKind
 from memkit.observability import logger, metrics
 from memkit.store.changes import ItemChange, RecordValue, SessionValue, Value
 
 JobKind = Literal["summarize", "extract", "title", "describe", "delete_user", "delete_memory"]
 JOB_KINDS: tuple[JobKind, ...] = get_args(JobKind)
 # The jobs whose messages may be follow-up sweeps (memkit.jobs.deletion).
-FOLLOW_UP_KINDS: tuple[JobKind, ...] = ("delete_user", "delete_memory")
+# The deletions, whose follow-up sweeps a message can carry: the kinds of their job items.
+FOLLOW_UP_KINDS: tuple[JobKind, ...] = get_args(DeletionJobKind)
 STRATEGIES: tuple[Strategy, ...] = ("discrete", "summary", "preferences", "custom")
 # The longest an SQS message can be delayed: a job due later queues itself again.
 MAX_DELAY_SECONDS = 900

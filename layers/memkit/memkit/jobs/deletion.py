@@ -401,10 +401,7 @@ class BackgroundDeletion(ABC):
                 return self._outcome(job, "waiting")
         deadline = self._deadline(budget_seconds)
         try:
-            if is_follow_up:
-                run = self._sweep_again(job, deadline)
-            else:
-                run = self._run(job, deadline, state.counts)
+            run = self._sweep_again(job, deadline) if is_follow_up else self._run(job, deadline)
         except MemkitError:
             final = state.failures + 1 >= MAX_FAILURES
             self._jobs.record_job_failure(
@@ -432,9 +429,8 @@ class BackgroundDeletion(ABC):
         return outcome if job.not_before is None else f"follow_up_{outcome}"
 
     @abstractmethod
-    def _run(self, job: Job, deadline: Deadline, so_far: DeletionCounts) -> DeletionRun:
-        """One run of the job's deletion, until done or the deadline; `so_far`: what the
-        job's earlier runs (and its request) deleted."""
+    def _run(self, job: Job, deadline: Deadline) -> DeletionRun:
+        """One run of the job's deletion, until done or the deadline."""
 
     @abstractmethod
     def _scope(self, job: Job) -> Owner:

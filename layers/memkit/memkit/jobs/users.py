@@ -104,7 +104,7 @@ class UserDeletion(BackgroundDeletion):
         self._report("queued", run.counts, job.job_id)
         return DeletionOutcome(run.counts, job)
 
-    def _run(self, job: Job, deadline: Deadline, so_far: DeletionCounts) -> DeletionRun:
+    def _run(self, job: Job, deadline: Deadline) -> DeletionRun:
         owner = self._scope(job)
         run, queued = self._swept(owner, deadline, follow_up=0)
         if run.done:

@@ -569,6 +569,26 @@ def test_throttling_is_the_429_domain_error(
         )
 
 
+def test_nothing_is_sent_once_the_invocations_deadline_has_passed(
+    vectors: DynamoVectors, index: DynamoVectorIndex
+) -> None:
+    """As on OpenSearch, a request after the deadline the handler set is the 503 domain error,
+    not one more call that could outlast the invocation; in time the same search is sent."""
+    from memkit.times import Deadline, within
+
+    scope = conditions_from({"namespace": {"eq": "n"}, "user_id": {"eq": "u"}})
+    index.search("t", [1, 0, 0], 3, scope)
+    sent = len(_searches(vectors))
+
+    with within(Deadline(at=0.0)), pytest.raises(StoreUnavailable):
+        index.search("t", [1, 0, 0], 3, scope)
+    assert len(_searches(vectors)) == sent
+
+    with within(Deadline.after(60)):
+        index.search("t", [1, 0, 0], 3, scope)
+    assert len(_searches(vectors)) == sent + 1
+
+
 # --- generations (memkit reindex) -----------------------------------------------------------
 
 

@@ -88,6 +88,7 @@ from typing import TYPE_CHECKING, Any
 from memkit.errors import BadRequest, Misconfigured, StoreUnavailable, Throttled
 from memkit.keyparts import part
 from memkit.observability import logger
+from memkit.times import bound
 from memkit.vectors.filters import Condition, meets_all
 from memkit.vectors.keyword import KeywordIndex, weighted_search
 from memkit.vectors.protocol import (
@@ -396,9 +397,16 @@ class DynamoVectorIndex:
         return self._table
 
     def _call(self, operation: str, method: Callable[..., Any], **request: Any) -> Any:
-        """`method` of the client with `request`; its failure as a domain error."""
+        """`method` of the client with `request`; its failure as a domain error. Nothing is
+        sent once the invocation's deadline (memkit.times.bound) has passed."""
         from botocore.exceptions import BotoCoreError, ClientError
 
+        limit = bound()
+        if limit is not None and limit.passed():
+            logger.warning(
+                "vector table request not sent: out of time", extra={"operation": operation}
+            )
+            raise StoreUnavailable("the vector index is unavailable; retry later")
         try:
             return method(**request)
         except (ClientError, BotoCoreError) as exc:

@@ -100,11 +100,11 @@ def date_filter(conversation: Conversation, evidence: frozenset[str], share: str
     conversation's messages."""
     times = [_epoch(m["created_at"]) for m in conversation.messages]
     ids = [m["id"] for m in conversation.messages]
-    first = min(ids.index(e) for e in evidence if e in ids)
     if share == "half":
         middle = times[len(times) // 2]
         later = any(times[ids.index(e)] >= middle for e in evidence if e in ids)
         return Condition("created_at", "gte" if later else "lt", middle)
+    first = min(ids.index(e) for e in evidence if e in ids)
     width = max(1, len(times) // 20)
     low, high = max(0, first - width), min(len(times) - 1, first + width)
     return Condition("created_at", "between", [times[low], times[high]])

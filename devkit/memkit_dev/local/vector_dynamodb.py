@@ -584,8 +584,8 @@ class VectorDynamoDB(LoopbackServer):
             connection.close()
 
     def _engine(self, operation: str, payload: Item) -> Item:
-        """One request of this server's own to the engine (unsigned: the engines do not
-        check signatures, and moto picks the default account for it)."""
+        """One request of this server's own to the engine, signed with the fake credentials
+        (the engines do not verify signatures; moto picks its default account for them)."""
         from botocore.auth import SigV4Auth
         from botocore.awsrequest import AWSRequest
         from botocore.credentials import Credentials

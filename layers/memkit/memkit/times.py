@@ -2,9 +2,11 @@
 
 A deadline also bounds the remote requests made under it: `within(deadline)` sets it for
 the block (and the threads of a `DeadlinePool` started there), and a client of a slow
-service ends each request by `bound()`, the earliest deadline in force (memkit.vectors.opensearch
-caps each request's wait at it; memkit.vectors.dynamodb sends nothing once it has passed). The HTTP functions set one per invocation, their remaining time less a margin, so
-a request that meets a service still waking up answers 503 in time, never Lambda's timeout.
+service ends each request by `bound()`, the earliest deadline in force
+(memkit.vectors.opensearch caps each request's wait at it; memkit.vectors.dynamodb sends
+nothing once it has passed). The HTTP functions set one per invocation, their remaining time
+less a margin, so a request that meets a service still waking up answers 503 in time, never
+Lambda's timeout.
 """
 
 from __future__ import annotations

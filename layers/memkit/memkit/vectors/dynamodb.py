@@ -99,6 +99,7 @@ from memkit.vectors.protocol import (
     Removal,
     Sampled,
     VectorDoc,
+    unit_vector,
 )
 
 if TYPE_CHECKING:
@@ -186,16 +187,6 @@ def decode(value: dict[str, Any]) -> Any:
     if kind == "NULL":
         return None
     return raw  # S, BOOL (and sets, which memkit never writes)
-
-
-def unit_vector(vector: Sequence[float], dimensions: int) -> list[float]:
-    values = [float(x) for x in vector]
-    if len(values) != dimensions:
-        raise ValueError(f"expected {dimensions} dimensions, got {len(values)}")
-    if not all(math.isfinite(x) for x in values):
-        raise ValueError("invalid_vector")
-    norm = math.sqrt(math.fsum(x * x for x in values))
-    return [x / norm for x in values] if norm > 0 else values
 
 
 def _numbers(vector: Sequence[float]) -> list[dict[str, str]]:

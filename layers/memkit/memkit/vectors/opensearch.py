@@ -77,6 +77,7 @@ from memkit.vectors.protocol import (
     Removal,
     Sampled,
     VectorDoc,
+    unit_vector,
 )
 
 if TYPE_CHECKING:
@@ -355,14 +356,6 @@ def _failure(operation: str, exc: Exception) -> _RequestFailed:
     return _RequestFailed(operation, None, type(exc).__name__.lower())
 
 
-def _unit(vector: Sequence[float]) -> list[float]:
-    values = [float(x) for x in vector]
-    if not all(math.isfinite(x) for x in values):
-        raise ValueError("invalid_vector")
-    norm = math.sqrt(math.fsum(x * x for x in values))
-    return [x / norm for x in values] if norm > 0 else values
-
-
 def _finite(value: Any) -> bool:
     if isinstance(value, float):
         return math.isfinite(value)
@@ -518,7 +511,7 @@ class OpenSearchIndex:
             "deleted": False,
             "text": doc.text,
             "context": doc.context,
-            "vector": _unit(doc.vector),
+            "vector": unit_vector(doc.vector),
         }
 
     def upsert(self, docs: Sequence[VectorDoc]) -> Failures:
@@ -743,7 +736,11 @@ class OpenSearchIndex:
         if len(vector) != self._dimensions:
             raise ValueError(f"expected {self._dimensions} dimensions, got {len(vector)}")
         fetch = self._fetch(k)
-        knn = {"vector": _unit(vector), "k": fetch, "filter": self._filter(tenant, conditions)}
+        knn = {
+            "vector": unit_vector(vector),
+            "k": fetch,
+            "filter": self._filter(tenant, conditions),
+        }
         body = {"size": fetch, "query": {"knn": {"vector": knn}}, "_source": {"excludes": HIDDEN}}
         return self._read("search", body, lambda raw: cosine_from_score(raw["_score"]), k)
 

@@ -25,6 +25,7 @@ itself while the current one keeps serving, then makes it live in one step (memk
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -232,3 +233,16 @@ class RebuildableIndex(VectorIndex, Protocol):
         """The rebuild into `generation` that a paused run left, unless it is out of date
         (the live generation is no longer `replaced`, or `generation` is gone)."""
         ...
+
+
+def unit_vector(vector: Sequence[float], dimensions: int | None = None) -> list[float]:
+    """`vector` scaled to length 1 (a zero vector as it is): what every backend indexes and
+    searches with. ValueError("invalid_vector") for a NaN or infinity, and for a length other
+    than `dimensions` when it is given."""
+    values = [float(x) for x in vector]
+    if dimensions is not None and len(values) != dimensions:
+        raise ValueError(f"expected {dimensions} dimensions, got {len(values)}")
+    if not all(math.isfinite(x) for x in values):
+        raise ValueError("invalid_vector")
+    norm = math.sqrt(math.fsum(x * x for x in values))
+    return [x / norm for x in values] if norm > 0 else values

@@ -127,7 +127,6 @@ INLINE_ATTRIBUTES = (*INLINE_STRINGS.values(), PINNED)
 # What SearchVectors returns of a hit (projected into the vector index).
 PROJECTED = ("tenant", "doc_id", "version", "fields")
 GENERATION_KEY = {PK: {"S": "GENERATION"}, SK: {"S": "LIVE"}}
-ORDER_NAME = "#o"
 
 TOP_K = 100  # SearchVectors' TopK: 1 to 100
 OVER_FETCH = 3
@@ -733,12 +732,8 @@ class DynamoVectorIndex:
         return found[:k]
 
     def _scope_docs(self, scope: str, *, newest_first: bool, with_text: bool) -> Iterator[Item]:
-        names = {
-            "#s": SCOPE,
-            ORDER_NAME: ORDER,
-            **{f"#p{n}": name for n, name in enumerate(PROJECTED)},
-        }
-        projected = [f"#p{n}" for n in range(len(PROJECTED))] + [ORDER_NAME]
+        names = {"#s": SCOPE, **{f"#p{n}": name for n, name in enumerate(PROJECTED)}}
+        projected = [f"#p{n}" for n in range(len(PROJECTED))]
         if with_text:
             names.update({"#text": "text", "#context": "context"})
             projected += ["#text", "#context"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import replace
 from typing import Any
 
 import boto3
@@ -390,8 +391,14 @@ def test_the_function_verifies_the_token_itself_and_trusts_no_context_in_the_eve
             headers={"authorization": "Bearer " + token({"sub": "ops"}, aud="another-api")},
         ),
     )
+    # A Cognito deployment: its scopes count with their resource server's prefix, memkit/
+    prefixed = replace(world.services.settings.identity, scope_prefix="memkit/")
+    settings = verifying_settings(scope_prefix="memkit/")
+    for_cognito = make_lambda_handler(
+        lambda: world.services, lambda: settings, identity=lambda: prefixed
+    )
     cognito = _sent(  # an access token of a Cognito app client: no aud, client_id
-        handler,
+        for_cognito,
         mcp_event(
             tool_call("get_working_memory", {"session_id": "s"}),
             headers={

@@ -781,3 +781,29 @@ def test_logs_carry_tool_names_never_arguments_or_results(
     logged = capsys.readouterr().out + caplog.text
     for kept in ("9911", "SECRET-MEMORY", "custom:tenant"):
         assert kept not in logged
+
+
+def test_an_unauthenticated_call_is_refused_before_any_service_is_built(
+    world: MemoryWorld,
+) -> None:
+    from memkit.errors import StoreUnavailable
+
+    def down() -> Any:  # the table out of reach: building the services fails
+        raise StoreUnavailable("the table is unavailable")
+
+    handler = make_lambda_handler(
+        down, lambda: verifying_settings(), identity=lambda: world.services.settings.identity
+    )
+    missing = _sent(handler, mcp_event(request("tools/list")))
+    forged = _sent(
+        handler,
+        mcp_event(
+            request("tools/list"),
+            headers={"authorization": "Bearer " + token({"sub": "x"}, aud="another-api")},
+        ),
+    )
+
+    # No credential, or one that fails, costs the check alone: a 401 naming the metadata
+    assert missing.status == 401
+    assert "resource_metadata=" in missing.headers["www-authenticate"]
+    assert forged.status == 401

@@ -1643,7 +1643,11 @@ def test_outside_a_vpc_the_functions_may_not_create_network_interfaces(
 
 @pytest.mark.parametrize(
     ("function", "parameter"),
-    [("ApiFunction", "ApiReservedConcurrency"), ("IndexerFunction", "IndexerConcurrency")],
+    [
+        ("ApiFunction", "ApiReservedConcurrency"),
+        ("IndexerFunction", "IndexerConcurrency"),
+        ("McpFunction", "McpReservedConcurrency"),
+    ],
 )
 @pytest.mark.parametrize(("reserved", "expected"), [("0", None), ("50", "50")])
 def test_concurrency_is_reserved_only_when_asked(

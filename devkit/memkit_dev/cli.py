@@ -186,7 +186,11 @@ def _jwt_settings(args: argparse.Namespace) -> Any:
     # The development key pair stays in the data folder even for an ephemeral run: it is
     # not data, and `memkit token` signs with it.
     return JwtSettings(
-        jwks=args.jwks, issuer=args.issuer, audience=args.audience, data_dir=args.data_dir
+        jwks=args.jwks,
+        issuer=args.issuer,
+        audience=args.audience,
+        data_dir=args.data_dir,
+        scope_prefix=args.scope_prefix,
     )
 
 
@@ -358,7 +362,20 @@ def build_parser() -> argparse.ArgumentParser:
         "--jwks", metavar="FILE|URL", help="jwt: the key set (default: a development key pair)"
     )
     serve.add_argument("--issuer", default="memkit-local", help="jwt: the required iss")
-    serve.add_argument("--audience", default="memkit", help="jwt: the required aud")
+    serve.add_argument(
+        "--audience",
+        default="memkit",
+        help="jwt: the audiences accepted, comma-separated (the aud claim, or client_id for a "
+        "Cognito access token)",
+    )
+    serve.add_argument(
+        "--scope-prefix",
+        default="",
+        metavar="PREFIX",
+        help="jwt: what the issuer puts before memkit's scopes (the template's JwtScopePrefix, "
+        "e.g. memkit/ for Cognito); only the scopes exactly so named count (default: none, "
+        "the bare memory:read, as the development tokens carry them)",
+    )
     serve.add_argument("--tenant-claim", default="custom:tenant", help="jwt: the tenant's claim")
     serve.add_argument("--user-claim", default="sub", help="jwt: the user's claim")
     serve.add_argument(

@@ -9,11 +9,18 @@ and nothing crosses: no response carries the other side's marker, and every item
 side stored is, after all the probes, exactly as it was (nothing read-modified, moved, added
 to or deleted). Then each probe is sent again by the data's owner and must succeed: a probe
 that could never work would prove nothing.
+
+Each of it runs twice: with bare scopes (`memory:read`) and with Cognito's `memkit/` prefix
+(JwtScopePrefix), every identity's scopes named as that issuer names them. And a user holding
+an admin scope in any other shape (another resource server's, a URL's, bracketed, in another
+case, the other deployment's form) is the user it is on every route and every tool: a shape
+that counted as memory:admin would let it read and change another user's data here.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,7 +30,7 @@ import pytest
 from memkit.api.app import app
 from memkit.api.scopes import ROUTE_SCOPES
 from memkit.config import ApiSettings
-from memkit.identity import ADMIN, READ, WRITE
+from memkit.identity import ADMIN, READ, SCOPES, WRITE
 from tests.conftest import ApiResponse, call_api
 from tests.events import jwt_authorizer
 from tests.integration.memory_world import MemoryWorld, build_world
@@ -43,6 +50,48 @@ A2 = jwt_authorizer("A", "a2", READ, WRITE)
 A_ADMIN = jwt_authorizer("A", "ops", ADMIN)
 B1 = jwt_authorizer("B", "b1", READ, WRITE)
 B_ADMIN = jwt_authorizer("B", "ops", ADMIN)
+# The two ways an issuer names memkit's scopes (the template's JwtScopePrefix).
+PREFIXES = {"bare scopes": "", "memkit/ prefix": "memkit/"}
+
+
+@dataclass(frozen=True)
+class Forged:
+    """An identity holding, besides its own scopes, an admin scope in a shape that is not
+    memkit's (`shape` of the world's prefix): it must count for nothing."""
+
+    who: dict[str, Any]
+    shape: Callable[[str], str]
+
+
+# Admin scopes an issuer may sign that are not memkit's, as a function of the prefix in use.
+FORGED_ADMIN: dict[str, Callable[[str], str]] = {
+    "another resource server's": lambda prefix: "otherapi/memory:admin",
+    "a URL's": lambda prefix: "https://evil.example.com/memory:admin",
+    "bracketed": lambda prefix: f"[{prefix}memory:admin]",
+    "upper case": lambda prefix: f"{prefix}MEMORY:ADMIN",
+    "capitalised": lambda prefix: f"{prefix}Memory:Admin",
+    "the prefix in upper case": lambda prefix: f"{prefix.upper() or 'MEMKIT/'}memory:admin",
+    "the other prefix's": lambda prefix: "memory:admin" if prefix else "memkit/memory:admin",
+    "prefixed twice": lambda prefix: f"{prefix or 'memkit/'}{prefix or 'memkit/'}memory:admin",
+}
+Who = dict[str, Any] | Forged
+
+
+def _prefix(world: MemoryWorld) -> str:
+    return world.services.settings.scope_prefix
+
+
+def _issued(world: MemoryWorld, who: Who) -> dict[str, Any]:
+    """`who`'s verified claims as the world's issuer names its scopes: memkit's with the
+    world's prefix, a forged shape appended as it is."""
+    base = who.who if isinstance(who, Forged) else who
+    claims = dict(base["jwt"]["claims"])
+    prefix = _prefix(world)
+    scopes = [prefix + s if s in SCOPES else s for s in claims["scope"].split()]
+    if isinstance(who, Forged):
+        scopes.append(who.shape(prefix))
+    claims["scope"] = " ".join(scopes)
+    return {"jwt": {"claims": claims, "scopes": None}}
 
 
 @dataclass(frozen=True)
@@ -294,10 +343,15 @@ def _path(route: str, params: dict[str, str]) -> tuple[str, str]:
     return method, template
 
 
-def _send(world: MemoryWorld, who: dict[str, Any], route: str, probe: Probe) -> ApiResponse:
+def _send(world: MemoryWorld, who: Who, route: str, probe: Probe) -> ApiResponse:
     method, path = _path(route, probe.params)
     return call_api(
-        world.api_handler, method, path, query=probe.query, body=probe.body, authorizer=who
+        world.api_handler,
+        method,
+        path,
+        query=probe.query,
+        body=probe.body,
+        authorizer=_issued(world, who),
     )
 
 
@@ -312,7 +366,9 @@ def _items(table: str) -> dict[tuple[str, str], dict[str, Any]]:
 
 def _seed(world: MemoryWorld, who: dict[str, Any], session: str, user: str, secret: str) -> None:
     def ok(method: str, path: str, **request: Any) -> None:
-        response = call_api(world.api_handler, method, path, authorizer=who, **request)
+        response = call_api(
+            world.api_handler, method, path, authorizer=_issued(world, who), **request
+        )
         assert response.status < 300, response.body
 
     ok(
@@ -329,7 +385,7 @@ def _seed(world: MemoryWorld, who: dict[str, Any], session: str, user: str, secr
         world.api_handler,
         "POST",
         f"/memories/{memory}/events",
-        authorizer=who,
+        authorizer=_issued(world, who),
         body=_event_body(user, session, secret, "seed"),
     )
     assert made.status == 201, made.body
@@ -340,7 +396,7 @@ def _seed(world: MemoryWorld, who: dict[str, Any], session: str, user: str, secr
             world.api_handler,
             "POST",
             f"/memories/{memory}/memoryRecords/batchCreate",
-            authorizer=who,
+            authorizer=_issued(world, who),
             body=_record_body(user, secret, ident),
         )
         assert created.status == 201, created.body
@@ -351,7 +407,11 @@ def _seed(world: MemoryWorld, who: dict[str, Any], session: str, user: str, secr
 
 def _agentcore_memory(world: MemoryWorld, admin: dict[str, Any], user: str) -> None:
     made = call_api(
-        world.api_handler, "POST", "/memories/create", body=MEMORY_BODY, authorizer=admin
+        world.api_handler,
+        "POST",
+        "/memories/create",
+        body=MEMORY_BODY,
+        authorizer=_issued(world, admin),
     )
     assert made.status == 202, made.body
     AGENTCORE[user] = (made.body["memory"]["id"], "")
@@ -359,9 +419,8 @@ def _agentcore_memory(world: MemoryWorld, admin: dict[str, Any], user: str) -> N
 
 def _user_profile(world: MemoryWorld, admin: dict[str, Any]) -> None:
     body = {"scope": "user", "format": "markdown"}
-    put = call_api(
-        world.api_handler, "PUT", f"/v1/profiles/{USER_PROFILE}", body=body, authorizer=admin
-    )
+    path = f"/v1/profiles/{USER_PROFILE}"
+    put = call_api(world.api_handler, "PUT", path, body=body, authorizer=_issued(world, admin))
     assert put.status < 300, put.body
 
 
@@ -375,13 +434,14 @@ def _assert_untouched(
     assert planted == [], planted
 
 
-@pytest.fixture
-def world(dynamodb_table: str) -> MemoryWorld:
+@pytest.fixture(params=list(PREFIXES.values()), ids=list(PREFIXES))
+def world(dynamodb_table: str, request: pytest.FixtureRequest) -> MemoryWorld:
     settings = ApiSettings(
         table_name=dynamodb_table,
         region="us-east-1",
         auth_mode="jwt",
         tenant_claim="custom:tenant",
+        scope_prefix=request.param,
     )
     built = build_world(dynamodb_table, settings)
     _user_profile(built, A_ADMIN)
@@ -406,13 +466,24 @@ def test_every_route_declares_a_scope_and_has_an_isolation_probe() -> None:
     assert set(_probes("s", "u", "r")) == protected
 
 
-Attack = tuple[str, dict[str, Any], tuple[str, str, str], dict[str, Any], tuple[str, ...]]
+Attack = tuple[str, Who, tuple[str, str, str], dict[str, Any], tuple[str, ...]]
 ATTACKS: list[Attack] = [
     # (what, attacker, the victim's (session, user, record), the victim's identity, the
     # markers no answer may carry: a1 sees neither a2's nor tenant B's; tenant A's admin
     # sees a2's, its own tenant's, but never tenant B's)
     ("user a1 against user a2 of its tenant", A1, ("s-a2", "a2", "rec-a2"), A2, MARKERS),
     ("tenant A's admin against tenant B", A_ADMIN, ("s-b", "b1", "rec-b1"), B1, ("SECRET-B",)),
+    # a1 with an admin scope that is not memkit's: still only user a1
+    *(
+        (
+            f"user a1 with {name} admin scope",
+            Forged(A1, shape),
+            ("s-a2", "a2", "rec-a2"),
+            A2,
+            MARKERS,
+        )
+        for name, shape in FORGED_ADMIN.items()
+    ),
 ]
 
 
@@ -540,14 +611,17 @@ def _mcp_probes(session: str, user: str, record: str) -> dict[str, list[dict[str
 
 
 def _mcp(world: MemoryWorld) -> Any:
+    """call(message, who): through the MCP function's handler, which verifies its callers'
+    tokens itself (signed with the claims of `who` as the world's issuer names them)."""
     from memkit.handlers.mcp import make_lambda_handler
 
-    settings = verifying_settings()  # the function verifies its callers' tokens
-    return make_lambda_handler(lambda: world.services, lambda: settings)
+    settings = verifying_settings(scope_prefix=_prefix(world))
+    handler = make_lambda_handler(lambda: world.services, lambda: settings)
+    return lambda message, who: call_mcp(handler, message, _issued(world, who))
 
 
-def _tools(handler: Any) -> dict[str, dict[str, Any]]:
-    listed = call_mcp(handler, request("tools/list"), A1)
+def _tools(call: Any) -> dict[str, dict[str, Any]]:
+    listed = call(request("tools/list"), A1)
     return {tool["name"]: tool for tool in listed.result["tools"]}
 
 
@@ -593,7 +667,7 @@ def test_every_tool_with_a_user_argument_refuses_another_users_id(world: MemoryW
         naming = [args for args in probes[name] if "a2" in _users_named(args)]
         assert naming, f"{name} names a user but no probe names one"
         for arguments in naming:
-            answered = call_mcp(handler, tool_call(name, arguments), A1)
+            answered = handler(tool_call(name, arguments), A1)
             refused[(name, json.dumps(arguments))] = (answered.status, answered.headers)
 
     assert len(with_user) >= 10  # every tool but the datetime, one record read and its deletion
@@ -621,7 +695,7 @@ def test_nothing_crosses_a_user_or_tenant_boundary_through_mcp(
     leaks: list[str] = []
     for tool, sent in probes.items():
         for arguments in sent:
-            answered = call_mcp(handler, tool_call(tool, arguments), attacker)
+            answered = handler(tool_call(tool, arguments), attacker)
             assert answered.status < 500, (tool, arguments, answered.body)
             if any(marker in json.dumps(answered.body) for marker in unseen):
                 leaks.append(f"{tool} {arguments}: {answered.status}")
@@ -640,7 +714,7 @@ def test_nothing_crosses_a_user_or_tenant_boundary_through_mcp(
     for tool in order + middle + last:
         who = admin if TOOL_SCOPES[tool] == ADMIN else owner
         for arguments in probes[tool]:
-            answered = call_mcp(handler, tool_call(tool, arguments), who)
+            answered = handler(tool_call(tool, arguments), who)
             failed = answered.status >= 400 or answered.result.get("isError") is True
             assert not failed or (tool, answered.status) in EXPECTED_MCP_OWNER_REFUSALS, (
                 tool,

@@ -269,3 +269,63 @@ def test_serve_refuses_a_key_cache_the_template_would_refuse(
 
     assert status == 2
     assert "--api-key-cache" in capsys.readouterr().err
+
+
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
+}
+MCP_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+
+
+def _both(stack: LocalStack, token: str) -> tuple[int, int]:
+    """The status REST and MCP answer a token with."""
+    answer = _call(stack, token, "GET", "/v1/working-memory/")
+    rest = answer.status_code
+    headers = {**MCP_HEADERS, "authorization": f"Bearer {token}"}
+    mcp = httpx.post(f"{stack.url}/mcp", json=INIT, headers=headers, timeout=120).status_code
+    return rest, mcp
+
+
+def test_rest_and_mcp_answer_every_token_alike_never_a_500(stack: LocalStack) -> None:
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    assert stack.config.jwt is not None
+    signer = JwtAuthorizer(JwtSettings(data_dir=stack.config.jwt.data_dir))._dev_key
+    now = int(time.time())
+    good = {"iss": "memkit-local", "sub": "ada", "scope": "memory:read", "exp": now + 600}
+    good["custom:tenant"] = "default"
+    rsa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+    def es256(claims: dict[str, Any]) -> str:
+        return jwt.encode(claims, signer, algorithm="ES256", headers={"kid": DEV_KEY_ID})
+
+    # A Cognito access token: no aud, its app client in client_id (API Gateway reads it)
+    assert _both(stack, es256({**good, "client_id": "memkit"})) == (200, 200)
+    for refused in (
+        jwt.encode({**good, "aud": "memkit"}, rsa_key, "RS256", headers={"kid": DEV_KEY_ID}),
+        es256({**good, "client_id": "another-client"}),
+        es256(good),  # neither aud nor client_id
+        es256({**good, "aud": "memkit", "exp": now - 3600}),
+        es256({**good, "aud": "memkit", "iss": "https://elsewhere.example.com"}),
+    ):
+        assert _both(stack, refused) == (401, 401)
+
+
+def test_mcp_refuses_a_host_that_is_not_the_apis_with_421(stack: LocalStack) -> None:
+    token = _token(stack, "ada", "memory:read")
+    headers = {**MCP_HEADERS, "authorization": f"Bearer {token}"}
+
+    own = httpx.post(f"{stack.url}/mcp", json=INIT, headers=headers, timeout=120)
+    foreign = httpx.post(
+        f"{stack.url}/mcp", json=INIT, headers={**headers, "host": "evil.example.com"}, timeout=120
+    )
+
+    assert own.status_code == 200
+    assert foreign.status_code == 421

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import replace
 from typing import Any
 
 import boto3
@@ -390,8 +391,14 @@ def test_the_function_verifies_the_token_itself_and_trusts_no_context_in_the_eve
             headers={"authorization": "Bearer " + token({"sub": "ops"}, aud="another-api")},
         ),
     )
+    # A Cognito deployment: its scopes count with their resource server's prefix, memkit/
+    prefixed = replace(world.services.settings.identity, scope_prefix="memkit/")
+    settings = verifying_settings(scope_prefix="memkit/")
+    for_cognito = make_lambda_handler(
+        lambda: world.services, lambda: settings, identity=lambda: prefixed
+    )
     cognito = _sent(  # an access token of a Cognito app client: no aud, client_id
-        handler,
+        for_cognito,
         mcp_event(
             tool_call("get_working_memory", {"session_id": "s"}),
             headers={
@@ -774,3 +781,29 @@ def test_logs_carry_tool_names_never_arguments_or_results(
     logged = capsys.readouterr().out + caplog.text
     for kept in ("9911", "SECRET-MEMORY", "custom:tenant"):
         assert kept not in logged
+
+
+def test_an_unauthenticated_call_is_refused_before_any_service_is_built(
+    world: MemoryWorld,
+) -> None:
+    from memkit.errors import StoreUnavailable
+
+    def down() -> Any:  # the table out of reach: building the services fails
+        raise StoreUnavailable("the table is unavailable")
+
+    handler = make_lambda_handler(
+        down, lambda: verifying_settings(), identity=lambda: world.services.settings.identity
+    )
+    missing = _sent(handler, mcp_event(request("tools/list")))
+    forged = _sent(
+        handler,
+        mcp_event(
+            request("tools/list"),
+            headers={"authorization": "Bearer " + token({"sub": "x"}, aud="another-api")},
+        ),
+    )
+
+    # No credential, or one that fails, costs the check alone: a 401 naming the metadata
+    assert missing.status == 401
+    assert "resource_metadata=" in missing.headers["www-authenticate"]
+    assert forged.status == 401

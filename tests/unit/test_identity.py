@@ -13,6 +13,23 @@ from memkit.identity import ADMIN, READ, SCOPES, WRITE, Caller, IdentitySettings
 from memkit.models.memory import CreateMemories, MemoryRecordIn, SearchRequest
 
 JWT = IdentitySettings(auth_mode="jwt", tenant_claim="custom:tenant")
+BARE = IdentitySettings(auth_mode="jwt")
+COGNITO = IdentitySettings(auth_mode="jwt", tenant_claim="custom:tenant", scope_prefix="memkit/")
+PREFIXED = IdentitySettings(auth_mode="jwt", scope_prefix="memkit/")
+# Scopes a token's issuer may grant for other APIs, or that only look like memkit's: none is
+# memkit's, whichever claim carries it (finding 9 of issue 26).
+NOT_MEMKITS = [
+    "otherapi/memory:admin",
+    "https://evil.example.com/memory:admin",
+    "[memory:admin]",
+    "[memory:admin",
+    "memory:admin]",
+    "Memory:Admin",
+    "MEMORY:ADMIN",
+    "memory:admin/",
+    "/memory:admin",
+    "memkit/memory:admin/memory:admin",
+]
 
 
 def _event(authorizer: dict[str, Any] | None) -> dict[str, Any]:
@@ -31,10 +48,10 @@ def _claims(**claims: Any) -> dict[str, Any]:
     return {"jwt": {"claims": claims, "scopes": None}}
 
 
-def test_a_jwt_caller_is_its_claims_and_cognito_scope_prefixes_are_ignored() -> None:
+def test_a_jwt_caller_is_its_claims_with_the_configured_cognito_scope_prefix() -> None:
     event = _event(_claims(sub="u1", **{"custom:tenant": "acme"}, scope="memkit/memory:read"))
 
-    caller = caller_of(event, JWT)
+    caller = caller_of(event, COGNITO)
 
     assert caller == Caller("acme", "u1", frozenset({READ}))
     assert not caller.admin
@@ -48,6 +65,42 @@ def test_scopes_come_from_the_authorizers_list_and_the_scope_or_scp_claims() -> 
         }
     }
     assert caller_of(_event(authorizer), JWT).scopes == {WRITE, ADMIN}
+
+
+@pytest.mark.parametrize("scope", [*NOT_MEMKITS, "memkit/memory:admin", "MEMKIT/memory:admin"])
+def test_without_a_prefix_only_the_bare_scope_counts(scope: str) -> None:
+    for authorizer in (
+        _claims(sub="u1", scope=scope),
+        _claims(sub="u1", scope=f"memory:read {scope}"),
+        _claims(sub="u1", scp=[scope]),
+        _claims(sub="u1", scp=f"[{scope}]"),  # a list claim as API Gateway passes it
+        {"jwt": {"claims": {"sub": "u1"}, "scopes": [scope]}},
+    ):
+        caller = caller_of(_event(authorizer), BARE)
+        assert not caller.admin, authorizer
+        assert caller.scopes <= {READ}, authorizer
+
+
+@pytest.mark.parametrize("scope", [*NOT_MEMKITS, "memory:admin", "Memkit/memory:admin"])
+def test_with_a_prefix_only_the_prefixed_scope_counts(scope: str) -> None:
+    for authorizer in (
+        _claims(sub="u1", scope=scope),
+        _claims(sub="u1", scp=[scope]),
+        _claims(sub="u1", scp=f"[{scope}]"),
+        {"jwt": {"claims": {"sub": "u1"}, "scopes": [scope]}},
+    ):
+        assert caller_of(_event(authorizer), PREFIXED).scopes == frozenset(), authorizer
+
+    exact = _claims(sub="u1", scope=f"{scope} memkit/memory:admin")
+    assert caller_of(_event(exact), PREFIXED).scopes == {ADMIN}
+
+
+def test_a_bracketed_scope_string_is_not_a_scope_but_a_listed_scp_claim_is() -> None:
+    bracketed = caller_of(_event(_claims(sub="u1", scope="[memory:admin memory:read]")), BARE)
+    listed = caller_of(_event(_claims(sub="u1", scp="[memory:admin memory:read]")), BARE)
+
+    assert bracketed.scopes == frozenset()
+    assert listed.scopes == {ADMIN, READ}
 
 
 def test_without_a_tenant_claim_configured_every_jwt_caller_is_in_the_default_tenant() -> None:

@@ -611,7 +611,7 @@ def test_the_stack_refuses_a_model_whose_size_the_index_would_not_match(
 
 # The rules about who may call (AuthMode): the tests of other settings leave them out, so a
 # default deployment (jwt without an issuer, refused) does not hide what they check.
-IDENTITY_RULES = frozenset({"AuthNoneIsAskedFor", "JwtNeedsAnIssuer"})
+IDENTITY_RULES = frozenset({"AuthNoneIsAskedFor", "JwtNeedsAnIssuer", "UserPoolScopesArePrefixed"})
 
 
 def _refusals(
@@ -1643,7 +1643,11 @@ def test_outside_a_vpc_the_functions_may_not_create_network_interfaces(
 
 @pytest.mark.parametrize(
     ("function", "parameter"),
-    [("ApiFunction", "ApiReservedConcurrency"), ("IndexerFunction", "IndexerConcurrency")],
+    [
+        ("ApiFunction", "ApiReservedConcurrency"),
+        ("IndexerFunction", "IndexerConcurrency"),
+        ("McpFunction", "McpReservedConcurrency"),
+    ],
 )
 @pytest.mark.parametrize(("reserved", "expected"), [("0", None), ("50", "50")])
 def test_concurrency_is_reserved_only_when_asked(
@@ -1735,7 +1739,8 @@ def test_every_route_is_authorized_as_auth_mode_says_with_the_scope_the_app_decl
         [listed] = route["AuthorizationScopes"]["Fn::Split"][1:]
         accepted = set(listed["Fn::Sub"].split(","))
         plain = {scope, "memory:admin"}  # admin implies read and write
-        assert accepted == plain | {f"${{JwtScopePrefix}}{s}" for s in plain}, key
+        # Exactly as the provider names them: never the bare scope beside a prefix
+        assert accepted == {f"${{JwtScopePrefix}}{s}" for s in plain}, key
 
 
 @pytest.mark.parametrize(
@@ -1745,6 +1750,9 @@ def test_every_route_is_authorized_as_auth_mode_says_with_the_scope_the_app_decl
         (JWT_ISSUER, False),
         ({"JwtIssuer": "https://idp.example.com"}, True),  # and an audience
         ({"CreateUserPool": "true"}, False),
+        ({"CreateUserPool": "true", "JwtScopePrefix": ""}, True),  # its scopes are memkit/'s
+        ({"CreateUserPool": "true", "JwtScopePrefix": "other/"}, True),
+        ({**JWT_ISSUER, "JwtScopePrefix": ""}, False),  # a provider of bare scopes
         ({"AuthMode": "iam"}, False),
         ({"AuthMode": "apikey"}, False),
         ({"AuthMode": "none"}, True),
@@ -1810,12 +1818,15 @@ def test_the_api_function_reads_who_calls_as_the_template_verifies_it(
     assert variables["MEMKIT_USER_CLAIM"] == "sub"
     assert "MEMKIT_IAM_TENANT_PATTERN" not in variables  # unset: the account is the tenant
     assert variables["MEMKIT_TENANT_REQUESTS_PER_MINUTE"] == "0"
+    # The scopes count only with the prefix the routes' authorizer compares them with
+    assert variables["MEMKIT_SCOPE_PREFIX"] == parameters["JwtScopePrefix"] == "memkit/"
     # And the settings those variables make are valid: the function starts with them.
     from memkit.config import ApiSettings
 
     plain = {k: v for k, v in variables.items() if isinstance(v, str)}  # refs resolve on AWS
     settings = ApiSettings.from_env({**plain, "MEMKIT_TABLE_NAME": "memkit-t"})
     assert (settings.auth_mode, settings.tenant_claim) == ("jwt", "custom:tenant")
+    assert settings.identity.scope_prefix == "memkit/"
 
 
 # --- the MCP server: a function of its own -------------------------------------------------

@@ -2,12 +2,15 @@
 authorization and memkit's API-key Lambda authorizer do, on one machine, so `memkit serve
 --auth jwt|iam|apikey` checks callers as a deployment does.
 
-A token is verified with PyJWT against a JSON Web Key Set (a file, a URL, or the local
-development key pair): RS256 or ES256 only, signature, `iss`, `aud` and `exp` required,
-`nbf` honoured, with a bounded clock skew. A token that fails is a 401
-`{"message":"Unauthorized"}` before the function is invoked, as API Gateway answers. A token
-that passes reaches the function as `requestContext.authorizer.jwt.claims`, each claim a
-string as API Gateway passes them (a list becomes "[a b]").
+A token is verified against a JSON Web Key Set (a file, a URL, or the local development key
+pair) by the MCP function's verifier (memkit.mcp_server.bearer), which applies API Gateway's
+rules: an asymmetric signature by a key of the set, `iss`, `aud` (or, without one, Cognito's
+`client_id`) one of the audiences, `exp` required, `nbf` and `iat` honoured, with a bounded
+clock skew. So REST and MCP answer a token alike. A token that fails is a 401
+`{"message":"Unauthorized"}` before the function is invoked, as API Gateway answers; a key
+set that cannot be fetched a 503. A token that passes reaches the function as
+`requestContext.authorizer.jwt.claims`, each claim a string as API Gateway passes them (a
+list becomes "[a b]").
 
 Without `--jwks`, the stack makes (once) an ES256 key pair in its data folder and trusts it:
 `memkit token` mints development tokens with it.
@@ -34,11 +37,10 @@ from typing import Any
 
 from werkzeug.wrappers import Request
 
-from memkit.mcp_server.bearer import as_gateway_claim
+from memkit.errors import Unauthenticated
+from memkit.mcp_server.bearer import IssuerUnavailable, JwtVerifier, KeySet, as_gateway_claim
 from memkit_dev.local.sigv4 import SigningKey, verify
 
-ALGORITHMS = ["RS256", "ES256"]
-CLOCK_SKEW_SECONDS = 60
 DEV_ISSUER = "memkit-local"
 DEV_AUDIENCE = "memkit"
 DEV_KEY_FILE = "dev-jwt-key.pem"
@@ -66,14 +68,27 @@ class AuthorizerFailed(Exception):
     """A Lambda authorizer raised or timed out: API Gateway answers 500 and caches nothing."""
 
 
+class KeysUnavailable(Exception):
+    """The issuer's key set could not be fetched: no decision (503, as the MCP function
+    answers; the client may retry)."""
+
+
 @dataclass(frozen=True)
 class JwtSettings:
     """How the local gateway verifies tokens (`memkit serve --auth jwt ...`)."""
 
     jwks: str | None = None  # a file path or an https URL; None: the dev key pair
     issuer: str = DEV_ISSUER
-    audience: str = DEV_AUDIENCE
+    audience: str = DEV_AUDIENCE  # comma-separated, as the template's JwtAudience
     data_dir: Path | None = None  # where the dev key pair lives (None: in memory)
+    # What the issuer puts before memkit's scopes (the template's JwtScopePrefix; the dev
+    # tokens' are bare): the functions count only those scopes (MEMKIT_SCOPE_PREFIX).
+    scope_prefix: str = ""
+
+
+def audiences(audience: str) -> list[str]:
+    """The audiences of a comma-separated list (JwtAudience, MEMKIT_JWT_AUDIENCE)."""
+    return [one.strip() for one in audience.split(",") if one.strip()]
 
 
 def _dev_key(data_dir: Path | None) -> Any:
@@ -137,25 +152,22 @@ def mint(
 
 
 class JwtAuthorizer:
-    """Verifies bearer tokens and builds the authorizer context API Gateway would send."""
+    """Verifies bearer tokens and builds the authorizer context API Gateway would send.
+
+    The checks are the MCP function's own (memkit.mcp_server.bearer.JwtVerifier, the rules
+    of API Gateway's JWT authorizer), over the key set the stack hands that function, so a
+    token gets the same answer from every route: `aud` one of the audiences or, without
+    `aud`, `client_id` (a Cognito access token's), a signature by a key of the set in the
+    algorithm the key is for (an RS256 token against an EC key is refused, never an
+    error), `exp` required, `iat` and `nbf` not in the future."""
 
     def __init__(self, settings: JwtSettings) -> None:
-        import jwt
-
         self._settings = settings
-        self._client: Any = None
-        self._keys: dict[str, Any] = {}
-        source = settings.jwks
         self._dev_key: Any = None
-        if source is None:
+        if settings.jwks is None:
             self._dev_key = _dev_key(settings.data_dir)
-            self._keys = {DEV_KEY_ID: self._dev_key.public_key()}
-        elif source.startswith(("https://", "http://")):
-            self._client = jwt.PyJWKClient(source, cache_keys=True, lifespan=300)
-        else:
-            document = json.loads(Path(source).read_text(encoding="utf-8"))
-            jwk_set = jwt.PyJWKSet.from_dict(document)
-            self._keys = {key.key_id or str(n): key.key for n, key in enumerate(jwk_set.keys)}
+        keys = KeySet(settings.issuer, self.key_set())
+        self._verifier = JwtVerifier(settings.issuer, audiences(settings.audience), keys)
 
     def dev_token(self, subject: str, tenant: str, scopes: list[str]) -> str | None:
         """A development token this authorizer accepts (None: it trusts an outside key set)."""
@@ -169,50 +181,19 @@ class JwtAuthorizer:
             scopes,
             DEV_TOKEN_SECONDS,
             settings.issuer,
-            settings.audience,
+            settings.audience.split(",")[0].strip(),
         )
 
-    def _key_for(self, token: str) -> Any:
-        import jwt
-
-        try:
-            header = jwt.get_unverified_header(token)
-        except jwt.PyJWTError as exc:
-            raise Unauthorized("not a token") from exc
-        if self._client is not None:
-            try:
-                return self._client.get_signing_key_from_jwt(token).key
-            except jwt.PyJWKClientError as exc:
-                raise Unauthorized("no key for this token") from exc
-        kid = header.get("kid")
-        if kid in self._keys:
-            return self._keys[kid]
-        if kid is None and len(self._keys) == 1:
-            return next(iter(self._keys.values()))
-        raise Unauthorized("no key for this token")
-
     def claims(self, authorization: str | None) -> dict[str, Any]:
-        """The verified claims of `Authorization: Bearer <token>`; Unauthorized otherwise."""
-        import jwt
-
-        scheme, _, token = (authorization or "").partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
-            raise Unauthorized("no bearer token")
-        token = token.strip()
+        """The verified claims of `Authorization: Bearer <token>` (or the token alone, as API
+        Gateway takes it); Unauthorized otherwise, KeysUnavailable when the key set cannot
+        be fetched."""
         try:
-            return dict(
-                jwt.decode(
-                    token,
-                    self._key_for(token),
-                    algorithms=ALGORITHMS,
-                    audience=self._settings.audience,
-                    issuer=self._settings.issuer,
-                    leeway=CLOCK_SKEW_SECONDS,
-                    options={"require": ["exp", "iss", "aud"]},
-                )
-            )
-        except jwt.PyJWTError as exc:
+            return self._verifier.claims(authorization)
+        except Unauthenticated as exc:
             raise Unauthorized("the token does not verify") from exc
+        except IssuerUnavailable as exc:
+            raise KeysUnavailable("the key set could not be fetched") from exc
 
     def context(self, authorization: str | None) -> dict[str, Any]:
         """`requestContext.authorizer` for a request, as the HTTP API's JWT authorizer

@@ -29,6 +29,7 @@ from memkit_dev.local.auth import (
     Denied,
     IamAuthorizer,
     JwtAuthorizer,
+    KeysUnavailable,
     LambdaKeyAuthorizer,
     Unauthorized,
 )
@@ -216,6 +217,25 @@ class Cors:
 
 
 HEALTH_PATH = "/v1/health"
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+WILDCARDS = frozenset({"", "0.0.0.0", "::"})  # noqa: S104 (names, not a bind)
+
+
+def local_domains(host: str, port: int) -> tuple[str, ...]:
+    """The domains a local stack listening on `host`:`port` answers as its own, as an HTTP
+    API answers only for its execute-api domain and custom domains: the listening address,
+    and its loopback names (or, listening on every interface, this machine's names too).
+    The first is the one a request to another Host is said to have been served on."""
+    import socket
+
+    names = [host] if host not in WILDCARDS else []
+    names.extend(LOOPBACK_NAMES)
+    if host in WILDCARDS:
+        names.extend(dict.fromkeys([socket.gethostname(), socket.getfqdn()]))
+    bracketed = [
+        f"[{name}]" if ":" in name and not name.startswith("[") else name for name in names
+    ]
+    return tuple(dict.fromkeys(f"{name}:{port}".lower() for name in bracketed if name))
 
 
 class HttpApiGateway:
@@ -240,6 +260,17 @@ class HttpApiGateway:
         # The HTTP API's CORS configuration; None: none (OPTIONS is then a 404, as no route
         # answers it).
         self._cors = cors
+        # The domains the API answers for (local_domains; the stack sets them once it listens):
+        # requestContext.domainName is the one a request came to, never a client's other Host.
+        self.domain_names: tuple[str, ...] = ()
+
+    def domain_name(self, request: Request) -> str:
+        """requestContext.domainName for `request`: the API's own domain it was sent to, as
+        API Gateway names it (the MCP function refuses a Host that is not it: 421)."""
+        host = request.host.lower()
+        if not self.domain_names or host in self.domain_names:
+            return host
+        return self.domain_names[0]
 
     def _match(self, method: str, path: str) -> tuple[Route, dict[str, str], LocalFunction] | None:
         """The route for `path` as routed (decoded once), its parameters as sent (decoded
@@ -266,6 +297,7 @@ class HttpApiGateway:
         for name, value in request.args.items(multi=True):
             query[name] = f"{query[name]},{value}" if name in query else value
         now = datetime.now(UTC)
+        domain = self.domain_name(request)
         event: dict[str, Any] = {
             "version": "2.0",
             "routeKey": route.key,
@@ -275,8 +307,8 @@ class HttpApiGateway:
             "requestContext": {
                 "accountId": "123456789012",
                 "apiId": "local",
-                "domainName": request.host,
-                "domainPrefix": request.host.split(".")[0],
+                "domainName": domain,
+                "domainPrefix": domain.split(".")[0],
                 "http": {
                     "method": request.method,
                     "path": path,
@@ -364,6 +396,8 @@ class HttpApiGateway:
             context["authorizer"] = authorizer.context(request.headers.get("Authorization"))
         except Unauthorized:
             return _json(401, "Unauthorized")
+        except KeysUnavailable:
+            return _json(503, "Service Unavailable")
         except Denied:
             return _json(403, "Forbidden")
         except AuthorizerFailed:

@@ -42,7 +42,7 @@ from memkit_dev.local.bedrock import LoopbackBedrock
 from memkit_dev.local.dynamodb import MotoDynamoDB, dynamodb_client
 from memkit_dev.local.dynamodb_local import DynamoDBLocal, Unavailable, prepare
 from memkit_dev.local.functions import FunctionSpec, LocalFunction
-from memkit_dev.local.gateway import Cors, HttpApiGateway, http_api_routes
+from memkit_dev.local.gateway import Cors, HttpApiGateway, http_api_routes, local_domains
 from memkit_dev.local.meter import METER_VARIABLE
 from memkit_dev.local.opensearch import LoopbackOpenSearch
 from memkit_dev.local.queues import QueuePump, create_queues, queue_pump_for
@@ -284,6 +284,8 @@ class LocalStack:
             # The MCP server's RFC 9728 metadata names the issuer the gateway trusts, and its
             # function verifies that issuer's tokens itself (POST /mcp has no authorizer).
             environment["MEMKIT_OAUTH_ISSUER"] = self._jwt_settings().issuer
+            # The scopes count only as the issuer names them (the template's JwtScopePrefix).
+            environment["MEMKIT_SCOPE_PREFIX"] = self._jwt_settings().scope_prefix
             if resource == MCP_FUNCTION and isinstance(self.authorizer, JwtAuthorizer):
                 environment["MEMKIT_JWT_AUDIENCE"] = self._jwt_settings().audience
                 environment["MEMKIT_JWT_JWKS"] = self.authorizer.key_set()
@@ -407,6 +409,7 @@ class LocalStack:
             cors=Cors.from_template(template, config.cors_allowed_origins),
         )
         self._server = make_server(config.host, config.port, gateway, threaded=True)
+        gateway.domain_names = local_domains(config.host, self._server.socket.getsockname()[1])
         self._thread = threading.Thread(
             target=self._server.serve_forever, name="http-api", daemon=True
         )

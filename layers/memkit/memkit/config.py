@@ -107,6 +107,9 @@ class ApiSettings(StoreSettings, IndexSettings):
     # iam: a regex with a `tenant` group, matched against the principal's ARN; None: the
     # principal's account id is its tenant.
     iam_tenant_pattern: str | None = Field(default=None, min_length=1, max_length=512)
+    # jwt: what the identity provider puts before memkit's scopes (the template's
+    # JwtScopePrefix, Cognito's "memkit/"): only `<prefix>memory:read` and so on count.
+    scope_prefix: str = Field(default="", max_length=256)
     # Optimistic-concurrency retries for a PATCH that loses the race to another writer.
     merge_max_attempts: int = Field(default=25, ge=1, le=100)
     # DELETE /v1/users/{user_id} works this long, then leaves the rest to a job on the
@@ -150,6 +153,7 @@ class ApiSettings(StoreSettings, IndexSettings):
             tenant_claim=self.tenant_claim,
             user_claim=self.user_claim,
             iam_tenant_pattern=self.iam_tenant_pattern,
+            scope_prefix=self.scope_prefix,
         )
 
 

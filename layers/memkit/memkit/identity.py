@@ -7,8 +7,12 @@ Auth modes (MEMKIT_AUTH_MODE, set by the template's AuthMode):
   expiry; its claims arrive in `requestContext.authorizer.jwt.claims`. The tenant is the claim
   MEMKIT_TENANT_CLAIM names (e.g. `custom:tenant`; unset: every caller is in the default
   tenant), the user the claim MEMKIT_USER_CLAIM names (`sub`), the scopes the token's `scope`
-  (or `scp`) claim: space-separated, a resource-server prefix such as Cognito's `memkit/` is
-  ignored.
+  (or `scp`) claim: space-separated, each compared whole and case-sensitively with
+  `<MEMKIT_SCOPE_PREFIX><scope>` (the template's JwtScopePrefix: Cognito's `memkit/`, so
+  `memkit/memory:admin`; empty: `memory:admin`). Nothing else counts: not another resource
+  server's `otherapi/memory:admin`, not a URL ending in one, not the bare scope when a prefix
+  is configured, not `[memory:admin]` in `scope` (one of an issuer's other APIs may hold such
+  a name, and API Gateway's route scopes are compared whole too).
 - `iam`: SigV4, checked by API Gateway (`AWS_IAM`); `requestContext.authorizer.iam` names the
   principal. The tenant is the account id, or the `tenant` group of MEMKIT_IAM_TENANT_PATTERN
   matched against the principal's ARN. IAM policies decide which routes a principal may call
@@ -103,21 +107,28 @@ class IdentitySettings:
     tenant_claim: str | None = None
     user_claim: str = "sub"
     iam_tenant_pattern: str | None = None
+    # jwt: what the identity provider puts before memkit's scopes (JwtScopePrefix): a token's
+    # scope counts only when it is exactly this and a scope's name.
+    scope_prefix: str = ""
 
 
-def _scopes(raw: Any) -> frozenset[str]:
-    """memkit's scopes among `raw` (a space-separated string or a list), prefixes such as a
-    Cognito resource server's `memkit/` ignored."""
-    if isinstance(raw, str):  # API Gateway passes a list claim as "[a b]"
-        raw = raw.strip().removeprefix("[").removesuffix("]").split()
-    items = raw if isinstance(raw, list) else []
-    found = set()
-    for item in items:
-        if isinstance(item, str):
-            scope = item.rsplit("/", 1)[-1]
-            if scope in SCOPES:
-                found.add(scope)
-    return frozenset(found)
+def _scopes(items: Any, prefix: str = "") -> frozenset[str]:
+    """memkit's scopes among `items` (a space-separated string or a list of strings): each
+    item that is exactly `prefix` and a scope's name, compared whole and case-sensitively
+    (scopes are case-sensitive, RFC 6749 3.3)."""
+    named = {f"{prefix}{scope}": scope for scope in SCOPES}
+    listed = items.split() if isinstance(items, str) else items
+    if not isinstance(listed, list):
+        return frozenset()
+    return frozenset(named[item] for item in listed if isinstance(item, str) and item in named)
+
+
+def _listed(claim: Any) -> Any:
+    """The items of an `scp` claim: Okta and others send a list, which API Gateway (and so
+    memkit's own verifiers) passes as "[a b]"; a string of scopes is space-separated."""
+    if isinstance(claim, str) and claim.startswith("[") and claim.endswith("]"):
+        return claim[1:-1]
+    return claim
 
 
 def _tenant(value: Any, source: str) -> str:
@@ -153,7 +164,13 @@ def _from_jwt(authorizer: dict[str, Any], settings: IdentitySettings) -> Caller:
     else:
         tenant = settings.default_tenant
     listed = jwt.get("scopes") if isinstance(jwt, dict) else None
-    scopes = _scopes(listed) | _scopes(claims.get("scope")) | _scopes(claims.get("scp"))
+    prefix = settings.scope_prefix
+    # `scope` is a space-separated string (RFC 9068); `scp` may be a list.
+    scopes = (
+        _scopes(listed if isinstance(listed, list) else None, prefix)
+        | _scopes(claims.get("scope"), prefix)
+        | _scopes(_listed(claims.get("scp")), prefix)
+    )
     return Caller(tenant, _user(claims.get(settings.user_claim)), scopes)
 
 

@@ -104,13 +104,13 @@ def _authorization(event: dict[str, Any]) -> str | None:
 
 
 def _verified(
-    event: dict[str, Any], services: Services, settings: McpSettings, keys: Keys
+    event: dict[str, Any], identity: IdentitySettings, settings: McpSettings, keys: Keys
 ) -> dict[str, Any]:
     """`event` with the request context the function verified: with AuthMode jwt or apikey
     the route has no authorizer at the gateway, so what the gateway would have passed is
     made here from the Authorization header (anything else there is replaced); iam and
     none: the event as the gateway sent it. Unauthenticated when the credential fails."""
-    mode = services.settings.identity.auth_mode
+    mode = identity.auth_mode
     if mode == "jwt":
         verifier: JwtVerifier | KeyVerifier = _jwt_verifier(settings)
     elif mode == "apikey":
@@ -126,14 +126,17 @@ def _verified(
 
 def _post(
     event: dict[str, Any],
-    services: Services,
+    services: Callable[[], Services],
     resource: ProtectedResource,
     keys: Keys,
+    identity: IdentitySettings,
 ) -> dict[str, Any]:
-    """POST /mcp: who calls, what it may do, then the MCP server."""
+    """POST /mcp: who calls, what it may do, then the MCP server. A caller that is not
+    verified, or may not read, is refused before the services are built: such a request
+    costs the bearer check and nothing else (no table, index or model is called)."""
     try:
-        event = _verified(event, services, resource.settings, keys)
-        caller = caller_of(event, services.settings.identity)
+        event = _verified(event, identity, resource.settings, keys)
+        caller = caller_of(event, identity)
     except Unauthenticated:
         presented = bool((_authorization(event) or "").strip())
         challenge = {"www-authenticate": resource.unauthenticated(presented)}
@@ -144,8 +147,9 @@ def _post(
     except Forbidden as exc:
         challenge = {"www-authenticate": resource.insufficient_scope(scope)}
         return _refused(403, INSUFFICIENT_SCOPE, f"insufficient_scope: {exc.detail}", challenge)
-    charge(services, caller)
-    call = Call(caller, services)
+    built = services()
+    charge(built, caller)
+    call = Call(caller, built)
     transport = functools.partial(serve, call, asgi.host_of(event), asgi.base_url(event))
     try:
         answer = asgi.run(transport, event)
@@ -167,6 +171,7 @@ def _answer(
     services: Callable[[], Services],
     settings: Callable[[], McpSettings],
     keys: Keys,
+    identity: Callable[[], IdentitySettings],
 ) -> dict[str, Any]:
     path, method = _path(event), asgi.method_of(event)
     if path in (f"{METADATA_PATH}{MCP_PATH}", METADATA_PATH) and method == "GET":
@@ -177,7 +182,8 @@ def _answer(
     if method != "POST":
         return _respond(405, headers={"allow": "POST"})
     try:
-        return _post(event, services(), ProtectedResource.of(event, settings()), keys)
+        resource = ProtectedResource.of(event, settings())
+        return _post(event, services, resource, keys, identity())
     except MemkitError as exc:  # the quota spent, the table unavailable, a setting missing
         if exc.status >= 500:
             logger.error("request failed", extra={"code": exc.code})
@@ -208,7 +214,7 @@ def make_lambda_handler(
     def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         try:
             with answering_in_time(context):
-                response = _answer(event, services, settings, keys)
+                response = _answer(event, services, settings, keys, identity_of)
         except Exception as exc:
             # The type only: an exception's text may quote stored content.
             logger.error("unhandled error", extra={"error_type": type(exc).__name__})

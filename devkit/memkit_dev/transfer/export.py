@@ -59,10 +59,16 @@ class Exporter:
     def _namespace(self, namespace: str, user_id: str | None) -> None:
         profiles = self._profiles(namespace)
         users: set[str] = {user_id} if user_id else set()
+        # (user, profile) of the user-scoped scratchpads met through a session's own choice:
+        # its profile may be one the namespace inherits, so not among `profiles.user`.
+        user_pads: set[tuple[str, str]] = set()
         for session_id in self._client.iter_sessions(namespace=namespace, user_id=user_id):
-            owner = self._session(namespace, session_id, profiles)
-            if owner:
-                users.add(owner)
+            view = self._session(namespace, session_id, profiles)
+            if view is None or not view.user_id:
+                continue
+            users.add(view.user_id)
+            if view.profile and view.scratchpad and view.scratchpad.scope == "user":
+                user_pads.add((view.user_id, view.scratchpad.profile))
         filters = {"namespace": {"eq": namespace}, "memory_type": {"ne": "message"}}
         if user_id:
             filters["user_id"] = {"eq": user_id}
@@ -70,9 +76,9 @@ class Exporter:
             self._write(fmt.memory_line(record), "memories")
             if record.user_id:
                 users.add(record.user_id)
-        for user in sorted(users):
-            for profile in profiles.user:
-                self._scratchpad(namespace, None, user, profile)
+        user_pads.update((user, profile) for user in users for profile in profiles.user)
+        for user, profile in sorted(user_pads):
+            self._scratchpad(namespace, None, user, profile)
 
     def _profiles(self, namespace: str) -> Profiles:
         profiles = Profiles()
@@ -87,8 +93,8 @@ class Exporter:
             profiles.session.append("default")
         return profiles
 
-    def _session(self, namespace: str, session_id: str, profiles: Profiles) -> str | None:
-        """Write the session's lines; its user (None: none, or it is gone meanwhile)."""
+    def _session(self, namespace: str, session_id: str, profiles: Profiles) -> SessionView | None:
+        """Write the session's lines; its document (None: it is gone meanwhile)."""
         try:
             view = self._client.get_session(session_id, namespace=namespace)
         except NotFoundError:  # deleted or expired since it was listed
@@ -101,9 +107,15 @@ class Exporter:
             fmt.session_line(view, shown if shown < view.message_count else None), "sessions"
         )
         self._messages(view)
-        for profile in profiles.session:
-            self._scratchpad(namespace, session_id, view.user_id, profile)
-        return view.user_id
+        if view.profile:
+            # The session's own profile is the only one its scratchpad path answers for (any
+            # other is a 422); a user-scoped one is its user's, written with the users' below.
+            if view.scratchpad is not None and view.scratchpad.scope == "session":
+                self._scratchpad(namespace, session_id, view.user_id, None)
+        else:
+            for profile in profiles.session:
+                self._scratchpad(namespace, session_id, view.user_id, profile)
+        return view
 
     def _messages(self, view: SessionView) -> None:
         chunk: list[MessageView] = []
@@ -121,8 +133,10 @@ class Exporter:
         self._write(line, "messages", len(chunk))
 
     def _scratchpad(
-        self, namespace: str, session_id: str | None, user_id: str | None, profile: str
+        self, namespace: str, session_id: str | None, user_id: str | None, profile: str | None
     ) -> None:
+        """Write the scratchpad's line when it holds something; `profile` None: the
+        session's own choice."""
         try:
             if session_id is not None:
                 pad = self._client.get_scratchpad(session_id, namespace=namespace, profile=profile)

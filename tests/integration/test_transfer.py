@@ -351,6 +351,89 @@ def test_a_users_export_holds_that_user_only(
     assert {x["session_id"] for x in lines if x["kind"] == "session"} == {"chat-1", "chat-2"}
 
 
+def test_an_export_holds_each_sessions_scratchpad_whatever_profile_it_uses(
+    source: LocalStack,
+    target: LocalStack,
+    dev_keys: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Given sessions that each use their own profile: session-scoped (one with a scratchpad,
+    # one without), user-scoped and defined without a namespace (inherited), and none (then
+    # a scratchpad per session-scoped profile)
+    namespace = "kinds"
+    shared = {"scope": "user", "schema": {"type": "object"}}
+    with client(source, dev_keys) as admin:
+        admin.put_profile(
+            "notes", {"scope": "session", "template": "# Notes\n"}, namespace=namespace
+        )
+        admin.put_profile("shared", shared)
+        for session_id, profile in [
+            ("k-notes", "notes"),
+            ("k-bare", "notes"),
+            ("k-shared", "shared"),
+        ]:
+            admin.put_session(
+                session_id, {"user_id": "ada", "profile": profile}, namespace=namespace
+            )
+        admin.append_messages(
+            "k-bare", [{"id": "kb-1", "role": "user", "content": "hi"}], namespace=namespace
+        )
+        admin.put_session("k-plain", {"user_id": "ada"}, namespace=namespace)
+        admin.replace_scratchpad("# Notes\n- Oslo", "k-notes", namespace=namespace)
+        admin.replace_scratchpad({"likes": ["jazz"]}, "k-shared", namespace=namespace)
+        admin.replace_scratchpad("- tea", "k-plain", namespace=namespace)
+        admin.replace_scratchpad(
+            "# Notes\n- Lisbon", "k-plain", namespace=namespace, profile="notes"
+        )
+    wanted = {
+        ("k-notes", None, "notes", "# Notes\n- Oslo"),
+        (None, "ada", "shared", json.dumps({"likes": ["jazz"]})),
+        ("k-plain", None, "default", "- tea"),
+        ("k-plain", None, "notes", "# Notes\n- Lisbon"),
+    }
+
+    def pads(out: str) -> set[tuple[str | None, str | None, str, str]]:
+        lines = [json.loads(line) for line in out.splitlines()]
+        assert lines[-1]["kind"] == "end"  # the file is whole
+        return {
+            (
+                x["session_id"],
+                None if x["session_id"] else x["user_id"],
+                x["profile"],
+                x["content"] if isinstance(x["content"], str) else json.dumps(x["content"]),
+            )
+            for x in lines
+            if x["kind"] == "scratchpad"
+        }
+
+    # When an admin exports the namespace, and the user exports theirs with their own token
+    admin_token = token(dev_keys, "ops", ADMIN)
+    as_admin = memkit(capsys, source, admin_token, "export", "--namespace", namespace)
+    as_user = memkit(
+        capsys, source, token(dev_keys, "ada"), "export", "--namespace", namespace, "--user", "ada"
+    )
+
+    # Then both are whole and hold every scratchpad once
+    for status, out, err in (as_admin, as_user):
+        assert status == 0, err
+        assert "4 sessions, 1 messages, 4 scratchpads" in err
+        assert pads(out) == wanted
+
+    # And imported where the app defines the same profiles, each session has its scratchpad
+    exported = tmp_path / "kinds.jsonl"
+    exported.write_text(as_admin[1], encoding="utf-8")
+    with client(target, dev_keys) as copy:
+        copy.put_profile("shared", shared)
+    status, _, err = memkit(capsys, target, admin_token, "import", str(exported))
+    assert status == 0, err
+    with client(target, dev_keys) as copy:
+        assert copy.get_scratchpad("k-notes", namespace=namespace).content == "# Notes\n- Oslo"
+        assert copy.get_scratchpad("k-shared", namespace=namespace).content == {"likes": ["jazz"]}
+        plain = copy.get_scratchpad("k-plain", namespace=namespace, profile="notes")
+        assert plain.content == "# Notes\n- Lisbon"
+
+
 def test_an_import_gives_a_session_the_files_window_and_an_older_export_leaves_it(
     target: LocalStack, dev_keys: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -20,6 +20,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from memkit_dev.local.auth import DEV_KEY_ID, JwtAuthorizer, JwtSettings, Unauthorized, mint
 from memkit_dev.local.stack import LocalStack, LocalStackConfig
 from tests.conftest import ROOT
+from tests.mcp_requests import initialize
 
 pytestmark = pytest.mark.integration
 
@@ -271,16 +272,6 @@ def test_serve_refuses_a_key_cache_the_template_would_refuse(
     assert "--api-key-cache" in capsys.readouterr().err
 
 
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"},
-    },
-}
 MCP_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 
 
@@ -289,7 +280,9 @@ def _both(stack: LocalStack, token: str) -> tuple[int, int]:
     answer = _call(stack, token, "GET", "/v1/working-memory/")
     rest = answer.status_code
     headers = {**MCP_HEADERS, "authorization": f"Bearer {token}"}
-    mcp = httpx.post(f"{stack.url}/mcp", json=INIT, headers=headers, timeout=120).status_code
+    mcp = httpx.post(
+        f"{stack.url}/mcp", json=initialize(), headers=headers, timeout=120
+    ).status_code
     return rest, mcp
 
 
@@ -322,9 +315,12 @@ def test_mcp_refuses_a_host_that_is_not_the_apis_with_421(stack: LocalStack) -> 
     token = _token(stack, "ada", "memory:read")
     headers = {**MCP_HEADERS, "authorization": f"Bearer {token}"}
 
-    own = httpx.post(f"{stack.url}/mcp", json=INIT, headers=headers, timeout=120)
+    own = httpx.post(f"{stack.url}/mcp", json=initialize(), headers=headers, timeout=120)
     foreign = httpx.post(
-        f"{stack.url}/mcp", json=INIT, headers={**headers, "host": "evil.example.com"}, timeout=120
+        f"{stack.url}/mcp",
+        json=initialize(),
+        headers={**headers, "host": "evil.example.com"},
+        timeout=120,
     )
 
     assert own.status_code == 200

@@ -22,7 +22,15 @@ from tests.conftest import ROOT
 from tests.integration.conftest import small_stack
 from tests.integration.test_doc_examples import PRELUDE, _as_written, _environment, _expecting, _run
 from tests.integration.test_readme import tour
-from tests.integration.test_transfer import ADMIN, READ_WRITE, _indexed, memkit, records, token
+from tests.integration.test_transfer import (
+    ADMIN,
+    READ_WRITE,
+    _indexed,
+    memkit,
+    records,
+    searches,
+    token,
+)
 from tests.integration.test_transfer import sessions as session_documents
 
 pytestmark = [
@@ -90,18 +98,6 @@ def _memory(reader: MemkitClient) -> dict[str, Any]:
     return {"sessions": shown, "scratchpads": pads, "records": records(reader, NAMESPACE)}
 
 
-def _searches(reader: MemkitClient, queries: list[str]) -> list[list[str]]:
-    return [
-        [
-            hit.id
-            for hit in reader.search_memories(
-                query, namespace={"eq": NAMESPACE}, limit=10, track_access=False
-            ).memories
-        ]
-        for query in queries
-    ]
-
-
 def _queries(memory: dict[str, Any]) -> list[str]:
     """A search for each record's text and each message's (what the tour wrote)."""
     texts = [record["text"] for record in memory["records"].values()]
@@ -137,7 +133,7 @@ def test_the_tour_exported_and_imported_into_a_fresh_stack_is_the_same_memory(
         admin.wait_until_indexed(list(before["records"]))
         indexed = _held(admin)
         queries = _queries(before)
-        before_search = _searches(admin, queries)
+        before_search = searches(admin, NAMESPACE, queries)
     assert before["sessions"]
     assert before["records"]
     assert before["scratchpads"]
@@ -155,7 +151,7 @@ def test_the_tour_exported_and_imported_into_a_fresh_stack_is_the_same_memory(
     with _admin(copy, keys) as reader:
         _indexed(reader, {NAMESPACE: indexed})
         assert _memory(reader) == before
-        assert _searches(reader, queries) == before_search
+        assert searches(reader, NAMESPACE, queries) == before_search
 
 
 def test_a_users_own_export_of_the_tour_holds_all_of_the_users_memory(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -238,7 +238,10 @@ def records(reader: MemkitClient, namespace: str) -> dict[str, Any]:
     return kept
 
 
-def searches(reader: MemkitClient, namespace: str) -> list[list[str]]:
+def searches(
+    reader: MemkitClient, namespace: str, queries: Sequence[str] = QUERIES
+) -> list[list[str]]:
+    """The ids each query finds in `namespace`, in order (nothing counted as a use)."""
     return [
         [
             hit.id
@@ -246,7 +249,7 @@ def searches(reader: MemkitClient, namespace: str) -> list[list[str]]:
                 q, namespace={"eq": namespace}, limit=10, track_access=False
             ).memories
         ]
-        for q in QUERIES
+        for q in queries
     ]
 
 

@@ -37,6 +37,7 @@ from typing import Any
 
 from werkzeug.wrappers import Request
 
+from memkit.config import audiences
 from memkit.errors import Unauthenticated
 from memkit.mcp_server.bearer import IssuerUnavailable, JwtVerifier, KeySet, as_gateway_claim
 from memkit_dev.local.sigv4 import SigningKey, verify
@@ -84,11 +85,6 @@ class JwtSettings:
     # What the issuer puts before memkit's scopes (the template's JwtScopePrefix; the dev
     # tokens' are bare): the functions count only those scopes (MEMKIT_SCOPE_PREFIX).
     scope_prefix: str = ""
-
-
-def audiences(audience: str) -> list[str]:
-    """The audiences of a comma-separated list (JwtAudience, MEMKIT_JWT_AUDIENCE)."""
-    return [one.strip() for one in audience.split(",") if one.strip()]
 
 
 def _dev_key(data_dir: Path | None) -> Any:
@@ -181,7 +177,7 @@ class JwtAuthorizer:
             scopes,
             DEV_TOKEN_SECONDS,
             settings.issuer,
-            settings.audience.split(",")[0].strip(),
+            audiences(settings.audience)[0],
         )
 
     def claims(self, authorization: str | None) -> dict[str, Any]:

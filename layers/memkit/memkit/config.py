@@ -157,6 +157,11 @@ class ApiSettings(StoreSettings, IndexSettings):
         )
 
 
+def audiences(listed: str) -> list[str]:
+    """The audiences of a comma-separated list (the template's JwtAudience)."""
+    return [one.strip() for one in listed.split(",") if one.strip()]
+
+
 class McpSettings(BaseModel):
     """What the MCP function adds to the API's settings: how it describes itself as an OAuth
     protected resource (RFC 9728) to MCP clients."""
@@ -180,7 +185,7 @@ class McpSettings(BaseModel):
 
     @property
     def audiences(self) -> list[str]:
-        return [one.strip() for one in (self.jwt_audience or "").split(",") if one.strip()]
+        return audiences(self.jwt_audience or "")
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> McpSettings:

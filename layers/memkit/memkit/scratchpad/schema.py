@@ -24,6 +24,7 @@ property), which no count of the schema alone sees.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from functools import cache, lru_cache
@@ -48,11 +49,18 @@ MAX_COUNTED = 4 * (MAX_EXPANDED_VALUES + 1)
 # too: a check that runs out takes about a second (500,000 took 2.2 s, perhaps 7 s on a
 # 512 MB Lambda).
 MAX_CHECK_STEPS = 200_000
+# Subschemas one allOf, anyOf or oneOf may list: each is applied to the same value, so a
+# long list is that many checks of it (and that much metaschema work when stored).
+MAX_BRANCHES = 1_000
+BRANCHING = ("allOf", "anyOf", "oneOf")
+# The keywords whose values are JSON data, not schemas (the metaschema hardly reads them).
+VALUE_KEYWORDS = ("enum", "const", "default", "examples")
 # The keywords that name another part of the schema to apply in their place.
 REFERENCES = ("$ref", "$dynamicRef", "$recursiveRef")
 TOO_COSTLY = (
-    f"checking this content against it takes more than {MAX_CHECK_STEPS} steps: its $refs "
-    "multiply at each level of the content"
+    f"checking this content against it takes more than {MAX_CHECK_STEPS} steps (each keyword "
+    "applied, each JSON value that enum, const or uniqueItems compares): more content than "
+    "the schema can check, or $refs that multiply at each level of the content"
 )
 # jsonschema switches to the plain validator of a $schema met below the top (its own `re`
 # for patterns, no step count), so memkit allows one, and checks with the top's $schema
@@ -76,6 +84,40 @@ def _walk(schema: Any) -> Iterator[tuple[list[str], str, Any]]:
                 stack.append(([*path, str(key)], value))
         elif isinstance(node, list):
             stack.extend(([*path, str(i)], item) for i, item in enumerate(node))
+
+
+def _size_problems(schema: dict[str, Any]) -> list[FieldProblem]:
+    """A schema too large to check content against, found before any metaschema work (which
+    takes seconds on one this large): more JSON values than MAX_EXPANDED_VALUES outside the
+    values of enum, const, default and examples, which the metaschema hardly reads (refused
+    anyway, as its expansion holds at least as many), or a list of more than MAX_BRANCHES
+    subschemas. The walk stops once past the limit."""
+    too_many = (
+        f"holds more than {MAX_EXPANDED_VALUES} JSON values (outside the values of "
+        f"{', '.join(VALUE_KEYWORDS)}): too much to check content against"
+    )
+    count = 0
+    stack: list[tuple[list[str], Any]] = [([], schema)]
+    while stack:
+        path, node = stack.pop()
+        count += 1
+        if count > MAX_EXPANDED_VALUES:
+            return [FieldProblem("schema", too_many)]
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key in VALUE_KEYWORDS:
+                    count += 1
+                    continue
+                if key in BRANCHING and isinstance(value, list) and len(value) > MAX_BRANCHES:
+                    reason = (
+                        f"lists {len(value)} subschemas; at most {MAX_BRANCHES}, as each is "
+                        "applied to the same value"
+                    )
+                    return [FieldProblem(_path("schema", [*path, key]), reason)]
+                stack.append(([*path, str(key)], value))
+        elif isinstance(node, list):
+            stack.extend(([*path, str(i)], item) for i, item in enumerate(node))
+    return []
 
 
 def _pattern_problems(schema: dict[str, Any]) -> list[FieldProblem]:
@@ -461,19 +503,27 @@ def _additional_properties(
             yield ValidationError(reason)
 
 
-_KEYWORDS = {
-    "pattern": _pattern,
-    "patternProperties": _pattern_properties,
-    "additionalProperties": _additional_properties,
-}
-
-
 class _TooCostly(Exception):
     """A content check ran out of steps (MAX_CHECK_STEPS)."""
 
 
-# The steps the content check running in this context has left (None: not counted).
-_steps_left: ContextVar[list[int] | None] = ContextVar("memkit_schema_steps", default=None)
+class _Run:
+    """The content check running in this context: the steps it has left, and the canonical
+    texts of the schema's `enum` and `const` values (_Values.of), by the subschema holding
+    them."""
+
+    def __init__(self, steps: int, values: _Values) -> None:
+        self.left = steps
+        self.values = values
+
+    def spend(self, steps: int) -> None:
+        self.left -= steps
+        if self.left < 0:
+            raise _TooCostly
+
+
+# The content check running in this context (None: not counted).
+_running: ContextVar[_Run | None] = ContextVar("memkit_schema_run", default=None)
 
 Keyword = Callable[..., Any]
 
@@ -484,14 +534,140 @@ def _counted(keyword: Keyword) -> Keyword:
     def apply(
         validator: _Validator, value: Any, instance: Any, schema: Any
     ) -> Iterator[ValidationError]:
-        left = _steps_left.get()
-        if left is not None:
-            left[0] -= 1
-            if left[0] < 0:
-                raise _TooCostly
+        run = _running.get()
+        if run is not None:
+            run.spend(1)
         yield from keyword(validator, value, instance, schema) or ()
 
     return apply
+
+
+# -- equality of JSON values, in linear time -------------------------------------------------
+
+
+def canonical(value: Any, counted: list[int] | None = None) -> str:
+    """A text of `value` that two JSON values share exactly when JSON Schema holds them
+    equal (as jsonschema's `equal` does): 1 and 1.0 alike, true and 1 not, members in any
+    order, items in theirs. `counted[0]` grows by the JSON values read."""
+    if counted is not None:
+        counted[0] += 1
+    if value is None or value is True or value is False:
+        return "null" if value is None else "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        # An integral float is the integer it equals (exactly: Python compares them so).
+        return str(int(value)) if value.is_integer() else repr(value)
+    if isinstance(value, dict):
+        members = sorted((str(k), canonical(v, counted)) for k, v in value.items())
+        return "{" + ",".join(f"{json.dumps(k)}:{v}" for k, v in members) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(canonical(item, counted) for item in value) + "]"
+    return repr(value)  # not JSON: only ever equal to itself in text
+
+
+class _Values:
+    """The canonical texts of every `enum` and `const` of a schema, by the identity of the
+    subschema holding them, read once when its validator is built (bounded by the schema's
+    size) so that each check costs only the content it reads."""
+
+    def __init__(self, schema: Any) -> None:
+        self.enums: dict[int, frozenset[str]] = {}
+        self.consts: dict[int, str] = {}
+        self._kept: list[Any] = []  # keeps the ids above from being reused
+        stack = [schema]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, dict):
+                enum = node.get("enum")
+                if isinstance(enum, list):
+                    self.enums[id(node)] = frozenset(canonical(each) for each in enum)
+                if "const" in node:
+                    self.consts[id(node)] = canonical(node["const"])
+                self._kept.append(node)
+                stack.extend(node.values())
+            elif isinstance(node, list):
+                stack.extend(node)
+
+
+def _texts(run: _Run | None, values: Any, schema: Any, keyword: str) -> frozenset[str] | str:
+    """The canonical text(s) of a subschema's enum or const: read when its validator was
+    built, or now (a schema met outside a counted check), costing what it reads."""
+    known = run.values.enums if keyword == "enum" and run else run.values.consts if run else {}
+    if id(schema) in known:
+        return known[id(schema)]
+    counted = [0]
+    texts: frozenset[str] | str = (
+        frozenset(canonical(each, counted) for each in values)
+        if keyword == "enum"
+        else canonical(values, counted)
+    )
+    if run is not None:
+        run.spend(counted[0])
+    return texts
+
+
+def _instance_text(run: _Run | None, instance: Any) -> str:
+    """The instance's canonical text, costing the running check what it reads."""
+    counted = [0]
+    text = canonical(instance, counted)
+    if run is not None:
+        run.spend(counted[0])
+    return text
+
+
+SHOWN_VALUES = 20  # an enum longer than this is named by its length in a problem
+SHOWN_CHARACTERS = 200  # a value's text in a problem stops there
+
+
+def _shown(value: Any, raw: bool = False) -> str:
+    """`value` as a problem shows it (its repr, cut short: problems go back in responses)."""
+    text = value if raw else repr(value)
+    return text if len(text) <= SHOWN_CHARACTERS else text[:SHOWN_CHARACTERS] + "..."
+
+
+def _enum(
+    validator: _Validator, enums: Any, instance: Any, schema: Any
+) -> Iterator[ValidationError]:
+    from jsonschema import ValidationError
+
+    if not isinstance(enums, list):  # refused by the metaschema; jsonschema's own reading
+        from jsonschema._keywords import enum
+
+        yield from enum(validator, enums, instance, schema)
+        return
+    run = _running.get()
+    if _instance_text(run, instance) not in _texts(run, enums, schema, "enum"):
+        allowed = repr(enums) if len(enums) <= SHOWN_VALUES else f"the {len(enums)} values of enum"
+        yield ValidationError(f"{_shown(instance)} is not one of {_shown(allowed, raw=True)}")
+
+
+def _const(
+    validator: _Validator, const: Any, instance: Any, schema: Any
+) -> Iterator[ValidationError]:
+    from jsonschema import ValidationError
+
+    run = _running.get()
+    if _instance_text(run, instance) != _texts(run, const, schema, "const"):
+        yield ValidationError(f"{_shown(const)} was expected")
+
+
+def _unique_items(
+    validator: _Validator, unique: Any, instance: Any, schema: Any
+) -> Iterator[ValidationError]:
+    from jsonschema import ValidationError
+
+    if not unique or not validator.is_type(instance, "array"):
+        return
+    run = _running.get()
+    seen: dict[str, int] = {}
+    for index, item in enumerate(instance):
+        first = seen.setdefault(_instance_text(run, item), index)
+        if first != index:
+            yield ValidationError(f"has non-unique elements: item {index} equals item {first}")
+            return
 
 
 def _is_pattern(instance: object) -> bool:
@@ -508,6 +684,16 @@ def _format_checker(cls: type[Validator], regex: bool) -> FormatChecker:
     if regex:
         checker.checks("regex")(_is_pattern)
     return checker
+
+
+_KEYWORDS = {
+    "pattern": _pattern,
+    "patternProperties": _pattern_properties,
+    "additionalProperties": _additional_properties,
+    "enum": _enum,
+    "const": _const,
+    "uniqueItems": _unique_items,
+}
 
 
 @cache
@@ -563,6 +749,9 @@ def _evaluation_problems(
     cls = _dialect(schema)
     if isinstance(cls, FieldProblem):
         return [cls]
+    oversized = _size_problems(schema)
+    if oversized:
+        return oversized
     metaschema = _metaschema(cls)
     error = None if stored else next(metaschema.iter_errors(schema), None)
     if error is not None:
@@ -588,35 +777,36 @@ def schema_problems(schema: dict[str, Any]) -> list[FieldProblem]:
     return []
 
 
-@lru_cache(maxsize=256)
-def _validator(schema_key: str) -> Validator | tuple[FieldProblem, ...]:
-    """The validator for a schema, or why it cannot be evaluated (a schema stored before one
-    of the checks of schema_problems)."""
-    import json
+class _Built(NamedTuple):
+    validator: Validator
+    values: _Values
 
+
+@lru_cache(maxsize=256)
+def _validator(schema_key: str) -> _Built | tuple[FieldProblem, ...]:
+    """The validator for a schema with its enum and const values read (_Values), or why it
+    cannot be evaluated (a schema stored before one of the checks of schema_problems)."""
     schema = json.loads(schema_key)
     cls = _evaluation_problems(schema, stored=True)
     if isinstance(cls, list):
         return tuple(cls)
     schema.pop("$schema", None)  # its dialect is cls (ONE_DIALECT)
-    return cls(schema, format_checker=cls.FORMAT_CHECKER)
+    return _Built(cls(schema, format_checker=cls.FORMAT_CHECKER), _Values(schema))
 
 
 def content_problems(
     schema: dict[str, Any], content: Any, prefix: str = "content"
 ) -> list[FieldProblem]:
     """Where `content` breaks `schema`, each with the field path and the reason."""
-    import json
-
     from referencing.exceptions import Unresolvable
 
-    validator = _validator(json.dumps(schema, sort_keys=True))
-    if isinstance(validator, tuple):
-        return list(validator[:MAX_PROBLEMS])
-    steps = _steps_left.set([MAX_CHECK_STEPS])
+    built = _validator(json.dumps(schema, sort_keys=True))
+    if not isinstance(built, _Built):
+        return list(built[:MAX_PROBLEMS])
+    run = _running.set(_Run(MAX_CHECK_STEPS, built.values))
     try:
         errors = sorted(
-            validator.iter_errors(content), key=lambda e: list(map(str, e.absolute_path))
+            built.validator.iter_errors(content), key=lambda e: list(map(str, e.absolute_path))
         )
     except (RecursionError, Unresolvable):
         # Profiles stored before their $refs were checked, or refs that loop: report, never crash.
@@ -624,7 +814,7 @@ def content_problems(
     except _TooCostly:
         return [FieldProblem("schema", TOO_COSTLY)]
     finally:
-        _steps_left.reset(steps)
+        _running.reset(run)
     problems: list[FieldProblem] = []
     for error in errors:
         parts = list(error.absolute_path)

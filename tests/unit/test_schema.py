@@ -7,7 +7,13 @@ from typing import Any
 import pytest
 
 from memkit.errors import FieldProblem
-from memkit.scratchpad.schema import MAX_PROBLEMS, content_problems, schema_problems
+from memkit.scratchpad.schema import (
+    MAX_BRANCHES,
+    MAX_CHECK_STEPS,
+    MAX_PROBLEMS,
+    content_problems,
+    schema_problems,
+)
 from memkit.tokens import content_tokens
 
 DRAFT_07 = "http://json-schema.org/draft-07/schema#"
@@ -711,3 +717,146 @@ def test_a_ref_to_the_top_is_checked_by_the_same_validator() -> None:
     # matches before a final newline)
     assert fields(at_top) == ["content.p"]
     assert fields(through_ref) == ["content.again.p"], "the $ref stays on RE2"
+
+
+# -- enum, const, uniqueItems: the work they do, counted ------------------------------------------
+
+UNIQUE = {"type": "object", "properties": {"a": {"type": "array", "uniqueItems": True}}}
+# Content of 5,000 objects reads about 15,000 JSON values: well under a tenth of the steps.
+A_TENTH = MAX_CHECK_STEPS // 10
+
+
+def test_uniqueitems_over_5000_objects_is_checked_within_a_tenth_of_the_steps() -> None:
+    # Given 5,000 distinct objects under uniqueItems (12.5 million pairs to compare)
+    content = {"a": [{"id": n, "tag": "x"} for n in range(5_000)]}
+
+    # When checked with a tenth of the steps, they pass; a repeat at the end is found
+    assert content_problems(UNIQUE, content, steps=A_TENTH) == []
+    content["a"].append({"tag": "x", "id": 17.0})
+    problems = content_problems(UNIQUE, content, steps=A_TENTH)
+    assert problems == [
+        FieldProblem("content.a", "has non-unique elements: item 5000 equals item 17")
+    ]
+
+
+def test_enum_of_3000_objects_checks_3000_items_within_a_tenth_of_the_steps() -> None:
+    # Given an enum of 3,000 objects applied to each of 3,000 items (9 million pairs)
+    schema = {
+        "type": "object",
+        "properties": {
+            "a": {"type": "array", "items": {"enum": [{"id": n} for n in range(3_000)]}}
+        },
+    }
+    assert schema_problems(schema) == []
+    content = {"a": [{"id": n} for n in range(3_000)]}
+
+    # When checked with a tenth of the steps, they pass, and an item not listed is named
+    assert content_problems(schema, content, steps=A_TENTH) == []
+    content["a"][1_234] = {"id": 3_000}
+    problems = content_problems(schema, content, steps=A_TENTH)
+    assert fields(problems) == ["content.a.1234"]
+    assert problems[0].reason == "{'id': 3000} is not one of the 3000 values of enum"
+
+
+def test_the_values_uniqueitems_compares_count_toward_the_steps() -> None:
+    # Given more items under uniqueItems than the check has steps: each is read once
+    content = {"a": list(range(MAX_CHECK_STEPS + 1))}
+
+    # When checked, the check stops and says why
+    problems = content_problems(UNIQUE, content)
+    assert fields(problems) == ["schema"]
+    assert "each JSON value that enum, const or uniqueItems compares" in problems[0].reason
+
+
+def test_the_content_const_compares_counts_toward_the_steps() -> None:
+    schema = {"type": "object", "properties": {"a": {"const": list(range(100))}}}
+    content = {"a": list(range(100))}
+
+    assert content_problems(schema, content, steps=200) == []
+    assert fields(content_problems(schema, content, steps=50)) == ["schema"]
+
+
+@pytest.mark.parametrize(
+    ("items", "unique"),
+    [
+        ([1, 1.0], False),
+        ([True, 1], True),
+        ([False, 0, None, "", [], {}], True),
+        ([[1], [True], [1]], False),  # jsonschema's sorted comparison misses this repeat
+        ([{"a": 1, "b": [2.0]}, {"b": [2], "a": 1.0}], False),
+        ([{"a": True}, {"a": 1}], True),
+        (["1", 1], True),
+        ([[1, 2], [2, 1]], True),
+        ([2**53 + 1, float(2**53)], True),  # Python compares them exactly, as jsonschema does
+        ([-0.0, 0], False),
+        ([0.1, 0.30000000000000004 - 0.2], True),
+    ],
+)
+def test_uniqueitems_holds_values_equal_as_json_schema_does(items: list[Any], unique: bool) -> None:
+    problems = content_problems(UNIQUE, {"a": items})
+
+    assert (problems == []) is unique
+
+
+@pytest.mark.parametrize(
+    ("allowed", "value", "matches"),
+    [
+        ([1, "a"], 1.0, True),
+        ([1], True, False),
+        ([{"x": [1, {"y": None}]}], {"x": [1.0, {"y": None}]}, True),
+        ([{"x": 1}], {"x": 1, "y": 2}, False),
+        ([[0]], [False], False),
+    ],
+)
+def test_enum_and_const_hold_values_equal_as_json_schema_does(
+    allowed: list[Any], value: Any, matches: bool
+) -> None:
+    enum = {"type": "object", "properties": {"v": {"enum": allowed}}}
+    const = {"type": "object", "properties": {"v": {"const": allowed[0]}}}
+
+    assert (content_problems(enum, {"v": value}) == []) is matches
+    if len(allowed) == 1:
+        assert (content_problems(const, {"v": value}) == []) is matches
+
+
+def test_an_all_of_of_5000_subschemas_is_refused_before_any_metaschema_work() -> None:
+    schema = {"type": "object", "allOf": [{"type": "object"} for _ in range(5_000)]}
+
+    problems = schema_problems(schema)
+
+    assert problems == [
+        FieldProblem(
+            "schema.allOf",
+            f"lists 5000 subschemas; at most {MAX_BRANCHES}, as each is applied to the same value",
+        )
+    ]
+
+
+def test_a_schema_of_more_than_10000_values_is_refused_by_its_size() -> None:
+    schema = {"type": "object", "properties": {f"p{n}": {"type": "string"} for n in range(6_000)}}
+
+    problems = schema_problems(schema)
+
+    assert fields(problems) == ["schema"]
+    assert problems[0].reason.startswith("holds more than 10000 JSON values")
+
+
+def test_a_content_checked_once_is_not_checked_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given content checked against a schema (as its write checks it)
+    from memkit.scratchpad import schema as module
+
+    content = {"a": [{"id": n} for n in range(1_000)]}
+    assert content_problems(UNIQUE, content) == []
+    checks: list[int] = []
+    real = module._content_problems
+    monkeypatch.setattr(module, "_content_problems", lambda *a: checks.append(1) or real(*a))
+
+    # When it is read again, and then changed
+    again = content_problems(UNIQUE, content)
+    content["a"].append({"id": 0})
+    changed = content_problems(UNIQUE, content)
+
+    # Then only the changed content is checked
+    assert again == []
+    assert fields(changed) == ["content.a"]
+    assert checks == [1]

@@ -132,6 +132,11 @@ class StoreUnavailable(MemkitError):
     retry_after = UNAVAILABLE_RETRY_AFTER_SECONDS
 
 
+class OutOfTime(StoreUnavailable):
+    """The invocation's deadline (memkit.times.bound) came before a write was committed: it
+    was not, so the client, told to retry, never finds it written after all."""
+
+
 class Misconfigured(MemkitError):
     """The deployment's settings are wrong: an operator must fix them (logged with names)."""
 

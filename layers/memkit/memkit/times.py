@@ -81,6 +81,13 @@ def within(deadline: Deadline) -> Iterator[Deadline]:
         _bound.reset(token)
 
 
+def in_time() -> bool:
+    """False once the deadline in force (`bound`) has passed: a write committed now might
+    land after its invocation's answer is due (a 503 already sent, or Lambda's timeout)."""
+    deadline = _bound.get()
+    return deadline is None or not deadline.passed()
+
+
 class DeadlinePool(ThreadPoolExecutor):
     """A thread pool whose tasks run under the deadline in force where they were submitted
     (a plain pool's threads see none: contextvars stay with the thread that set them)."""

@@ -24,7 +24,10 @@ property), which no count of the schema alone sees.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from functools import cache, lru_cache
@@ -634,9 +637,10 @@ def _enum(
     from jsonschema import ValidationError
 
     if not isinstance(enums, list):  # refused by the metaschema; jsonschema's own reading
-        from jsonschema._keywords import enum
+        from jsonschema._utils import equal
 
-        yield from enum(validator, enums, instance, schema)
+        if not any(equal(each, instance) for each in enums):
+            yield ValidationError(f"{_shown(instance)} is not one of {_shown(enums)}")
         return
     run = _running.get()
     if _instance_text(run, instance) not in _texts(run, enums, schema, "enum"):
@@ -795,15 +799,42 @@ def _validator(schema_key: str) -> _Built | tuple[FieldProblem, ...]:
 
 
 def content_problems(
-    schema: dict[str, Any], content: Any, prefix: str = "content"
+    schema: dict[str, Any], content: Any, prefix: str = "content", steps: int = MAX_CHECK_STEPS
 ) -> list[FieldProblem]:
-    """Where `content` breaks `schema`, each with the field path and the reason."""
+    """Where `content` breaks `schema`, each with the field path and the reason; the check
+    stops after `steps` (keywords applied and JSON values compared). A content checked
+    against a schema in this process (its write, say) is not checked again: every read of a
+    session shows its scratchpad's problems, and the answer stays what it was."""
+    schema_key = json.dumps(schema, sort_keys=True)
+    key = hashlib.sha256(
+        "\0".join([schema_key, prefix, str(steps), json.dumps(content, sort_keys=True)]).encode()
+    ).digest()
+    with _checked_lock:
+        known = _checked.get(key)
+        if known is not None:
+            _checked.move_to_end(key)
+            return list(known)
+    problems = _content_problems(schema_key, content, prefix, steps)
+    with _checked_lock:
+        _checked[key] = tuple(problems)
+        while len(_checked) > MAX_CHECKED:
+            _checked.popitem(last=False)
+    return problems
+
+
+# The outcomes of the latest content checks, by digest of schema, content and prefix.
+MAX_CHECKED = 512
+_checked: OrderedDict[bytes, tuple[FieldProblem, ...]] = OrderedDict()
+_checked_lock = threading.Lock()
+
+
+def _content_problems(schema_key: str, content: Any, prefix: str, steps: int) -> list[FieldProblem]:
     from referencing.exceptions import Unresolvable
 
-    built = _validator(json.dumps(schema, sort_keys=True))
+    built = _validator(schema_key)
     if not isinstance(built, _Built):
         return list(built[:MAX_PROBLEMS])
-    run = _running.set(_Run(MAX_CHECK_STEPS, built.values))
+    run = _running.set(_Run(steps, built.values))
     try:
         errors = sorted(
             built.validator.iter_errors(content), key=lambda e: list(map(str, e.absolute_path))

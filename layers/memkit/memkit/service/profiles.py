@@ -6,6 +6,7 @@ from memkit.errors import NotFound, ValidationFailed, VersionConflict
 from memkit.models.domain import DEFAULT_PROFILE, Profile, ProfileSpec
 from memkit.scratchpad import resolution
 from memkit.scratchpad.schema import schema_problems
+from memkit.service.retry import commit_in_time
 from memkit.store.protocol import ProfilePage, Store
 from memkit.versions import version_matches
 
@@ -35,6 +36,7 @@ class ProfileService:
             if problems:
                 raise ValidationFailed("schema is not a valid JSON Schema", problems)
         expected = self._expected(tenant, namespace, name, if_match)
+        commit_in_time("profile")
         for _ in range(PUT_ATTEMPTS - 1):
             try:
                 stored = self._store.put_profile(tenant, namespace, name, spec, expected)

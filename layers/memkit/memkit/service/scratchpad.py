@@ -30,7 +30,7 @@ from memkit.scratchpad.merge import merge_content, replacement_content
 from memkit.scratchpad.prompt import render_prompt
 from memkit.scratchpad.schema import content_problems
 from memkit.service.profiles import ProfileService
-from memkit.service.retry import back_off
+from memkit.service.retry import back_off, commit_in_time
 from memkit.store.protocol import PadState, Store
 from memkit.tokens import content_tokens
 from memkit.versions import version_matches
@@ -144,6 +144,7 @@ class ScratchpadService:
                 )
             content = change(state)
             tokens = self._check(content, state.profile)
+            commit_in_time("scratchpad")
             try:
                 pad = self._store.write_pad(state, content, tokens)
             except VersionConflict:

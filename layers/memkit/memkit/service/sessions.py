@@ -58,7 +58,7 @@ from memkit.models.session import (
     iso,
 )
 from memkit.observability import logger, metrics
-from memkit.service.retry import back_off
+from memkit.service.retry import back_off, commit_in_time
 from memkit.service.scratchpad import ScratchpadResult, ScratchpadService
 from memkit.service.windows import Window, effective_window, fit, message_tokens
 from memkit.store.protocol import SessionChange, SessionStore, SessionWriteState, message_order
@@ -695,6 +695,7 @@ class SessionService:
                 version=base.version,
             )
             _check_meta_size(meta)
+            commit_in_time("session")
             try:
                 stored = self._store.commit_session(
                     replace(planned, meta=meta, refresh_children=refresh)

@@ -344,3 +344,60 @@ def test_the_openapi_document_describes_errors_with_the_error_body(api: Call) ->
         {"$ref": "#/components/schemas/ErrorBody"},
         {"$ref": "#/components/schemas/GatewayAnswer"},
     ]
+
+
+# -- schema bombs: checks whose work grows faster than what was sent -------------------------
+
+
+def test_a_profile_with_an_all_of_of_5000_subschemas_is_422_and_nothing_is_stored(
+    api: Call,
+) -> None:
+    schema = {"type": "object", "allOf": [{"type": "object"} for _ in range(5_000)]}
+
+    response = api("PUT", "/v1/profiles/wide", body={"schema": schema})
+
+    assert_refused(response, 422, "schema.allOf")
+    assert "lists 5000 subschemas" in response.body["errors"][0]["reason"]
+    assert api("GET", "/v1/profiles/wide").status == 404
+
+
+def test_a_profile_of_more_than_10000_schema_values_is_422(api: Call) -> None:
+    properties = {f"p{n}": {"type": "string"} for n in range(6_000)}
+
+    response = api("PUT", "/v1/profiles/big", body={"schema": {"properties": properties}})
+
+    assert_refused(response, 422, "schema")
+    assert response.body["errors"][0]["reason"].startswith("holds more than 10000 JSON values")
+
+
+def test_5000_objects_under_unique_items_are_checked_on_write_and_on_every_read(
+    api: Call,
+) -> None:
+    # Given a profile whose array must hold unique objects (12.5 million pairs to compare)
+    schema = {"type": "object", "properties": {"a": {"type": "array", "uniqueItems": True}}}
+    assert api("PUT", "/v1/profiles/u", body={"schema": schema, "max_tokens": 64_000}).status == 200
+    items = [{"n": n} for n in range(5_000)]
+
+    # When 5,000 distinct objects are written, then one repeating an earlier one as 7.0
+    written = api("PUT", PAD, query={"profile": "u"}, body={"content": {"a": items}})
+    repeated = api("PATCH", PAD, body={"content": {"a": [{"n": 7.0}]}})
+
+    # Then the first is stored, the repeat refused naming the field, and reads show no problem
+    assert written.status == 200
+    assert_refused(repeated, 422, "content.a")
+    read = api("GET", PAD)
+    assert (read.body["version"], read.body.get("problems", [])) == (1, [])
+    assert api("GET", "/v1/working-memory/s1").status == 200
+
+
+def test_an_enum_of_3000_objects_checks_content_of_3000_items(api: Call) -> None:
+    enum = [{"id": n} for n in range(3_000)]
+    schema = {"type": "object", "properties": {"a": {"type": "array", "items": {"enum": enum}}}}
+    assert api("PUT", "/v1/profiles/e", body={"schema": schema, "max_tokens": 64_000}).status == 200
+    content = {"a": [{"id": n} for n in range(3_000)]}
+
+    assert api("PUT", PAD, query={"profile": "e"}, body={"content": content}).status == 200
+    content["a"][5] = {"id": -1}
+    refused = api("PUT", PAD, body={"content": content})
+    assert_refused(refused, 422, "content.a.5")
+    assert refused.body["errors"][0]["reason"] == "{'id': -1} is not one of the 3000 values of enum"

@@ -355,3 +355,58 @@ def test_reads_report_the_token_count_counted_when_written(api: Call) -> None:
     assert written.body["tokens"] > 0
     assert got.body["tokens"] == written.body["tokens"]
     assert got.body["max_tokens"] == 4000
+
+
+class _NearTimeout:
+    """Lambda's context of an invocation with `remaining_ms` left."""
+
+    function_name = "memkit-test-api"
+    function_version = "$LATEST"
+    memory_limit_in_mb = 512
+    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:memkit-test-api"
+    aws_request_id = "test-request"
+
+    def __init__(self, remaining_ms: int) -> None:
+        self.remaining_ms = remaining_ms
+
+    def get_remaining_time_in_millis(self) -> int:
+        return self.remaining_ms
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body"),
+    [
+        ("PUT", PAD, {"content": "x"}),
+        ("PATCH", PAD, {"content": "x"}),
+        ("PUT", "/v1/profiles/late", {"format": "text"}),
+        ("PUT", "/v1/working-memory/s1", {"messages": [{"role": "user", "content": "hi"}]}),
+    ],
+)
+def test_a_write_whose_deadline_has_passed_is_503_with_retry_after_and_nothing_written(
+    dynamodb_table: str, api: Call, method: str, path: str, body: dict
+) -> None:
+    import json
+
+    from memkit.config import ApiSettings
+    from memkit.errors import UNAVAILABLE_RETRY_AFTER_SECONDS
+    from memkit.handlers.api import make_lambda_handler
+    from memkit.handlers.http import ANSWER_MARGIN_SECONDS
+    from memkit.handlers.wiring import api_services
+    from memkit.store.dynamodb import DynamoStore
+    from tests.events import http_event
+
+    # Given an invocation with less time left than it needs to answer after its last request
+    settings = ApiSettings(table_name=dynamodb_table, region="us-east-1")
+    handler = make_lambda_handler(lambda: api_services(DynamoStore(settings), settings))
+    context = _NearTimeout(int(ANSWER_MARGIN_SECONDS * 1000) - 1)
+
+    # When it is asked to write
+    result = handler(http_event(method, path, body=body), context)
+
+    # Then it refuses with 503 and Retry-After, and nothing was written
+    assert result["statusCode"] == 503
+    assert result["headers"]["Retry-After"] == str(UNAVAILABLE_RETRY_AFTER_SECONDS)
+    assert json.loads(result["body"])["code"] == "unavailable"
+    assert api("GET", PAD).body["version"] == 0
+    assert api("GET", "/v1/profiles/late").status == 404
+    assert api("GET", "/v1/working-memory/s1").status == 404

@@ -2,22 +2,53 @@
 
 Each environment is a separate process that imports the function's real handler from its
 CodeUri (as Lambda does) and runs one invocation at a time; several run at once, so
-concurrent requests race in DynamoDB as they would on AWS.
+concurrent requests race in DynamoDB as they would on AWS. An invocation gets the
+function's Timeout, as on Lambda: its context's remaining time starts there, and one still
+running then is stopped (its process killed, whatever it would have done next never done,
+its result never seen) and reported as FunctionTimedOut; the next invocation gets a fresh
+environment (a cold start). API Gateway answers a function error, a timeout included, with
+500 (gateway.py).
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import multiprocessing
 import os
+import pickle
+import queue
 import signal
 import sys
+import threading
 import time
 import uuid
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
+
+# Lambda's default when neither the function nor Globals set a Timeout.
+DEFAULT_TIMEOUT_SECONDS = 3.0
+# How long a stopping environment may take to exit on its own before it is killed.
+STOP_SECONDS = 5.0
+
+
+def function_timeout(template: dict[str, Any], resource: str) -> float:
+    """The function's Timeout in seconds, as the template (or its Globals) declares it."""
+    properties = template["Resources"][resource]["Properties"]
+    globals_ = template.get("Globals", {}).get("Function", {})
+    return float(properties.get("Timeout") or globals_.get("Timeout") or DEFAULT_TIMEOUT_SECONDS)
+
+
+class FunctionTimedOut(Exception):
+    """An invocation ran past the function's Timeout: it was stopped, its result is lost."""
+
+
+class EnvironmentExited(Exception):
+    """An execution environment's process ended during an invocation (it crashed)."""
+
 
 # Set by the initializer in each environment process.
 _handler: Any = None
@@ -32,17 +63,23 @@ class FunctionSpec:
     name: str
     code_dir: Path
     handler: str  # module.function, as in template.yaml
+    timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS  # its Timeout
 
     @classmethod
     def from_template(cls, template: dict[str, Any], root: Path, resource: str) -> FunctionSpec:
         properties = template["Resources"][resource]["Properties"]
-        return cls(resource, (root / properties["CodeUri"]).resolve(), properties["Handler"])
+        return cls(
+            resource,
+            (root / properties["CodeUri"]).resolve(),
+            properties["Handler"],
+            function_timeout(template, resource),
+        )
 
 
 class LocalContext:
     """The parts of Lambda's context object that handlers and Powertools read."""
 
-    def __init__(self, function_name: str, timeout_seconds: float = 30.0) -> None:
+    def __init__(self, function_name: str, timeout_seconds: float) -> None:
         self.function_name = function_name
         self.function_version = "$LATEST"
         self.memory_limit_in_mb = 512
@@ -73,43 +110,166 @@ def _start_environment(spec: FunctionSpec, environment: dict[str, str]) -> None:
     _function_name = spec.name
 
 
-def _invoke(event: dict[str, Any], timeout_seconds: float | None = None) -> Any:
-    if timeout_seconds is None:
-        context = LocalContext(_function_name)
-    else:
-        context = LocalContext(_function_name, timeout_seconds)
+def _invoke(event: dict[str, Any], timeout_seconds: float) -> Any:
+    context = LocalContext(_function_name, timeout_seconds)
     if _meter is None:
         return _handler(event, context)
     with _meter.invocation(event):
         return _handler(event, context)
 
 
-def _ready() -> bool:
-    return _handler is not None
+def _portable(error: BaseException) -> BaseException:
+    """`error` as it can cross to the stack's process (its type's name when it cannot)."""
+    try:
+        pickle.loads(pickle.dumps(error))  # noqa: S301 (our own exception, just made)
+    except Exception:  # any failure to pickle
+        return RuntimeError(f"{type(error).__name__} in the function")
+    return error
+
+
+def _serve(spec: FunctionSpec, environment: dict[str, str], connection: Connection) -> None:
+    """An execution environment's process: start the function, then run each invocation
+    received, one at a time, until told to stop (None) or its pipe closes."""
+    try:
+        _start_environment(spec, environment)
+    except BaseException as exc:  # an init error, for the stack
+        connection.send(("failed", _portable(exc)))
+        return
+    connection.send(("ready", None))
+    while True:
+        try:
+            message = connection.recv()
+        except EOFError:
+            return
+        if message is None:
+            return
+        event, timeout_seconds = message
+        try:
+            outcome: tuple[str, Any] = ("ok", _invoke(event, timeout_seconds))
+        except Exception as exc:  # a function error, for the caller
+            outcome = ("error", _portable(exc))
+        connection.send(outcome)
+
+
+class _Environment:
+    """One execution environment: a process of its own, started now, ready once its
+    function is imported."""
+
+    def __init__(self, spec: FunctionSpec, environment: dict[str, str]) -> None:
+        context = multiprocessing.get_context("spawn")
+        self._connection, child = context.Pipe()
+        self._process = context.Process(
+            target=_serve, args=(spec, environment, child), name=f"lambda-{spec.name}"
+        )
+        self._process.start()
+        child.close()
+        self._ready = False
+
+    def wait_ready(self) -> None:
+        """Wait for the cold start (not counted in an invocation's Timeout, as on Lambda)."""
+        if self._ready:
+            return
+        try:
+            status, error = self._connection.recv()
+        except EOFError as exc:
+            raise EnvironmentExited("the environment exited while it started") from exc
+        if status == "failed":
+            raise error
+        self._ready = True
+
+    def run(self, event: dict[str, Any], timeout_seconds: float) -> Any:
+        """The function's response to `event`, or what it raised; FunctionTimedOut once it
+        has run for `timeout_seconds` (the caller then kills this environment)."""
+        self.wait_ready()
+        self._connection.send((event, timeout_seconds))
+        if not self._connection.poll(timeout_seconds):
+            raise FunctionTimedOut(f"the function timed out after {timeout_seconds:g} s")
+        try:
+            status, value = self._connection.recv()
+        except EOFError as exc:
+            raise EnvironmentExited("the environment exited during the invocation") from exc
+        if status == "error":
+            raise value
+        return value
+
+    def kill(self) -> None:
+        self._process.kill()
+        self._process.join()
+        self._connection.close()
+
+    def stop(self) -> None:
+        with contextlib.suppress(OSError):  # already gone
+            self._connection.send(None)
+        self._process.join(STOP_SECONDS)
+        if self._process.is_alive():
+            self.kill()
+        else:
+            self._connection.close()
 
 
 class LocalFunction:
-    """A pool of execution environments for one function (size = its concurrency)."""
+    """Execution environments for one function, at most `concurrency` of them, each started
+    when an invocation first needs it (or by `warm`)."""
 
     def __init__(self, spec: FunctionSpec, environment: dict[str, str], concurrency: int) -> None:
         self.spec = spec
+        self._environment = environment
         self._concurrency = concurrency
-        self._pool = ProcessPoolExecutor(
-            max_workers=concurrency,
-            mp_context=multiprocessing.get_context("spawn"),
-            initializer=_start_environment,
-            initargs=(spec, environment),
-        )
+        self._idle: queue.SimpleQueue[_Environment] = queue.SimpleQueue()
+        self._started: set[_Environment] = set()
+        self._lock = threading.Lock()
+        # One thread per environment: each waits on its invocation's answer or Timeout.
+        self._runner = ThreadPoolExecutor(concurrency, thread_name_prefix=f"lambda-{spec.name}")
+
+    def _start(self) -> _Environment:
+        started = _Environment(self.spec, self._environment)
+        with self._lock:
+            self._started.add(started)
+        return started
+
+    def _take(self) -> _Environment:
+        try:
+            return self._idle.get_nowait()
+        except queue.Empty:
+            return self._start()  # the runner's threads bound how many run at once
+
+    def _discard(self, environment: _Environment) -> None:
+        environment.kill()
+        with self._lock:
+            self._started.discard(environment)
 
     def warm(self) -> None:
         """Start every environment now (cold starts before the first request, not during)."""
-        for future in [self._pool.submit(_ready) for _ in range(self._concurrency)]:
-            future.result()
+        with self._lock:
+            missing = self._concurrency - len(self._started)
+        fresh = [self._start() for _ in range(missing)]
+        for environment in fresh:
+            environment.wait_ready()
+            self._idle.put(environment)
+
+    def _run(self, event: dict[str, Any], timeout_seconds: float) -> Any:
+        environment = self._take()
+        try:
+            result = environment.run(event, timeout_seconds)
+        except (FunctionTimedOut, EnvironmentExited):
+            self._discard(environment)  # Lambda stops it; the next invocation starts cold
+            raise
+        except BaseException:
+            self._idle.put(environment)  # a function error: the environment lives on
+            raise
+        self._idle.put(environment)
+        return result
 
     def invoke(self, event: dict[str, Any], timeout_seconds: float | None = None) -> Future[Any]:
-        """Run the handler on `event`; the context's remaining time starts at
-        `timeout_seconds` (the function's Timeout; None: 30 s)."""
-        return self._pool.submit(_invoke, event, timeout_seconds)
+        """Run the handler on `event` with `timeout_seconds` (None: the function's Timeout):
+        the context's remaining time starts there, and an invocation still running then is
+        stopped and fails with FunctionTimedOut."""
+        timeout = self.spec.timeout_seconds if timeout_seconds is None else timeout_seconds
+        return self._runner.submit(self._run, event, timeout)
 
     def stop(self) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=True)
+        self._runner.shutdown(wait=True, cancel_futures=True)
+        with self._lock:
+            started, self._started = list(self._started), set()
+        for environment in started:
+            environment.stop()

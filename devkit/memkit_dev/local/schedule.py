@@ -19,17 +19,7 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-# Lambda's default when neither the function nor Globals set a Timeout.
-DEFAULT_TIMEOUT_SECONDS = 3.0
-
 Invoke = Callable[[dict[str, Any], float], "Future[Any]"]
-
-
-def function_timeout(template: dict[str, Any], resource: str) -> float:
-    """The function's Timeout in seconds, as the template (or its Globals) declares it."""
-    properties = template["Resources"][resource]["Properties"]
-    globals_ = template.get("Globals", {}).get("Function", {})
-    return float(properties.get("Timeout") or globals_.get("Timeout") or DEFAULT_TIMEOUT_SECONDS)
 
 
 def schedule_event(name: str, region: str) -> dict[str, Any]:

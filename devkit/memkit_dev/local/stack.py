@@ -41,12 +41,12 @@ from memkit_dev.local.auth import (
 from memkit_dev.local.bedrock import LoopbackBedrock
 from memkit_dev.local.dynamodb import MotoDynamoDB, dynamodb_client
 from memkit_dev.local.dynamodb_local import DynamoDBLocal, Unavailable, prepare
-from memkit_dev.local.functions import FunctionSpec, LocalFunction
+from memkit_dev.local.functions import FunctionSpec, LocalFunction, function_timeout
 from memkit_dev.local.gateway import Cors, HttpApiGateway, http_api_routes, local_domains
 from memkit_dev.local.meter import METER_VARIABLE
 from memkit_dev.local.opensearch import LoopbackOpenSearch
 from memkit_dev.local.queues import QueuePump, create_queues, queue_pump_for
-from memkit_dev.local.schedule import ScheduleTimer, function_timeout
+from memkit_dev.local.schedule import ScheduleTimer
 from memkit_dev.local.streams import StreamPump, pump_for
 from memkit_dev.local.template import (
     VECTOR_TABLE_RESOURCE,

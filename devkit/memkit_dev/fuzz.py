@@ -4,7 +4,9 @@ The stack runs in this process (moto, in memory, `--auth jwt` with a development
 a scratch folder); schemathesis (its own venv: `make fuzz` installs it) reads the served
 OpenAPI document and sends generated requests to every operation as an admin of the default
 tenant (so routes that name users are reached, not refused): no answer may be a server error
-or break the documented response schema. Seeded, so a run is repeatable.
+or break the documented response schema. Seeded, so a run is repeatable. Before it, the
+schema bombs (`schema_bombs`: schemas and content whose checks once grew quadratically or
+took seconds to store) must each get their expected answer, in time.
 
     python -m memkit_dev.fuzz --schemathesis .tools/schemathesis/bin/st --examples 10 --seed 1
 """
@@ -17,8 +19,74 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 CHECKS = "not_a_server_error,response_schema_conformance"
+BOMB_SESSION = "fuzz-schema-bombs"
+# What an answer to a bomb may take: far over what a bounded check needs, far under 25 s.
+BOMB_SECONDS = 20.0
+
+
+def _bombs() -> list[tuple[str, str, Any, int]]:
+    """(method, path, body, expected status) of each schema bomb, in order."""
+    pad = f"/v1/working-memory/{BOMB_SESSION}/scratchpad"
+    unique = {"type": "object", "properties": {"a": {"type": "array", "uniqueItems": True}}}
+    enum = {"type": "array", "items": {"enum": [{"id": n} for n in range(3_000)]}}
+    wide = {"type": "object", "allOf": [{"type": "object"} for _ in range(5_000)]}
+    many = {"properties": {f"p{n}": {"type": "string"} for n in range(6_000)}}
+    objects = [{"id": n} for n in range(5_000)]
+    return [
+        ("PUT", "/v1/profiles/fuzz-wide", {"schema": wide}, 422),
+        ("PUT", "/v1/profiles/fuzz-many", {"schema": many}, 422),
+        ("PUT", "/v1/profiles/fuzz-unique", {"schema": unique, "max_tokens": 64_000}, 200),
+        ("PUT", f"{pad}?profile=fuzz-unique", {"content": {"a": objects}}, 200),
+        ("PATCH", pad, {"content": {"a": [{"id": 7.0}]}}, 422),
+        ("GET", pad, None, 200),
+        ("GET", f"/v1/working-memory/{BOMB_SESSION}", None, 200),
+        (
+            "PUT",
+            "/v1/profiles/fuzz-enum",
+            {"schema": {"type": "object", "properties": {"a": enum}}, "max_tokens": 64_000},
+            200,
+        ),
+        (
+            "PUT",
+            f"/v1/working-memory/{BOMB_SESSION}-enum/scratchpad?profile=fuzz-enum",
+            {"content": {"a": objects[:3_000]}},
+            200,
+        ),
+    ]
+
+
+def schema_bombs(url: str, token: str) -> list[str]:
+    """Send each schema bomb to the API at `url`: what went wrong (an unexpected status, a
+    5xx, no answer within BOMB_SECONDS), an empty list when every one was answered."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    failures = []
+    for method, path, body, expected in _bombs():
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(  # noqa: S310 (the local stack's own URL)
+            url + path,
+            data=data,
+            method=method,
+            headers={"Authorization": f"Bearer {token}", "content-type": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=BOMB_SECONDS) as response:  # noqa: S310
+                status = response.status
+        except urllib.error.HTTPError as refused:
+            status = refused.code
+        except OSError as exc:  # a timeout or a lost connection
+            failures.append(f"{method} {path}: no answer ({type(exc).__name__})")
+            continue
+        if status != expected:
+            failures.append(f"{method} {path}: {status}, expected {expected}")
+    return failures
+
+
 PHASES = "examples,coverage,fuzzing"
 
 
@@ -48,6 +116,11 @@ def main(argv: list[str] | None = None) -> int:
         )
         token = mint(keys, "fuzz", "default", ["memory:read", "memory:write", "memory:admin"])
         with LocalStack(config) as stack:
+            failures = schema_bombs(stack.url, token)
+            for failure in failures:
+                print(f"schema bomb: {failure}", flush=True)
+            if failures:
+                return 1
             print(f"fuzzing the local stack at {stack.url} (seed {args.seed})", flush=True)
             phases = PHASES + (",stateful" if args.stateful else "")
             command = [

@@ -16,8 +16,9 @@ more than MAX_EXPANDED_VALUES JSON values; a $ref back to a part it is already i
 the way from the top) counts once, as recursion goes only as deep as the content does.
 That bounds the schemas applied at any
 one place of the content, and what a model provider or MCP client that inlines the tool
-definitions' $refs must hold. A content check also stops after MAX_CHECK_STEPS keyword
-evaluations: that covers profiles stored before the count, and recursion that multiplies
+definitions' $refs must hold. A content check also stops after MAX_CHECK_STEPS steps (a
+keyword applied, a JSON value enum, const or uniqueItems reads: they compare canonical texts,
+in linear time): that covers profiles stored before the count, and recursion that multiplies
 at each level of the content (two `allOf` branches that both descend into the same
 property), which no count of the schema alone sees.
 """

@@ -123,6 +123,7 @@ MEMORY_BODY = {
 }
 EVENT_TIME = 1_750_000_000.5
 NO_RECORD = "mem-" + "0" * 40
+PLANTED = "planted-in-session"  # a record an attacker names the victim's session in
 
 
 def _event_body(user: str, session: str, text: str, token: str) -> dict[str, Any]:
@@ -265,6 +266,8 @@ def _probes(session: str, user: str, record: str) -> dict[str, list[Probe]]:
         "POST /v1/long-term-memory/": [
             Probe({}, body={"memories": [{"id": record, "text": "overwritten", **named}]}),
             Probe({}, body={"memories": [{"id": "planted", "text": "planted", **named}]}),
+            # a record of the caller's own that names the victim's session
+            Probe({}, body={"memories": [{"id": PLANTED, "text": "planted", **s}]}),
         ],
         "POST /v1/long-term-memory/search": [
             Probe({}, body={"text": "secret bank vault code"}),
@@ -305,6 +308,14 @@ def _probes(session: str, user: str, record: str) -> dict[str, list[Probe]]:
                     "name": "search_memory",
                     "arguments": {"query": "secret bank vault code"},
                     **named,
+                },
+            ),
+            Probe(
+                {},
+                body={
+                    "name": "add_memory",
+                    "arguments": {"text": "planted"},
+                    "session_id": session,
                 },
             ),
             Probe(
@@ -434,6 +445,21 @@ def _assert_untouched(
     assert planted == [], planted
 
 
+def _session_users(world: MemoryWorld, victim: tuple[str, str, str]) -> set[str | None]:
+    """The users of everything a search of the victim's session finds, run by the admin of
+    the victim's tenant (tenant-wide: it would show a record anyone named that session in)."""
+    session, user, _ = victim
+    admin = B_ADMIN if user == "b1" else A_ADMIN
+    found = _send(
+        world,
+        admin,
+        "POST /v1/long-term-memory/search",
+        Probe({}, body={"text": "", "session_id": {"eq": session}, "limit": 100}),
+    )
+    assert found.status == 200, found.body
+    return {hit["user_id"] for hit in found.body["memories"]}
+
+
 @pytest.fixture(params=list(PREFIXES.values()), ids=list(PREFIXES))
 def world(dynamodb_table: str, request: pytest.FixtureRequest) -> MemoryWorld:
     settings = ApiSettings(
@@ -512,6 +538,8 @@ def test_nothing_crosses_a_user_or_tenant_boundary(
     # Then no response carried a victim's data, and every stored item is as it was
     assert leaks == []
     _assert_untouched(before, _items(dynamodb_table))
+    # And the victim's session, searched tenant-wide, holds only what its owner wrote
+    assert _session_users(world, victim) <= {victim[1]}
 
     # And each probe, sent by the data's owner (or its tenant's admin for admin routes),
     # works: the probes are requests that could have reached the data
@@ -576,6 +604,7 @@ def _mcp_probes(session: str, user: str, record: str) -> dict[str, list[dict[str
             {"memories": [{"id": record, "text": "overwritten"}]},
             {"memories": [{"id": record, "text": "overwritten", "user_id": user}]},
             {"memories": [{"id": "planted", "text": "planted", "user_id": user}]},
+            {"memories": [{"id": PLANTED, "text": "planted", "session_id": session}]},
         ],
         "search_long_term_memory": [
             {"text": text},
@@ -704,6 +733,7 @@ def test_nothing_crosses_a_user_or_tenant_boundary_through_mcp(
     # Then no answer carried a victim's data, and every stored item is as it was
     assert leaks == []
     _assert_untouched(before, _items(dynamodb_table))
+    assert _session_users(world, victim) <= {victim[1]}
 
     # And each call, made by the data's owner (or its tenant's admin for admin tools), works
     admin = B_ADMIN if owner is B1 else A_ADMIN
@@ -735,3 +765,95 @@ EXPECTED_MCP_OWNER_REFUSALS: set[tuple[str, int]] = {
     ("edit_long_term_memory", 403),
     ("search_long_term_memory", 403),
 }
+
+
+# --- what a refusal says: nothing about another user's record or session --------------------
+
+
+def test_creating_over_another_users_record_id_answers_as_reading_it_does(
+    world: MemoryWorld,
+) -> None:
+    # Given user a2's record rec-a2, which a1 may not see
+    record = "rec-a2"
+    read = _send(world, A1, "GET /v1/long-term-memory/{memory_id}", Probe({"memory_id": record}))
+
+    # When a1 creates a record under that id (alone, and in a batch after a fresh one)
+    alone = {"memories": [{"id": record, "text": "overwritten"}]}
+    batch = {"memories": [{"id": "a1-fresh", "text": "mine"}, {"id": record, "text": "mine"}]}
+    answers = [
+        _send(world, A1, "POST /v1/long-term-memory/", Probe({}, body=body))
+        for body in (alone, batch)
+    ]
+
+    # Then each is the read's 404, word for word: nothing says the id is another owner's
+    assert read.status == 404
+    for answer in answers:
+        assert (answer.status, answer.body) == (read.status, read.body)
+    # And nothing was written, not even the batch's fresh record
+    get = "GET /v1/long-term-memory/{memory_id}"
+    assert _send(world, A2, get, Probe({"memory_id": record})).body["text"] == SECRET_A2
+    assert _send(world, A1, get, Probe({"memory_id": "a1-fresh"})).status == 404
+
+
+def test_creating_over_another_users_record_id_through_mcp_answers_as_reading_it_does(
+    world: MemoryWorld,
+) -> None:
+    handler = _mcp(world)
+
+    read = handler(tool_call("get_long_term_memory", {"memory_id": "rec-a2"}), A1)
+    created = handler(
+        tool_call("create_long_term_memories", {"memories": [{"id": "rec-a2", "text": "x"}]}),
+        A1,
+    )
+
+    assert read.result["isError"] is True
+    assert created.status == read.status == 200
+    # the same tool error, word for word, but for the tool's name
+    text = created.result["content"][0]["text"]
+    assert created.result["isError"] is True
+    assert (
+        text.replace("create_long_term_memories", "get_long_term_memory")
+        == (read.result["content"][0]["text"])
+    )
+
+
+def test_a_record_may_not_be_moved_into_another_users_session(world: MemoryWorld) -> None:
+    # Given a1's own record, outside any session
+    made = _send(
+        world,
+        A1,
+        "POST /v1/long-term-memory/",
+        Probe({}, body={"memories": [{"id": "rec-a1", "text": "a1's note"}]}),
+    )
+    assert made.status == 200, made.body
+    route = "PATCH /v1/long-term-memory/{memory_id}"
+
+    # When a1 names a2's session in it, then a session that does not exist yet
+    foreign = _send(world, A1, route, Probe({"memory_id": "rec-a1"}, body={"session_id": "s-a2"}))
+    fresh = _send(world, A1, route, Probe({"memory_id": "rec-a1"}, body={"session_id": "s-new"}))
+
+    # Then the first is refused as a2's session refuses a1 (403, the field named), the other
+    # is a1's to name
+    assert foreign.status == 403, foreign.body
+    assert [e["field"] for e in foreign.body["errors"]] == ["session_id"]
+    assert fresh.status == 200, fresh.body
+    assert fresh.body["session_id"] == "s-new"
+
+
+def test_add_memory_in_another_users_session_is_a_tool_error(world: MemoryWorld) -> None:
+    # When a1's model calls add_memory naming a2's session
+    called = _send(
+        world,
+        A1,
+        "POST /v1/tools/call",
+        Probe(
+            {},
+            body={"name": "add_memory", "arguments": {"text": "planted"}, "session_id": "s-a2"},
+        ),
+    )
+
+    # Then the model reads why, and nothing was stored
+    assert called.status == 200, called.body
+    assert "belongs to another user" in called.body["error"]
+    world.settle()
+    assert _session_users(world, ("s-a2", "a2", "rec-a2")) <= {"a2"}

@@ -814,7 +814,7 @@ class FakeLongTerm:
     searches: list[tuple[str, SearchRequest]] = field(default_factory=list)
     creates: list[tuple[str, CreateMemories]] = field(default_factory=list)
 
-    def create(self, tenant: str, body: CreateMemories) -> CreatedAck:
+    def create(self, tenant: str, body: CreateMemories, *, confined: bool = False) -> CreatedAck:
         if self.failure is not None:
             raise self.failure
         self.creates.append((tenant, body))

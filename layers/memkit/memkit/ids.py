@@ -11,26 +11,34 @@ it would not when it holds
 - `%`: the gateway decodes the path twice (`a%2541` reaches the function as `aA`, `a%25zz`
   is a 400);
 and clients (browsers, httpx, urllib3) resolve the segments `.` and `..` before sending.
-Control characters were never ids. So those are refused wherever an id is given, in bodies
-and queries alike, and every id memkit stores can be addressed. (Live captures of API
-Gateway's decoding: docs/api.md#ids.)
+Control characters were never ids: Unicode's (C0, DEL and C1, NEL U+0085 among them) and the
+line and paragraph separators U+2028 and U+2029, which end a line as a newline does (in a log
+line, a CSV or JSONL export, a JavaScript string). So those are refused wherever an id is
+given, in bodies and queries alike, and every id memkit stores can be addressed. (Live
+captures of API Gateway's decoding: docs/api.md#ids.)
 """
 
 from __future__ import annotations
 
 import os
 import time
+import unicodedata
 
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 
 MAX_ID_LENGTH = 256
+# Unicode's controls (Cc: U+0000-U+001F, U+007F-U+009F) and the line and paragraph separators
+# (Zl U+2028, Zp U+2029): _CONTROLS in a pattern. Format characters (Cf: the zero-width
+# joiner of emoji sequences, Persian's non-joiner) and spaces stay: names hold them.
+_CONTROL_CATEGORIES = frozenset({"Cc", "Zl", "Zp"})
 # Characters no id may hold: they do not survive a URL path behind API Gateway.
 NOT_IN_IDS = "/?%"
 # The rule as a regular expression for the OpenAPI document (no look-around, which many
 # engines lack): some character that is not a dot, or only dots but at least three.
 # `id_problem` says in words which part a value breaks.
-_ALLOWED = r"[^\x00-\x1f\x7f/?%]"
-ID_PATTERN = rf"^(?:{_ALLOWED}*[^\x00-\x1f\x7f/?%.]{_ALLOWED}*|\.{{3,}})$"
+_CONTROLS = r"\x00-\x1f\x7f-\x9f\u2028\u2029"
+_ALLOWED = rf"[^{_CONTROLS}/?%]"
+ID_PATTERN = rf"^(?:{_ALLOWED}*[^{_CONTROLS}/?%.]{_ALLOWED}*|\.{{3,}})$"
 # What ids were before the rule (any text without control characters): such an id, stored
 # then, can still be named where naming it only removes it.
 STORED_ID_PATTERN = r"^[^\x00-\x1f\x7f]+$"
@@ -46,7 +54,7 @@ def id_problem(value: str) -> str | None:
     for char in value:
         if char in NOT_IN_IDS:
             return f"must not contain {char!r}: {ID_RULE}"
-        if char < " " or char == "\x7f":
+        if unicodedata.category(char) in _CONTROL_CATEGORIES:
             return f"must not contain a control character: {ID_RULE}"
     if value in (".", ".."):
         return f"must not be {value!r}: {ID_RULE}"

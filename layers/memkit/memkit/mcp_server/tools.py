@@ -276,7 +276,9 @@ def create_long_term_memories(
     body = CreateMemories(memories=list(records), deduplicate=deduplicate)
     with _identity(ADMIN):
         confined = confined_memories(call.caller, body)
-    return call.services.long_term.create(call.caller.tenant, confined)
+    return call.services.long_term.create(
+        call.caller.tenant, confined, confined=not call.caller.admin
+    )
 
 
 # What a search takes (SearchRequest's fields), among a tool's arguments.

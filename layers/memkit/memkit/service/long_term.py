@@ -39,7 +39,9 @@ from memkit.models.budget import LIST_BYTE_BUDGET, envelope_bytes
 from memkit.models.domain import (
     DEFAULT_NAMESPACE,
     MessageRef,
+    Owner,
     RecordRef,
+    SessionMeta,
     StoredMessage,
     StoredRecord,
 )
@@ -369,7 +371,10 @@ class LongTermService:
 
     # -- records -----------------------------------------------------------------------------
 
-    def create(self, tenant: str, body: CreateMemories) -> CreatedAck:
+    def create(self, tenant: str, body: CreateMemories, *, confined: bool = False) -> CreatedAck:
+        """Write `body`'s records. `confined`: the writer is a user and no admin (Owner's
+        rule), so another user's record is as absent to it as to a read (a 404), and a
+        session of no user is not its to name."""
         now = self._clock()
         stored = self._store.get_records(tenant, [m.id for m in body.memories])
         seen: dict[str, int] = {}
@@ -381,11 +386,25 @@ class LongTermService:
             seen[memory.id] = index
             existing = stored.get(memory.id)
             owner = (memory.user_id, memory.namespace or DEFAULT_NAMESPACE)
-            if existing is not None and (existing.user_id, existing.namespace) != owner:
-                raise Forbidden(
-                    "a memory never changes owner",
-                    [FieldProblem(f"memories.{index}.id", "names another owner's memory")],
-                )
+            if existing is None or (existing.user_id, existing.namespace) == owner:
+                continue
+            if confined and existing.user_id != memory.user_id:
+                # Ids are unique per tenant, so the id cannot be used: the answer is a read's.
+                raise NotFound(f"no long-term memory {memory.id!r}")
+            raise Forbidden(
+                "a memory never changes owner",
+                [FieldProblem(f"memories.{index}.id", "names a memory of another namespace")]
+                if existing.user_id == memory.user_id
+                else [FieldProblem(f"memories.{index}.id", "names another user's memory")],
+            )
+        self._check_sessions(
+            tenant,
+            [
+                (f"memories.{n}.session_id", m.namespace, m.session_id, m.user_id)
+                for n, m in enumerate(body.memories)
+            ],
+            confined,
+        )
         records = [new_record(m, now, stored.get(m.id)) for m in body.memories]
         for index, record in enumerate(records):
             check_size(record, f"memories.{index}")
@@ -396,6 +415,32 @@ class LongTermService:
             self._store.put_records(tenant, records)
         metrics.add_metric(name="LongTermRecordsWritten", unit="Count", value=len(records))
         return CreatedAck(status="ok", created=[r.id for r in records], duplicates=skipped)
+
+    def _check_sessions(
+        self,
+        tenant: str,
+        named: Sequence[tuple[str, str | None, str | None, str | None]],
+        confined: bool,
+    ) -> None:
+        """A record names only a session of its own user, or one that does not exist (yet):
+        another user's session is refused as the session routes refuse it (a 403), so no
+        search by that session finds a record its owner never wrote. `named`: (field,
+        namespace, session id, record's user) of each record."""
+        sessions: dict[tuple[str, str], SessionMeta | None] = {}
+        for field, namespace, session_id, user_id in named:
+            if session_id is None:
+                continue
+            place = (namespace or DEFAULT_NAMESPACE, session_id)
+            if place not in sessions:
+                sessions[place] = self._store.session_meta(Owner(tenant, place[0]), session_id)
+            meta = sessions[place]
+            if meta is not None and Owner(tenant, place[0], user_id, confined).refuses(
+                meta.user_id
+            ):
+                raise Forbidden(
+                    "this session belongs to another user",
+                    [FieldProblem(field, "names another user's session")],
+                )
 
     def _without_duplicates(
         self, tenant: str, records: list[StoredRecord], stored: dict[str, StoredRecord]
@@ -445,6 +490,10 @@ class LongTermService:
                 "a memory never changes owner: create a new one instead",
                 [FieldProblem(name, "differs from the memory's") for name in moved],
             )
+        if changes.get("session_id") not in (None, record.session_id):
+            confined = reader is not None and not reader.admin
+            named = [("session_id", record.namespace, changes["session_id"], record.user_id)]
+            self._check_sessions(tenant, named, confined)
         now = self._clock()
         values: dict[str, Any] = {}
         for name, value in changes.items():

@@ -35,7 +35,9 @@ ALREADY_KNOWN = "already known: the user already has this memory, nothing new wa
 class LongTermMemory(Protocol):
     """What the memory tools need of long-term memory (LongTermService)."""
 
-    def create(self, tenant: str, body: CreateMemories) -> CreatedAck: ...
+    def create(
+        self, tenant: str, body: CreateMemories, *, confined: bool = False
+    ) -> CreatedAck: ...
 
     def search(self, tenant: str, request: SearchRequest) -> MemoryResults: ...
 
@@ -127,7 +129,9 @@ class ToolService:
         # The record's own checks (event_date, tag lengths) before anything is written.
         record = _validated(MemoryRecordIn, fields, tool)
         ack = self._long_term.create(
-            owner.tenant, CreateMemories(memories=[record], deduplicate=True)
+            owner.tenant,
+            CreateMemories(memories=[record], deduplicate=True),
+            confined=owner.confined,
         )
         if record.id in ack.created:
             return {"id": record.id, "status": STORED}

@@ -212,6 +212,10 @@ class RecordStore(Protocol):
 
     def delete_records(self, tenant: str, record_ids: Sequence[str]) -> int: ...
 
+    def session_meta(self, owner: Owner, session_id: str) -> SessionMeta | None:
+        """The live session's meta, or None (whose session a record may name)."""
+        ...
+
     def touch_records(self, tenant: str, record_ids: Sequence[str], now: str, before: str) -> None:
         """Set `last_accessed` to `now` on the records whose last access is before `before`."""
         ...

@@ -42,7 +42,9 @@ OptimizeQuery = Annotated[
 def create_memories(body: Annotated[CreateMemories, Body()]) -> CreatedAck:
     services = services_of(router)
     caller = caller_of(router)
-    return services.long_term.create(caller.tenant, confined_memories(caller, body))
+    return services.long_term.create(
+        caller.tenant, confined_memories(caller, body), confined=not caller.admin
+    )
 
 
 @router.post(

@@ -857,3 +857,56 @@ def test_add_memory_in_another_users_session_is_a_tool_error(world: MemoryWorld)
     assert "belongs to another user" in called.body["error"]
     world.settle()
     assert _session_users(world, ("s-a2", "a2", "rec-a2")) <= {"a2"}
+
+
+# --- pending memories: promoted by the indexer, so confined when the session is written --------
+
+
+@pytest.mark.parametrize(
+    ("memory", "status", "field"),
+    [
+        ({"id": "p-user", "text": "planted", "user_id": "a2"}, 403, "memories.0.user_id"),
+        (
+            {"id": "p-session", "text": "planted", "session_id": "s-a2"},
+            422,
+            "memories.0.session_id",
+        ),
+    ],
+    ids=["another user", "another session"],
+)
+def test_a_pending_memory_may_not_name_another_user_or_session(
+    world: MemoryWorld, memory: dict[str, Any], status: int, field: str
+) -> None:
+    # When a1 writes its own session with a pending memory naming a2 or a2's session
+    route = "PUT /v1/working-memory/{session_id}"
+    body = {"messages": [], "memories": [memory]}
+    answer = _send(world, A1, route, Probe({"session_id": "a1-own"}, body=body))
+
+    # Then the write is refused, naming the field, and nothing reaches a2's session
+    assert answer.status == status, answer.body
+    assert [e["field"] for e in answer.body["errors"]] == [field]
+    world.settle()
+    world.settle()
+    assert _session_users(world, ("s-a2", "a2", "rec-a2")) <= {"a2"}
+    read = "GET /v1/working-memory/{session_id}"
+    assert _send(world, A1, read, Probe({"session_id": "a1-own"})).status == 404
+
+
+def test_a_pending_memory_under_another_users_record_id_is_never_promoted_over_it(
+    world: MemoryWorld,
+) -> None:
+    # Given a1's own session holding a pending memory under the id of a2's record
+    route = "PUT /v1/working-memory/{session_id}"
+    body = {"messages": [], "memories": [{"id": "rec-a2", "text": "overwritten by a1"}]}
+    written = _send(world, A1, route, Probe({"session_id": "a1-own"}, body=body))
+    assert written.status == 200, written.body
+
+    # When the indexer runs over the session's stream records
+    world.settle()
+    world.settle()
+
+    # Then a2's record is as a2 wrote it, still a2's
+    get = "GET /v1/long-term-memory/{memory_id}"
+    record = _send(world, A2, get, Probe({"memory_id": "rec-a2"}))
+    assert record.status == 200, record.body
+    assert (record.body["text"], record.body["user_id"]) == (SECRET_A2, "a2")

@@ -310,6 +310,15 @@ class Indexer:
                 outcome.skipped += len(change.sequences)
                 return
             stored = self._store.get_records(change.tenant, [memory.id]).get(memory.id)
+            if stored is not None and (stored.user_id, stored.namespace) != (
+                memory.user_id,
+                memory.namespace,
+            ):
+                # A record never changes owner (a create over it is refused): a pending
+                # memory under another owner's record id is not promoted over it.
+                logger.warning("pending memory names another owner's record; not promoted")
+                outcome.skipped += len(change.sequences)
+                return
             record = new_record(memory, self._clock(), stored)
             if stored is None or self._differs(stored, record):
                 self._store.put_records(change.tenant, [record])

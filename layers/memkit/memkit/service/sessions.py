@@ -206,6 +206,27 @@ def _unique_messages(messages: Sequence[Message]) -> list[Message]:
     return unique
 
 
+def _confine_memories(
+    records: Sequence[JsonObject], owner: Owner, session_id: str, session_user: str | None
+) -> None:
+    """A pending memory belongs to its session: promoted, it becomes a record of the session's
+    user in this session, so naming another user or another session would plant a record
+    where its writer has no right to write (the promotion skips the checks of a create)."""
+    for index, record in enumerate(records):
+        user = record.get("user_id")
+        if user is not None and (user != session_user or owner.refuses(user)):
+            raise Forbidden(
+                "a pending memory names another user",
+                [FieldProblem(f"memories.{index}.user_id", "must be the session's user")],
+            )
+        named = record.get("session_id")
+        if named is not None and named != session_id:
+            raise ValidationFailed(
+                "a pending memory names another session",
+                [FieldProblem(f"memories.{index}.session_id", "must be this session's id")],
+            )
+
+
 def _check_memories(memories: Sequence[PendingMemory]) -> list[JsonObject]:
     records: list[JsonObject] = []
     seen: set[str] = set()
@@ -442,6 +463,9 @@ class SessionService:
                     if m.id in state.stored or m.id in arriving
                 ),
                 key=lambda m: m.order,
+            )
+            _confine_memories(
+                records, owner, session_id, meta.user_id or body.user_id or owner.user_id
             )
             outcome["memories"] = records
             old_memories = dict(zip(meta.memory_ids, meta.memory_digests, strict=False))

@@ -589,6 +589,37 @@ def test_nothing_is_sent_once_the_invocations_deadline_has_passed(
     assert len(_searches(vectors)) == sent + 1
 
 
+def test_a_search_of_several_scopes_sends_nothing_from_its_threads_past_the_deadline(
+    vectors: DynamoVectors, index: DynamoVectorIndex
+) -> None:
+    """The scopes of one search are read in parallel threads; each of them is bound by the
+    invocation's deadline as the caller's thread is (a thread sees no context variable it
+    was not given, so a dead engine once held search and prompt for the gateway's 30 s)."""
+    import threading
+
+    from memkit.times import Deadline, within
+
+    index.upsert(
+        [
+            _doc("h", [1, 0, 0], namespace="home", user_id="ada"),
+            _doc("w", [1, 0, 0], namespace="work", user_id="ada"),
+        ]
+    )
+    scopes = conditions_from({"user_id": {"eq": "ada"}})
+    assert sorted(_ids(index.search("t", [1, 0, 0], 3, scopes))) == ["h", "w"]
+    sent = len(_searches(vectors))
+    caller = threading.current_thread()
+
+    # Given a deadline that has passed for every thread but the caller's (the scope lookup
+    # runs in time; the scope searches, in the pool's threads, run after it)
+    def clock() -> float:
+        return 0.0 if threading.current_thread() is caller else 100.0
+
+    with within(Deadline(at=50.0, clock=clock)), pytest.raises(StoreUnavailable):
+        index.search("t", [1, 0, 0], 3, scopes)
+    assert len(_searches(vectors)) == sent
+
+
 # --- generations (memkit reindex) -----------------------------------------------------------
 
 

@@ -80,7 +80,6 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import islice, product
 from typing import TYPE_CHECKING, Any
@@ -88,7 +87,7 @@ from typing import TYPE_CHECKING, Any
 from memkit.errors import BadRequest, Misconfigured, StoreUnavailable, Throttled
 from memkit.keyparts import part
 from memkit.observability import logger
-from memkit.times import bound
+from memkit.times import DeadlinePool, bound
 from memkit.vectors.filters import Condition, meets_all
 from memkit.vectors.keyword import KeywordIndex, weighted_search
 from memkit.vectors.protocol import (
@@ -491,7 +490,7 @@ class DynamoVectorIndex:
         if len(jobs) == 1:
             results = [work(jobs[0][1])]
         else:
-            with ThreadPoolExecutor(max_workers=min(WRITERS, len(jobs))) as pool:
+            with DeadlinePool(max_workers=min(WRITERS, len(jobs))) as pool:
                 results = list(pool.map(lambda job: work(job[1]), jobs))
         return {ident: reason for (ident, _), reason in zip(jobs, results, strict=True) if reason}
 
@@ -656,7 +655,7 @@ class DynamoVectorIndex:
     def _parallel(self, work: Callable[[str], list[Hit]], scopes: Sequence[str]) -> list[Hit]:
         if len(scopes) <= 1:
             return [hit for scope in scopes for hit in work(scope)]
-        with ThreadPoolExecutor(max_workers=min(WRITERS, len(scopes))) as pool:
+        with DeadlinePool(max_workers=min(WRITERS, len(scopes))) as pool:
             return [hit for hits in pool.map(work, scopes) for hit in hits]
 
     # --- reads ---------------------------------------------------------------------------

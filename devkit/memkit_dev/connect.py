@@ -8,9 +8,11 @@ import argparse
 import os
 import sys
 from typing import Any
+from urllib.parse import urlsplit
 
 from memkit.client import MemkitClient, SigV4
 from memkit.client.api import DEFAULT_URL
+from memkit.client.auth import region_of
 from memkit.client.errors import APIConnectionError, APIError
 
 
@@ -30,7 +32,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="sign requests with AWS credentials (AuthMode=iam) instead of a token",
     )
-    group.add_argument("--region", help="--sigv4: the region (default: from the URL's host)")
+    group.add_argument(
+        "--region",
+        help="--sigv4: the region (default: from the URL's execute-api host, else AWS_REGION or "
+        "AWS_DEFAULT_REGION)",
+    )
     group.add_argument(
         "--timeout", type=float, default=60.0, help="seconds per request (default 60)"
     )
@@ -47,10 +53,35 @@ def token_of(args: argparse.Namespace) -> str | None:
     return str(token) if token else None
 
 
+def sigv4_region(args: argparse.Namespace, url: str) -> str | None:
+    """The region --sigv4 signs for: --region, the URL's execute-api host, else AWS's own
+    configuration (AWS_REGION, AWS_DEFAULT_REGION, the profile's)."""
+    from memkit_dev import aws
+
+    host = urlsplit(url).hostname or ""
+    return args.region or region_of(host) or aws.configured_region()
+
+
+def sigv4_problem(args: argparse.Namespace, url: str) -> str | None:
+    """With --sigv4, what keeps the requests from being signed (no credentials, no region),
+    found before the first one; None when nothing does (or no --sigv4)."""
+    if not args.sigv4:
+        return None
+    from memkit_dev import aws
+
+    problems = [p for p in (aws.credentials_problem(),) if p is not None]
+    if sigv4_region(args, url) is None:
+        problems.append(
+            f"no AWS region to sign for: {urlsplit(url).hostname} is not an execute-api host "
+            "that names one; give --region, or set AWS_REGION or AWS_DEFAULT_REGION"
+        )
+    return f"--sigv4: {'; and '.join(problems)}" if problems else None
+
+
 def client_of(args: argparse.Namespace, url: str | None = None, **options: Any) -> MemkitClient:
     """The SDK client the arguments describe (retries and batching are the SDK's)."""
     if args.sigv4:
-        options["auth"] = SigV4(region=args.region)
+        options["auth"] = SigV4(region=sigv4_region(args, url or url_of(args)))
     elif (token := token_of(args)) is not None:
         options["token"] = token
     return MemkitClient(url or url_of(args), timeout=args.timeout, **options)

@@ -100,6 +100,9 @@ def doctor_command(args: argparse.Namespace, aws: Any = None) -> int:
     if args.stack_name:
         findings.outputs, findings.stack_error = stack_outputs(args.stack_name, args.region, aws)
     url = args.url or _env_url() or findings.outputs.get("ApiUrl") or connect.url_of(args)
+    problem = connect.sigv4_problem(args, url)
+    if problem is not None:  # before any check: each would fail for the same reason
+        return connect.fail(f"doctor {problem}")
     results: list[Result] = []
 
     def run(check: Callable[[], Result]) -> None:
@@ -137,6 +140,8 @@ def check_health(client: MemkitClient, findings: Findings) -> Result:
         )
     except APIError as error:
         return Result("health", FAIL, f"GET /v1/health answered {error}")
+    except MemkitClientError as error:  # the request could not be made (signed, sent)
+        return Result("health", FAIL, f"GET /v1/health: {connect.describe(error)}")
     findings.health = health
     took = (time.monotonic() - started) * 1000
     parts = [f"memkit {health.version or '(version not said)'} at {client.base_url}, {took:.0f} ms"]

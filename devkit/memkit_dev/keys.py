@@ -10,10 +10,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from memkit.models.api_keys import SCOPES, ApiKey
+from memkit_dev import aws
+
+if TYPE_CHECKING:
+    from memkit.config import ApiKeySettings
 
 COMMAND = "memkit keys"
 
@@ -22,7 +27,10 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     """`memkit keys` and its subcommands; table options as `memkit reindex` takes them."""
     table = argparse.ArgumentParser(add_help=False)
     table.add_argument("--table", help="table name (MEMKIT_TABLE_NAME)")
-    table.add_argument("--region", help="the table's region (default AWS_REGION)")
+    table.add_argument(
+        "--region",
+        help="the table's region (default AWS_REGION, else AWS_DEFAULT_REGION or the profile's)",
+    )
     table.add_argument(
         "--dynamodb-endpoint", metavar="URL", help="a DynamoDB-compatible endpoint (default AWS)"
     )
@@ -69,6 +77,9 @@ def keys_command(args: Any) -> int:
     settings = settings_from(ApiKeySettings.from_env, options, COMMAND)
     if settings is None:
         return 2
+    settings, problem = _with_aws(settings, args.region)
+    if problem is not None:
+        return _fail(problem, 1)
     service = api_keys_for(settings)
     try:
         if args.keys_command == "create":
@@ -88,8 +99,31 @@ def keys_command(args: Any) -> int:
     except NotFound as exc:
         return _fail(exc.detail, 1)
     except MemkitError as exc:  # the table refused or is unreachable
-        return _fail(exc.detail, 1)
+        return _fail(aws.call_problem(exc, _table_of(settings)) or exc.detail, 1)
     return 0
+
+
+def _with_aws(settings: ApiKeySettings, region: str | None) -> tuple[ApiKeySettings, str | None]:
+    """`settings` in the region AWS's tools would use when none was given, and what keeps
+    them from reaching the table, checked before the first call: the local stack's DynamoDB
+    (a loopback endpoint) takes any credentials, so it gets stand-ins when there are none."""
+    if aws.is_local(settings.dynamodb_endpoint):
+        aws.use_local_credentials()
+        return settings, None
+    if not (region or os.environ.get("MEMKIT_REGION")):
+        found = aws.configured_region()
+        if found is None:
+            return settings, (
+                "no AWS region: give --region (the table's), or set AWS_REGION or "
+                "AWS_DEFAULT_REGION"
+            )
+        settings = settings.model_copy(update={"region": found})
+    return settings, aws.credentials_problem()
+
+
+def _table_of(settings: ApiKeySettings) -> str:
+    where = settings.dynamodb_endpoint or f"DynamoDB in {settings.region}"
+    return f"table {settings.table_name} at {where}"
 
 
 def _fail(message: str, code: int) -> int:

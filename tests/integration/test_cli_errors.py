@@ -1,0 +1,131 @@
+"""What the CLI says when something around it is missing: one line naming the real cause,
+an exit code, never a traceback (the console script, as a user runs it)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+COMMAND = shutil.which("memkit", path=str(Path(sys.executable).parent)) or "memkit"
+
+
+def _bare_env(tmp_path: Path) -> dict[str, str]:
+    """The environment of a machine with no AWS credentials and no region configured."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env["AWS_CONFIG_FILE"] = str(tmp_path / "no-config")
+    env["AWS_SHARED_CREDENTIALS_FILE"] = str(tmp_path / "no-credentials")
+    env["AWS_EC2_METADATA_DISABLED"] = "true"
+    env["AWS_ACCOUNT_ID_ENDPOINT_MODE"] = "disabled"
+    return env
+
+
+def _run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [COMMAND, *args], capture_output=True, text=True, timeout=120, env=env, check=False
+    )
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _one_line(stderr: str) -> str:
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert "Traceback" not in stderr, stderr
+    assert len(lines) == 1, stderr
+    return lines[0]
+
+
+def test_keys_create_against_a_local_endpoint_needs_no_aws_credentials(tmp_path: Path) -> None:
+    import boto3
+
+    from memkit_dev.local.dynamodb import MotoDynamoDB
+    from memkit_dev.local.template import create_table, load_template
+
+    # Given a local DynamoDB endpoint with the template's table, and no AWS credentials set
+    server = MotoDynamoDB().start()
+    try:
+        client = boto3.client(
+            "dynamodb",
+            region_name="us-east-1",
+            endpoint_url=server.endpoint,
+            aws_access_key_id="x",
+            aws_secret_access_key="x",
+        )
+        create_table(client, load_template(ROOT / "template.yaml"), "memkit-keys")
+
+        # When a key is created as the local stack's docs say
+        created = _run(
+            _bare_env(tmp_path),
+            "keys",
+            "create",
+            "--tenant",
+            "acme",
+            "--scopes",
+            "memory:read",
+            "--user",
+            "ada",
+            "--table",
+            "memkit-keys",
+            "--dynamodb-endpoint",
+            server.endpoint,
+        )
+
+        # Then it works (the local stack accepts any credentials), instead of "storage is
+        # unavailable"
+        assert created.returncode == 0, created.stderr
+        assert created.stdout.startswith("mk_")
+    finally:
+        server.stop()
+
+
+def test_keys_against_an_endpoint_that_does_not_answer_says_so_in_one_line(
+    tmp_path: Path,
+) -> None:
+    endpoint = f"http://127.0.0.1:{_free_port()}"
+    listed = _run(
+        _bare_env(tmp_path),
+        "keys",
+        "list",
+        "--tenant",
+        "acme",
+        "--table",
+        "memkit-keys",
+        "--dynamodb-endpoint",
+        endpoint,
+    )
+
+    assert listed.returncode == 1
+    line = _one_line(listed.stderr)
+    assert "storage is unavailable" not in line
+    assert endpoint.split("//")[1] in line or "answer" in line or "reach" in line, line
+
+
+@pytest.mark.parametrize(
+    ("env_extra", "missing"),
+    [
+        ({}, ("region", "credentials")),
+        ({"AWS_DEFAULT_REGION": "eu-west-1"}, ("credentials",)),
+        ({"AWS_ACCESS_KEY_ID": "AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY": "x"}, ("region",)),
+    ],
+    ids=["neither", "no credentials", "no region"],
+)
+def test_doctor_sigv4_names_what_is_missing_in_one_line(
+    tmp_path: Path, env_extra: dict[str, str], missing: tuple[str, ...]
+) -> None:
+    env = {**_bare_env(tmp_path), **env_extra}
+    checked = _run(env, "doctor", "--sigv4", "--url", "https://api.example.com", "--no-probe")
+
+    assert checked.returncode == 2
+    line = _one_line(checked.stderr).lower()
+    for what in missing:
+        assert what in line, line

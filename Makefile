@@ -14,9 +14,15 @@ CHECKOV_VERSION := 3.3.30
 ST_VENV := .tools/schemathesis
 ST := $(ST_VENV)/bin/st
 ST_VERSION := 4.32.5
+# The SDK (memkit-client, sdk/pyproject.toml) and the CLI (memkit-cli, devkit/pyproject.toml)
+# as wheels (`make wheels`): what an agent's environment installs. Not published to PyPI.
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
+CLIENT_WHEEL := dist/memkit_client-$(VERSION)-py3-none-any.whl
+CLI_WHEEL := dist/memkit_cli-$(VERSION)-py3-none-any.whl
+LIBRARY_SOURCES := $(shell find layers/memkit/memkit sdk/memkit -name '*.py')
 # The worked AgentCore example (examples/agentcore_agent.py) runs where an agent runs: in a
 # venv of its own, with the bedrock-agentcore SDK (it pins its own pydantic, and its Strands
-# extra an mcp older than memkit's) and memkit's SDK, at a fixed version.
+# extra an mcp older than memkit's) and memkit's SDK as its wheel, at a fixed version.
 AGENTCORE_VENV := .tools/agentcore
 AGENTCORE := $(AGENTCORE_VENV)/.installed
 AGENTCORE_SDK_VERSION := 1.25.0
@@ -32,7 +38,7 @@ export AWS_ACCOUNT_ID_ENDPOINT_MODE := disabled
 export PYDANTIC_DISABLE_PLUGINS := __all__
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: help serve test lint typecheck template scan fuzz-quick fuzz unit integration agentcore-example bench docs build deploy clean
+.PHONY: help serve test wheels lint typecheck template scan fuzz-quick fuzz unit integration agentcore-example bench docs build deploy clean
 .DEFAULT_GOAL := help
 
 ## help: list these targets (what `make` alone does)
@@ -60,21 +66,37 @@ $(ST):
 	$(ST_VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(ST_VENV)/bin/python -m pip install --quiet "schemathesis==$(ST_VERSION)"
 
-$(AGENTCORE): pyproject.toml
+# Made anew when the wheel changes: pip keeps an installed wheel of the same version.
+$(AGENTCORE): $(CLIENT_WHEEL)
+	rm -rf $(AGENTCORE_VENV)
 	$(PYTHON) -m venv $(AGENTCORE_VENV)
 	$(AGENTCORE_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(AGENTCORE_VENV)/bin/python -m pip install --quiet -e ".[client]" \
+	$(AGENTCORE_VENV)/bin/python -m pip install --quiet "$(CLIENT_WHEEL)" \
 	  "bedrock-agentcore==$(AGENTCORE_SDK_VERSION)"
 	touch $(AGENTCORE)
+
+# pip wheel builds in the project's folder: its build/ is cleared first, or a module removed
+# since the last build would still be packed. The build backend (setuptools) comes from the index.
+$(CLIENT_WHEEL): sdk/pyproject.toml sdk/README.md $(LIBRARY_SOURCES) | $(STAMP)
+	rm -rf sdk/build dist/memkit_client-*.whl
+	$(BIN)/python -m pip wheel --quiet --no-deps --wheel-dir dist ./sdk
+
+$(CLI_WHEEL): devkit/pyproject.toml devkit/README.md devkit/wheel_files.py sdk/pyproject.toml \
+  $(LIBRARY_SOURCES) $(shell find devkit/memkit_dev -name '*.py') | $(STAMP)
+	rm -rf devkit/build dist/memkit_cli-*.whl
+	$(BIN)/python -m pip wheel --quiet --no-deps --wheel-dir dist ./devkit
 
 ## serve: run the local stack (API + DynamoDB Local, or moto without Java) on http://127.0.0.1:8000 (PORT=n)
 serve: $(STAMP)
 	$(BIN)/memkit serve --port $(PORT)
 
-## test: lint, type checks, template checks, the security scan, a short fuzz and every test
-test: lint typecheck template scan fuzz-quick $(AGENTCORE)
+## test: lint, type checks, template checks, the security scan, a short fuzz, the wheels and every test
+test: lint typecheck template scan fuzz-quick wheels $(AGENTCORE)
 	$(BIN)/python -m pytest $(PYTEST_PARALLEL) --cov --cov-report=term:skip-covered --durations=25; rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 1; fi; exit $$rc
+
+## wheels: the SDK (memkit-client) and the CLI (memkit-cli) as wheels in dist/ (docs/sdk.md#install)
+wheels: $(CLIENT_WHEEL) $(CLI_WHEEL)
 
 ## lint: ruff check and ruff format --check
 lint: $(STAMP)

@@ -17,7 +17,8 @@ last turns read back, long-term memories retrieved). Nothing in it names memkit 
 
 (AuthMode iam: `MEMKIT_AUTH=sigv4` and AWS credentials instead of the token.) The bedrock-
 agentcore SDK pins its own dependencies, so it runs in an environment of its own:
-`make .tools/agentcore/.installed` makes one (`.tools/agentcore/bin/python`).
+`make .tools/agentcore/.installed` makes one (`.tools/agentcore/bin/python`), with memkit's SDK
+as its wheel (`make wheels`, dist/memkit_client-*.whl).
 
 The "model" is a rule-based stand-in, so the example runs with no network: a statement is
 noted; a question is answered from the long-term memories AgentCore (or memkit) extracted

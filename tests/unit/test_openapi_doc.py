@@ -35,3 +35,23 @@ def test_every_route_that_reaches_storage_documents_429_and_503_with_retry_after
             response = operation["responses"].get(status)
             assert response is not None, f"{name} does not document {status}"
             assert "Retry-After" in response.get("headers", {}), f"{name} {status}: Retry-After"
+
+
+def test_every_operation_but_the_public_ones_asks_for_a_jwt_or_an_api_key() -> None:
+    from memkit.api.scopes import PUBLIC, ROUTE_SCOPES
+
+    served = json.loads(openapi_json(app))
+    schemes = served["components"]["securitySchemes"]
+
+    # Both are bearer schemes: an API key is sent as `Authorization: Bearer mk_...` too
+    assert {name: (s["type"], s["scheme"]) for name, s in schemes.items()} == {
+        "jwt": ("http", "bearer"),
+        "apiKey": ("http", "bearer"),
+    }
+    assert all("memory:read" in s["description"] for s in schemes.values())
+    assert served["security"] == [{"jwt": []}, {"apiKey": []}]
+    for path, methods in served["paths"].items():
+        for method, operation in methods.items():
+            public = ROUTE_SCOPES[f"{method.upper()} {path}"] is PUBLIC
+            assert operation.get("security") == ([] if public else None), f"{method} {path}"
+    assert served["paths"]["/v1/health"]["get"]["security"] == []

@@ -32,7 +32,7 @@ from memkit.api.routes import (
     tools,
     users,
 )
-from memkit.api.scopes import ROUTE_SCOPES
+from memkit.api.scopes import PUBLIC, ROUTE_SCOPES
 from memkit.errors import FieldProblem, Forbidden, MemkitError
 from memkit.identity import caller_of as caller_of_event
 from memkit.models.problems import field_problems
@@ -111,9 +111,51 @@ class HttpApiResolver(APIGatewayHttpResolver):
         return re.compile(base_regex.format(re.sub(r"<(\w+)>", r"(?P<\1>[^/]+)", rule)))
 
 
+# The security schemes of the document: both are sent as `Authorization: Bearer ...` (an API
+# key too, memkit.service.api_keys), so Swagger UI's Authorize button fills that header.
+JWT_SCHEME = "jwt"
+API_KEY_SCHEME = "apiKey"
+SCOPES_SAID = (
+    "Its scopes decide what it may call: `memory:read` (reads, searches, prompt hydration), "
+    "`memory:write` (changes to sessions, scratchpads and records; tool calls), "
+    "`memory:admin` (profiles, lifecycle policies, forgetting, a user's deletion)."
+)
+
+
 def openapi_json(app: APIGatewayHttpResolver) -> str:
-    """The OpenAPI document of `app` (served at /v1/openapi.json, written to docs/)."""
-    return str(app.get_openapi_json_schema(title=TITLE, version=__version__))
+    """The OpenAPI document of `app` (served at /v1/openapi.json, written to docs/): every
+    operation takes a JWT or an API key, but the public ones (memkit.api.scopes)."""
+    # Imported here: Powertools' OpenAPI models cost cold start, and only the docs need them.
+    from aws_lambda_powertools.event_handler.openapi.compat import model_json
+    from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer
+
+    schemes = {
+        JWT_SCHEME: HTTPBearer(
+            bearerFormat="JWT",
+            description="An access token (AuthMode=jwt): from the stack's Cognito user pool or "
+            "your OIDC issuer (scopes with its JwtScopePrefix, e.g. `memkit/memory:read`), or "
+            f"`memkit token` for the local stack. {SCOPES_SAID}",
+        ),
+        API_KEY_SCHEME: HTTPBearer(
+            bearerFormat="mk_<id>_<secret>",
+            description="A memkit API key (AuthMode=apikey; `memkit keys create`), sent as "
+            "`Authorization: Bearer mk_...`: give the key alone, the client adds `Bearer`. "
+            f"{SCOPES_SAID}",
+        ),
+    }
+    schema = app.get_openapi_schema(
+        title=TITLE,
+        version=__version__,
+        security_schemes=schemes,  # type: ignore[arg-type]
+        security=[{JWT_SCHEME: []}, {API_KEY_SCHEME: []}],
+    )
+    for path, item in (schema.paths or {}).items():
+        for method in ("get", "put", "post", "patch", "delete"):
+            operation = getattr(item, method)
+            key = f"{method.upper()} {path}"
+            if operation is not None and key in ROUTE_SCOPES and ROUTE_SCOPES[key] is PUBLIC:
+                operation.security = []  # no credential asked: overrides the global one
+    return str(model_json(schema, by_alias=True, exclude_none=True, indent=2))
 
 
 def refuse(
@@ -179,6 +221,9 @@ def build_app() -> APIGatewayHttpResolver:
 
     @app.get("/v1/docs", include_in_schema=False)
     def swagger_ui() -> Response[str]:
+        # The page links its document as `?format=json` (Powertools' Swagger UI script).
+        if (app.current_event.query_string_parameters or {}).get("format") == "json":
+            return openapi_document()
         # Powertools' enable_swagger imports its OpenAPI models at registration, ~60 ms of
         # every cold start; the page is built from the same bundled assets on first view.
         from aws_lambda_powertools.event_handler.openapi import swagger_ui

@@ -224,3 +224,5 @@ def test_the_examples_run_as_written_in_reading_order(stack: LocalStack, workdir
     tour = printed["README.md"].replace(" ", "")
     assert '"likes":["tea","chess"]' in tour
     assert '"created":["tea","oslo"]' in tour
+    # (its search, run right after the create and the wait for indexing, finds the record)
+    assert '"id":"tea"' in tour

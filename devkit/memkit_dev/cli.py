@@ -7,6 +7,7 @@ search` searches it; `memkit doctor` checks a deployment or the local stack (doc
 from __future__ import annotations
 
 import argparse
+import math
 import signal
 import sys
 import threading
@@ -249,13 +250,36 @@ def _auth_banner(stack: Any) -> str:
 
 def _token(args: argparse.Namespace) -> int:
     """`memkit token`: a development token for `memkit serve --auth jwt` (its key pair)."""
-    from memkit_dev.local.auth import mint
+    from memkit.identity import SCOPES
+    from memkit_dev.local.auth import DEV_KEY_FILE, mint
 
     scopes = [s.strip() for s in args.scopes.split(",") if s.strip()]
     if args.admin:
         scopes.append("memory:admin")
-    token = mint(args.data_dir, args.sub, args.tenant, scopes, seconds=int(args.hours * 3600))
-    print(token)
+    # A scope is memkit's own name, bare or after a prefix (`memkit serve --scope-prefix`).
+    unknown = [s for s in scopes if not any(s.endswith(known) for known in SCOPES)]
+    if unknown or not scopes:
+        print(
+            f"memkit token: unknown scope {', '.join(unknown) or '(none given)'}; "
+            f"the scopes are {', '.join(SCOPES)} (after --scope-prefix if serve uses one)",
+            file=sys.stderr,
+        )
+        return 2
+    seconds = args.hours * 3600
+    if not math.isfinite(seconds) or seconds < 1:
+        print("memkit token: --hours must be positive (at least one second)", file=sys.stderr)
+        return 2
+    folder = args.data_dir.resolve()
+    if not (folder / DEV_KEY_FILE).is_file():
+        # A new key pair that no running `memkit serve` knows: its tokens would get a bare 401.
+        print(
+            f"memkit token: no key pair in {folder}: made a new one; `memkit serve` accepts "
+            "these tokens only when started with the same --data-dir",
+            file=sys.stderr,
+        )
+    else:
+        print(f"memkit token: signed with the key pair in {folder}", file=sys.stderr)
+    print(mint(args.data_dir, args.sub, args.tenant, scopes, seconds=int(seconds)))
     return 0
 
 

@@ -129,3 +129,53 @@ def test_doctor_sigv4_names_what_is_missing_in_one_line(
     line = _one_line(checked.stderr).lower()
     for what in missing:
         assert what in line, line
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--scopes", "memory:read,memory:everything"], "unknown scope memory:everything"),
+        (["--scopes", "read"], "unknown scope read"),
+        (["--hours", "0"], "--hours must be positive"),
+        (["--hours", "-3"], "--hours must be positive"),
+        (["--hours", "nan"], "--hours must be positive"),
+    ],
+    ids=["unknown scope", "bare word", "zero hours", "negative hours", "nan hours"],
+)
+def test_memkit_token_refuses_unknown_scopes_and_non_positive_lifetimes(
+    tmp_path: Path, args: list[str], said: str
+) -> None:
+    minted = _run(dict(os.environ), "token", "--data-dir", str(tmp_path), *args)
+
+    assert minted.returncode == 2
+    assert minted.stdout == ""
+    assert said in _one_line(minted.stderr)
+
+
+def test_memkit_token_accepts_a_prefixed_scope(tmp_path: Path) -> None:
+    from memkit_dev.local.auth import JwtAuthorizer, JwtSettings
+
+    minted = _run(
+        dict(os.environ), "token", "--data-dir", str(tmp_path), "--scopes", "memkit/memory:read"
+    )
+
+    assert minted.returncode == 0, minted.stderr
+    claims = JwtAuthorizer(JwtSettings(data_dir=tmp_path)).claims(f"Bearer {minted.stdout.strip()}")
+    assert claims["scope"] == "memkit/memory:read"
+
+
+def test_memkit_token_says_which_key_folder_it_signed_with(tmp_path: Path) -> None:
+    # The first token in an empty folder makes a key pair no running server knows: it says so
+    first = _run(dict(os.environ), "token", "--data-dir", str(tmp_path))
+    assert first.returncode == 0, first.stderr
+    line = _one_line(first.stderr)
+    assert str(tmp_path.resolve()) in line
+    assert "made a new one" in line
+    assert "--data-dir" in line
+
+    # and once the folder holds one, it names the folder it signed with
+    again = _run(dict(os.environ), "token", "--data-dir", str(tmp_path))
+    assert again.returncode == 0, again.stderr
+    assert (
+        _one_line(again.stderr) == f"memkit token: signed with the key pair in {tmp_path.resolve()}"
+    )

@@ -46,6 +46,7 @@ help:
 	@awk -F': ' '/^## [a-z-]+: / { sub(/^## /, ""); printf "  make %-12s %s\n", $$1, substr($$0, length($$1) + 3) }' $(MAKEFILE_LIST)
 
 $(STAMP): pyproject.toml
+	@echo "installing memkit and its development tools into $(VENV) (a few minutes the first time)"
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[dev]"

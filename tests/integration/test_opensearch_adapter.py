@@ -809,6 +809,31 @@ def test_a_rebuild_switches_the_alias_in_one_step(
     assert len(server.documents(f"{INDEX}-gen1")) == 3
 
 
+def test_a_first_rebuild_takes_over_the_plain_index_a_writer_created_meanwhile(
+    index: OpenSearchIndex, server: LoopbackOpenSearch
+) -> None:
+    """The first rebuild of a name that held nothing (a new collection, or the local stack's
+    start-up rebuild) races the stream indexer, whose first write creates a plain index of
+    that name: the switch replaces what the name is when it switches, not what it was."""
+    # Given a rebuild begun while nothing existed, being filled
+    rebuild = index.rebuild(DIMENSIONS)
+    assert rebuild.replaced is None
+    assert rebuild.target.upsert(DOCS[:2]) == {}
+
+    # When a writer creates the plain index meanwhile, and the rebuild then switches
+    assert index.upsert(DOCS[2:3]) == {}
+    assert server.indices() == {INDEX: [], f"{INDEX}-gen1": []}
+    rebuild.switch()
+    rebuild.retire()
+
+    # Then the name is the new generation's alias (the plain index went with the switch;
+    # its writes, made since the rebuild began, are the catch-up's), and writes reach it
+    assert server.indices() == {f"{INDEX}-gen1": [INDEX]}
+    assert sorted(_ids(index.search("t", [1, 0, 0], k=10))) == sorted(d.id for d in DOCS[:2])
+    assert index.upsert(DOCS[2:3]) == {}
+    assert len(server.documents(f"{INDEX}-gen1")) == 3
+
+
 def test_the_next_rebuild_moves_the_alias_and_deletes_the_old_generation(
     stocked: OpenSearchIndex, server: LoopbackOpenSearch
 ) -> None:

@@ -950,8 +950,17 @@ class AliasRebuild:
 
     def switch(self) -> None:
         """One POST /_aliases: the alias leaves the old generation for the new one."""
+        if self._old is None:
+            # Nothing held the name when the rebuild began, but a writer (the stream
+            # indexer) may have created it since as a plain index: the switch replaces what
+            # the name is now. Its docs were written after the rebuild began: the catch-up's.
+            self._domain(self._take_over_a_plain_index)
         self._domain(lambda: self._owner._switch(self.generation, self._old))
         self._switched = True
+
+    def _take_over_a_plain_index(self) -> None:
+        if self._owner._live_generation() == self._owner._index:
+            self._old = self._owner._index
 
     def retire(self) -> None:
         """Delete the replaced generation (a plain index went with the switch itself)."""

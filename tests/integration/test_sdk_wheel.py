@@ -184,7 +184,7 @@ def test_the_first_example_of_the_sdk_guide_runs_on_the_installed_wheel(
     # Then it succeeds, and the session holds its message
     assert done.returncode == 0, done.stderr[-3000:]
     with MemkitClient(jwt_stack.url, token=token) as memkit:
-        texts = [message.content for message in memkit.iter_messages("chat-1")]
+        texts = [message.content for message in memkit.iter_messages("sdk-chat")]
     assert texts == ["I drink green tea"]
 
 

@@ -5,13 +5,16 @@ through the store they read "storage is unavailable", which names none of them."
 from __future__ import annotations
 
 import os
-from typing import Any
 from urllib.parse import urlsplit
 
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
-# DynamoDB Local and moto accept any key: these sign requests to a loopback endpoint when the
-# shell has none (the local stack's own functions use the same kind).
-LOCAL_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "memkit-local", "AWS_SECRET_ACCESS_KEY": "memkit-local"}
+# DynamoDB Local and moto accept any key: these sign requests to a loopback endpoint (the local
+# stack's functions get them; a command gets them when the shell has none).
+LOCAL_CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_SESSION_TOKEN": "testing",
+}
 NO_CREDENTIALS = (
     "no AWS credentials found (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, "
     "~/.aws or an instance role): set them, or sign in (`aws sso login`, `aws configure`)"
@@ -38,37 +41,30 @@ def use_local_credentials() -> None:
     """Credentials for a loopback endpoint when the environment names none (a profile's would
     be refused by nothing there either: these take its place, and no role is looked up)."""
     if not os.environ.get("AWS_ACCESS_KEY_ID"):
-        os.environ.pop("AWS_SESSION_TOKEN", None)
         os.environ.update(LOCAL_CREDENTIALS)
 
 
-def configured_region(session: Any = None) -> str | None:
+def configured_region() -> str | None:
     """The region AWS's own tools would use: AWS_REGION, else AWS_DEFAULT_REGION or the
     profile's (botocore reads only those two)."""
     if os.environ.get("AWS_REGION"):
         return os.environ["AWS_REGION"]
     from botocore.exceptions import BotoCoreError
+    from botocore.session import get_session
 
     try:
-        if session is None:
-            from botocore.session import get_session
-
-            return get_session().get_config_variable("region") or None
-        return session.region_name or None
+        return get_session().get_config_variable("region") or None
     except BotoCoreError:  # a profile that does not exist: no region either
         return None
 
 
-def credentials_problem(session: Any = None) -> str | None:
-    """None when the default chain (or `session`, a boto3 one) finds credentials, else why not."""
+def credentials_problem() -> str | None:
+    """None when the default chain finds credentials, else why not."""
     from botocore.exceptions import BotoCoreError
+    from botocore.session import get_session
 
     try:
-        if session is None:
-            from botocore.session import get_session
-
-            session = get_session()
-        found = session.get_credentials()
+        found = get_session().get_credentials()
     except BotoCoreError as error:  # AWS_PROFILE naming no profile, a broken config file
         return f"the AWS credentials cannot be read: {error}"
     return None if found is not None else NO_CREDENTIALS

@@ -69,7 +69,8 @@ def sigv4_problem(args: argparse.Namespace, url: str) -> str | None:
         return None
     from memkit_dev import aws
 
-    problems = [p for p in (aws.credentials_problem(),) if p is not None]
+    missing_credentials = aws.credentials_problem()
+    problems = [] if missing_credentials is None else [missing_credentials]
     if sigv4_region(args, url) is None:
         problems.append(
             f"no AWS region to sign for: {urlsplit(url).hostname} is not an execute-api host "

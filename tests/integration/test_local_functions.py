@@ -89,11 +89,3 @@ def test_the_gateway_answers_a_timed_out_function_as_api_gateway_does(
     assert response.status_code == 500
     assert response.get_json() == {"message": "Internal Server Error"}
 
-
-def test_the_schema_bombs_of_the_fuzz_run_get_their_answers_from_the_local_stack() -> None:
-    from memkit_dev.fuzz import schema_bombs
-    from memkit_dev.local.stack import LocalStack
-    from tests.integration.conftest import small_stack
-
-    with LocalStack(small_stack()) as stack:
-        assert schema_bombs(stack.url, "unchecked: auth mode none") == []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.conftest import LambdaContextStub
 from tests.integration.conftest import Call
 
 pytestmark = pytest.mark.integration
@@ -357,14 +358,8 @@ def test_reads_report_the_token_count_counted_when_written(api: Call) -> None:
     assert got.body["max_tokens"] == 4000
 
 
-class _NearTimeout:
+class _NearTimeout(LambdaContextStub):
     """Lambda's context of an invocation with `remaining_ms` left."""
-
-    function_name = "memkit-test-api"
-    function_version = "$LATEST"
-    memory_limit_in_mb = 512
-    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:memkit-test-api"
-    aws_request_id = "test-request"
 
     def __init__(self, remaining_ms: int) -> None:
         self.remaining_ms = remaining_ms

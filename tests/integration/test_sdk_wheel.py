@@ -2,16 +2,15 @@
 from sdk/pyproject.toml, memkit-cli from devkit/pyproject.toml), each installed in a clean
 virtual environment from the local file, their dependencies from the package index.
 
-The wheels are built here, from this checkout, the way the Makefile builds them (a wheel
-left in dist/ may be older than the source). The build backend and the dependencies come from
-the index: where it cannot be reached, these tests skip and say so; any other failure fails.
+The wheels are `make wheels`'s, in dist/ (make rebuilds one older than its sources; after
+`make test` built them, nothing). The build backend and the dependencies come from the index:
+where it cannot be reached, these tests skip and say so; any other failure fails.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import venv
@@ -32,15 +31,16 @@ pytestmark = pytest.mark.integration
 DEVKIT = ROOT / "devkit" / "memkit_dev"
 
 
-def _pip(python: Path | str, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def _run(
+    command: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [str(python), "-m", "pip", "--disable-pip-version-check", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
+        command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
     )
+
+
+def _pip(python: Path | str, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return _run([str(python), "-m", "pip", "--disable-pip-version-check", *args], cwd, timeout=900)
 
 
 def _or_skip_if_offline(done: subprocess.CompletedProcess[str], what: str, cwd: Path) -> None:
@@ -56,25 +56,24 @@ def _or_skip_if_offline(done: subprocess.CompletedProcess[str], what: str, cwd: 
     pytest.fail(f"{what} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
 
 
-def _build(folder: str, out: Path) -> Path:
-    """The wheel of ROOT/folder as `make wheels` builds it (its build/ cleared first)."""
-    shutil.rmtree(ROOT / folder / "build", ignore_errors=True)
-    done = _pip(
-        sys.executable, "wheel", "--no-deps", "--wheel-dir", str(out), f"./{folder}", cwd=ROOT
-    )
-    _or_skip_if_offline(done, f"pip wheel ./{folder}", out)
-    (wheel,) = out.glob("*.whl")
+@pytest.fixture(scope="module")
+def wheels(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """dist/, holding the wheels of this checkout's sources (`make wheels`)."""
+    done = _run(["make", "--no-print-directory", "wheels"], ROOT, timeout=900)
+    _or_skip_if_offline(done, "make wheels", tmp_path_factory.mktemp("probe"))
+    return ROOT / "dist"
+
+
+@pytest.fixture(scope="module")
+def client_wheel(wheels: Path) -> Path:
+    (wheel,) = wheels.glob("memkit_client-*.whl")
     return wheel
 
 
 @pytest.fixture(scope="module")
-def client_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _build("sdk", tmp_path_factory.mktemp("client-wheel"))
-
-
-@pytest.fixture(scope="module")
-def cli_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _build("devkit", tmp_path_factory.mktemp("cli-wheel"))
+def cli_wheel(wheels: Path) -> Path:
+    (wheel,) = wheels.glob("memkit_cli-*.whl")
+    return wheel
 
 
 def _environment(place: Path, *wheels: Path) -> Path:
@@ -145,15 +144,7 @@ def test_the_installed_client_imports_without_the_lambda_library(
         "print(memkit.client.__file__)\n"
         "print(find_spec('memkit.handlers'), find_spec('memkit.store'))\n"
     )
-    done = subprocess.run(
-        [str(client_python), "-c", script],
-        cwd=tmp_path,
-        env=_clean_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = _run([str(client_python), "-c", script], tmp_path, _clean_env())
 
     assert done.returncode == 0, done.stderr
     where, absent = done.stdout.splitlines()
@@ -171,15 +162,7 @@ def test_the_first_example_of_the_sdk_guide_runs_on_the_installed_wheel(
     env = {**_clean_env(), "MEMKIT_URL": jwt_stack.url, "MEMKIT_TOKEN": token}
 
     # When it runs on the wheel's environment, outside the checkout
-    done = subprocess.run(
-        [str(client_python), "-c", first.body],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    done = _run([str(client_python), "-c", first.body], tmp_path, env)
 
     # Then it succeeds, and the session holds its message
     assert done.returncode == 0, done.stderr[-3000:]
@@ -199,15 +182,8 @@ def test_the_installed_cli_prints_the_api_with_the_library_of_both_wheels(
     cli_python: Path, tmp_path: Path
 ) -> None:
     # memkit openapi builds the API's app: it imports every route, the models and the service.
-    done = subprocess.run(
-        [str(cli_python.parent / "memkit"), "openapi", "--output", str(tmp_path / "api.json")],
-        cwd=tmp_path,
-        env=_clean_env(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    memkit = str(cli_python.parent / "memkit")
+    done = _run([memkit, "openapi", "--output", str(tmp_path / "api.json")], tmp_path, _clean_env())
 
     assert done.returncode == 0, done.stderr[-3000:]
     document = json.loads((tmp_path / "api.json").read_text(encoding="utf-8"))

@@ -169,10 +169,7 @@ class _Environment:
         """Wait for the cold start (not counted in an invocation's Timeout, as on Lambda)."""
         if self._ready:
             return
-        try:
-            status, error = self._connection.recv()
-        except EOFError as exc:
-            raise EnvironmentExited("the environment exited while it started") from exc
+        status, error = self._receive("while it started")
         if status == "failed":
             raise error
         self._ready = True
@@ -184,13 +181,18 @@ class _Environment:
         self._connection.send((event, timeout_seconds))
         if not self._connection.poll(timeout_seconds):
             raise FunctionTimedOut(f"the function timed out after {timeout_seconds:g} s")
-        try:
-            status, value = self._connection.recv()
-        except EOFError as exc:
-            raise EnvironmentExited("the environment exited during the invocation") from exc
+        status, value = self._receive("during the invocation")
         if status == "error":
             raise value
         return value
+
+    def _receive(self, when: str) -> tuple[str, Any]:
+        """The environment's next message; EnvironmentExited if its process ended first."""
+        try:
+            status, value = self._connection.recv()
+        except EOFError as exc:
+            raise EnvironmentExited(f"the environment exited {when}") from exc
+        return status, value
 
     def kill(self) -> None:
         self._process.kill()

@@ -21,12 +21,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
-from urllib.parse import urlparse
 
 import boto3
 from werkzeug.serving import BaseWSGIServer, make_server
 
 from memkit.embeddings.local import DIMENSIONS as LOCAL_DIMENSIONS
+from memkit_dev import aws
 from memkit_dev.local.auth import (
     DEV_TENANT_CLAIM,
     KEY_CACHE_PARAMETER,
@@ -72,16 +72,10 @@ log = logging.getLogger("memkit.local")
 Engine = Literal["auto", "dynamodb-local", "moto"]
 Embedder = Literal["local", "titan", "cohere"]
 OpenSearchFlavour = Literal["domain", "serverless"]
-LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 # The index is rebuilt from the table on start; a progress line shows past this long.
 REBUILD_QUIET_SECONDS = 1.0
 # The longest a local function waits for one DynamoDB answer (see _environment).
 MAX_LOCAL_READ_SECONDS = 60.0
-FAKE_CREDENTIALS = {
-    "AWS_ACCESS_KEY_ID": "testing",
-    "AWS_SECRET_ACCESS_KEY": "testing",
-    "AWS_SESSION_TOKEN": "testing",
-}
 
 
 class Background(Protocol):
@@ -311,8 +305,8 @@ class LocalStack:
             environment["MEMKIT_VECTOR_ENDPOINT"] = self.vectors.url
         if self.dynamodb_endpoint:
             environment["MEMKIT_DYNAMODB_ENDPOINT"] = self.dynamodb_endpoint
-        if self._local_endpoint():
-            environment.update(FAKE_CREDENTIALS)
+        if aws.is_local(self.dynamodb_endpoint):
+            environment.update(aws.LOCAL_CREDENTIALS)
             # A local engine on a busy machine can be slow without being down (moto walks its
             # table per Query and answers one request at a time): a request may take the
             # function's Timeout (at most a minute: past that it is stuck, not slow) instead
@@ -320,11 +314,6 @@ class LocalStack:
             timeout = min(function_timeout(template, resource), MAX_LOCAL_READ_SECONDS)
             environment["MEMKIT_READ_TIMEOUT_SECONDS"] = str(timeout)
         return environment
-
-    def _local_endpoint(self) -> bool:
-        """Whether DynamoDB is served on this machine (fake credentials are all it takes)."""
-        host = urlparse(self.dynamodb_endpoint or "").hostname or ""
-        return host in LOOPBACK_HOSTS
 
     def start(self) -> LocalStack:
         try:
@@ -343,9 +332,8 @@ class LocalStack:
         self._moto = MotoDynamoDB().start()
         self.sqs_endpoint = self._moto.endpoint
         self.dynamodb_endpoint, self.engine = self._dynamodb(self._moto.endpoint)
-        if self._local_endpoint():
-            for name, value in FAKE_CREDENTIALS.items():
-                os.environ.setdefault(name, value)
+        if aws.is_local(self.dynamodb_endpoint):
+            aws.use_local_credentials()
         os.environ.setdefault("AWS_ACCOUNT_ID_ENDPOINT_MODE", "disabled")
         create_table(
             dynamodb_client(self.dynamodb_endpoint, config.region), template, config.table_name

@@ -391,11 +391,14 @@ class LongTermService:
             if confined and existing.user_id != memory.user_id:
                 # Ids are unique per tenant, so the id cannot be used: the answer is a read's.
                 raise NotFound(f"no long-term memory {memory.id!r}")
+            whose = (
+                "a memory of another namespace"
+                if existing.user_id == memory.user_id
+                else "another user's memory"
+            )
             raise Forbidden(
                 "a memory never changes owner",
-                [FieldProblem(f"memories.{index}.id", "names a memory of another namespace")]
-                if existing.user_id == memory.user_id
-                else [FieldProblem(f"memories.{index}.id", "names another user's memory")],
+                [FieldProblem(f"memories.{index}.id", f"names {whose}")],
             )
         self._check_sessions(
             tenant,

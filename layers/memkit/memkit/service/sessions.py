@@ -207,14 +207,16 @@ def _unique_messages(messages: Sequence[Message]) -> list[Message]:
 
 
 def _confine_memories(
-    records: Sequence[JsonObject], owner: Owner, session_id: str, session_user: str | None
+    records: Sequence[JsonObject], session_id: str, session_user: str | None
 ) -> None:
     """A pending memory belongs to its session: promoted, it becomes a record of the session's
     user in this session, so naming another user or another session would plant a record
-    where its writer has no right to write (the promotion skips the checks of a create)."""
+    where its writer has no right to write (the promotion skips the checks of a create). The
+    session's user is the writer's own already (or the writer an admin): the write loop
+    refuses another's session."""
     for index, record in enumerate(records):
         user = record.get("user_id")
-        if user is not None and (user != session_user or owner.refuses(user)):
+        if user is not None and user != session_user:
             raise Forbidden(
                 "a pending memory names another user",
                 [FieldProblem(f"memories.{index}.user_id", "must be the session's user")],
@@ -464,16 +466,15 @@ class SessionService:
                 ),
                 key=lambda m: m.order,
             )
-            _confine_memories(
-                records, owner, session_id, meta.user_id or body.user_id or owner.user_id
-            )
+            user_id = meta.user_id or body.user_id or owner.user_id
+            _confine_memories(records, session_id, user_id)
             outcome["memories"] = records
             old_memories = dict(zip(meta.memory_ids, meta.memory_digests, strict=False))
             digests = {r["id"]: _digest(r) for r in records}
             fields = body.model_fields_set
             updated = replace(
                 meta,
-                user_id=meta.user_id or body.user_id or owner.user_id,
+                user_id=user_id,
                 data=body.data or {},
                 context=body.context,
                 tokens=body.tokens,

@@ -87,7 +87,7 @@ from typing import TYPE_CHECKING, Any
 from memkit.errors import BadRequest, Misconfigured, StoreUnavailable, Throttled
 from memkit.keyparts import part
 from memkit.observability import logger
-from memkit.times import DeadlinePool, bound
+from memkit.times import DeadlinePool, in_time
 from memkit.vectors.filters import Condition, meets_all
 from memkit.vectors.keyword import KeywordIndex, weighted_search
 from memkit.vectors.protocol import (
@@ -390,8 +390,7 @@ class DynamoVectorIndex:
         sent once the invocation's deadline (memkit.times.bound) has passed."""
         from botocore.exceptions import BotoCoreError, ClientError
 
-        limit = bound()
-        if limit is not None and limit.passed():
+        if not in_time():
             logger.warning(
                 "vector table request not sent: out of time", extra={"operation": operation}
             )

@@ -88,4 +88,3 @@ def test_the_gateway_answers_a_timed_out_function_as_api_gateway_does(
     # timeout is one): 500 Internal Server Error
     assert response.status_code == 500
     assert response.get_json() == {"message": "Internal Server Error"}
-

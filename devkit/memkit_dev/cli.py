@@ -24,7 +24,7 @@ def _interrupt(*_: object) -> None:
 def _serve(args: argparse.Namespace) -> int:
     from memkit_dev.local.auth import key_cache_seconds
     from memkit_dev.local.gateway import Cors
-    from memkit_dev.local.stack import LocalStack, LocalStackConfig
+    from memkit_dev.local.stack import AddressUnavailable, LocalStack, LocalStackConfig
     from memkit_dev.local.template import find_template, load_template
 
     template = load_template(args.template or find_template())
@@ -76,6 +76,9 @@ def _serve(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("memkit local stack stopped while starting", flush=True)
         return 0
+    except AddressUnavailable as exc:
+        print(f"memkit serve: {exc}", file=sys.stderr)
+        return 2
     bearer = ' -H "authorization: Bearer $MEMKIT_TOKEN"' if stack.authorizer else ""
     if stack.config.auth == "iam":  # curl 7.75+ signs SigV4 itself
         bearer = (
@@ -101,11 +104,18 @@ def _serve(args: argparse.Namespace) -> int:
     # functions' environments and DynamoDB Local, then exit 0.
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stopped.set())
+    failure = None
     try:
-        while not stopped.wait(timeout=1.0):
-            pass
+        # A dead engine stops the stack with its reason (a service manager can restart it),
+        # instead of a stack that answers 503 to everything.
+        while failure is None and not stopped.wait(timeout=1.0):
+            failure = stack.failure()
     finally:
         stack.stop()
+    if failure is not None:
+        kept = f" (the data in {args.data_dir} is kept)" if not args.ephemeral else ""
+        print(f"memkit serve: {failure}; stopped: start it again{kept}", file=sys.stderr)
+        return 1
     print("memkit local stack stopped", flush=True)
     return 0
 

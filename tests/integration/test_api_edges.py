@@ -21,6 +21,46 @@ def test_health_answers_the_server_time_in_epoch_ms_and_the_version(api: Call) -
     assert response.body["local"] is None  # only the local stack says what runs it
 
 
+@pytest.fixture
+def fresh_health() -> None:
+    """The health check's memory of its last answer forgotten (module state of the function)."""
+    from memkit.api.routes import health
+
+    health._answered_at[0] = -health.STORAGE_CHECK_SECONDS
+
+
+@pytest.mark.usefixtures("fresh_health")
+def test_health_is_a_503_to_retry_when_the_table_does_not_answer(
+    api: Call, dynamodb_table: str
+) -> None:
+    import boto3
+
+    boto3.client("dynamodb", region_name="us-east-1").delete_table(TableName=dynamodb_table)
+
+    response = api("GET", "/v1/health")
+
+    assert response.status == 503
+    assert response.body["code"] == "unavailable"
+    assert response.body["detail"] == "the service is not available; retry later"
+    assert int(response.headers["Retry-After"]) > 0
+
+
+@pytest.mark.usefixtures("fresh_health")
+def test_health_reads_the_table_at_most_once_in_its_interval(
+    api: Call, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memkit.store.base import TableBase
+
+    reads: list[None] = []
+    real = TableBase.reachable
+    monkeypatch.setattr(TableBase, "reachable", lambda self: reads.append(real(self)))
+
+    answers = [api("GET", "/v1/health").status for _ in range(3)]
+
+    assert answers == [200, 200, 200]
+    assert len(reads) == 1
+
+
 def test_the_openapi_document_describes_every_route(api: Call) -> None:
     from memkit.api.app import app
 

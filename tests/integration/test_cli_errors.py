@@ -179,3 +179,31 @@ def test_memkit_token_says_which_key_folder_it_signed_with(tmp_path: Path) -> No
     assert (
         _one_line(again.stderr) == f"memkit token: signed with the key pair in {tmp_path.resolve()}"
     )
+
+
+def test_serve_on_a_taken_port_says_so_before_starting_anything(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        # No java and no npm on PATH: an engine that had to be installed first would fail
+        # on that (after minutes, where npm is there); the taken port is said before.
+        env = {**dict(os.environ), "PATH": str(tmp_path / "empty")}
+        served = _run(
+            env,
+            "serve",
+            "--port",
+            str(port),
+            "--engine",
+            "dynamodb-local",
+            "--tools-dir",
+            str(tmp_path / "tools"),
+            "--data-dir",
+            str(tmp_path / "data"),
+        )
+    assert served.returncode == 2, served.stderr
+    assert _one_line(served.stderr) == (
+        f"memkit serve: 127.0.0.1:{port} is already in use (another memkit serve?):"
+        " stop it or use --port"
+    )
+    assert not (tmp_path / "tools").exists()  # nothing was installed

@@ -122,25 +122,14 @@ def test_an_endpoint_serves_the_table_and_the_queues_stay_local(
         _until(lambda: _indexed(stack.url, "oslo"), "the memory was indexed")
 
 
-def test_serve_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
-    # Given `memkit serve` running (moto: this checks the process, not the engine)
-    command = [
-        sys.executable,
-        "-m",
-        "memkit_dev.cli",
-        "serve",
-        "--engine",
-        "moto",
-        "--port",
-        "0",
-        "--cleanup-interval",
-        "0",
-        "--template",
-        str(ROOT / "template.yaml"),
-    ]
+def _serve(cwd: Path, *options: str) -> tuple[subprocess.Popen[str], str]:
+    """`memkit serve` with `options` (no cleanup timer, this checkout's template) started in
+    `cwd`, and its URL once it listens."""
+    command = [sys.executable, "-m", "memkit_dev.cli", "serve", "--port", "0", *options]
+    command += ["--cleanup-interval", "0", "--template", str(ROOT / "template.yaml")]
     serve = subprocess.Popen(
         command,
-        cwd=tmp_path,
+        cwd=cwd,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -150,7 +139,13 @@ def test_serve_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
     banner = serve.stdout.readline()
     url = re.search(r"http://\S+", banner)
     assert url is not None, banner
-    assert httpx.get(f"{url.group(0)}/v1/health", timeout=30).is_success
+    return serve, url.group(0)
+
+
+def test_serve_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
+    # Given `memkit serve` running (moto: this checks the process, not the engine)
+    serve, url = _serve(tmp_path, "--engine", "moto")
+    assert httpx.get(f"{url}/v1/health", timeout=30).is_success
 
     # When it gets SIGTERM
     serve.send_signal(signal.SIGTERM)
@@ -213,3 +208,65 @@ def test_it_starts_from_the_default_relative_tools_folder(
         assert httpx.post(server.endpoint, timeout=10).status_code < 500
     finally:
         server.stop()
+
+
+def _java_of(data_dir: Path) -> int:
+    """The pid of the DynamoDB Local Java process keeping its data in `data_dir`."""
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            comm = (proc / "comm").read_text().strip()
+            command = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if comm == "java" and str(data_dir.resolve()).encode() in command:
+            return int(proc.name)
+    raise AssertionError(f"no DynamoDB Local Java process for {data_dir}")
+
+
+def test_health_is_a_503_once_dynamodb_local_is_gone(
+    dynamodb_local_home: Path, tmp_path: Path
+) -> None:
+    # Given a stack on DynamoDB Local that answers its health check
+    with LocalStack(_config(engine="dynamodb-local", data_dir=tmp_path / "data")) as stack:
+        assert httpx.get(f"{stack.url}/v1/health", timeout=30).status_code == 200
+        assert stack.failure() is None
+
+        # When its Java process dies (a crash: nothing stopped it)
+        os.kill(_java_of(tmp_path / "data"), signal.SIGKILL)
+
+        # Then the stack knows why, and the health check says the service is unavailable
+        # (once its last answer, remembered a few seconds, is old)
+        failure = _until(stack.failure, "the stack saw DynamoDB Local exit")
+        assert failure == f"DynamoDB Local exited (status {128 + signal.SIGKILL})"
+
+        def unhealthy() -> httpx.Response | None:
+            health = httpx.get(f"{stack.url}/v1/health", timeout=60)
+            return health if health.status_code != 200 else None
+
+        health = _until(unhealthy, "the health check saw DynamoDB Local gone")
+        assert health.status_code == 503
+        assert int(health.headers["retry-after"]) > 0
+
+
+def test_serve_stops_with_the_reason_when_dynamodb_local_dies(
+    dynamodb_local_home: Path, tmp_path: Path
+) -> None:
+    # Given `memkit serve` on DynamoDB Local
+    data = tmp_path / "data"
+    serve, _ = _serve(
+        tmp_path, "--engine", "dynamodb-local", "--data-dir", str(data), "--tools-dir", str(TOOLS)
+    )
+
+    # When its Java process dies
+    os.kill(_java_of(data), signal.SIGKILL)
+
+    # Then the stack stops by itself, exit 1, saying why in one line and no traceback
+    _, err = serve.communicate(timeout=120)
+    assert serve.returncode == 1, err[-2000:]
+    assert "Traceback" not in err
+    assert err.strip().splitlines()[-1] == (
+        f"memkit serve: DynamoDB Local exited (status {128 + signal.SIGKILL}); stopped:"
+        f" start it again (the data in {data} is kept)"
+    )

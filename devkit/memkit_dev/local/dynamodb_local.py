@@ -206,6 +206,7 @@ class DynamoDBLocal:
         self._host = host
         self._port = _free_port(host)
         self._process: subprocess.Popen[bytes] | None = None
+        self._stopping = False
 
     @property
     def endpoint(self) -> str:
@@ -249,6 +250,13 @@ class DynamoDBLocal:
         )
         self._wait_until_listening(timeout)
 
+    def exit_status(self) -> int | None:
+        """Java's exit status once it has ended without stop() (a crash, a kill); None while
+        it runs, or once stop() ended it."""
+        if self._process is None or self._stopping:
+            return None
+        return self._process.poll()
+
     def _wait_until_listening(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         assert self._process is not None
@@ -265,6 +273,7 @@ class DynamoDBLocal:
         raise Unavailable(f"DynamoDB Local did not listen within {timeout:.0f} s")
 
     def stop(self) -> None:
+        self._stopping = True
         process = self._process
         if process is None or self._stopped(process):
             return

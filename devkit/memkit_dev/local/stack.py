@@ -11,9 +11,11 @@ with start() and stop(), started after the table exists.
 
 from __future__ import annotations
 
+import errno
 import logging
 import math
 import os
+import socket
 import sys
 import threading
 import time
@@ -23,7 +25,13 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 import boto3
-from werkzeug.serving import BaseWSGIServer, make_server
+from werkzeug.serving import (
+    LISTEN_QUEUE,
+    BaseWSGIServer,
+    get_sockaddr,
+    make_server,
+    select_address_family,
+)
 
 from memkit.embeddings.local import DIMENSIONS as LOCAL_DIMENSIONS
 from memkit_dev import aws
@@ -76,6 +84,11 @@ OpenSearchFlavour = Literal["domain", "serverless"]
 REBUILD_QUIET_SECONDS = 1.0
 # The longest a local function waits for one DynamoDB answer (see _environment).
 MAX_LOCAL_READ_SECONDS = 60.0
+
+
+class AddressUnavailable(Exception):
+    """The stack cannot listen where it was asked to (the port is taken, the host is not
+    this machine's): found before anything starts."""
 
 
 class Background(Protocol):
@@ -211,6 +224,7 @@ class LocalStack:
         # What the indexer could not index after its retries (the on-failure queue).
         self.dead_letters: list[dict[str, Any]] = []
         self._server: BaseWSGIServer | None = None
+        self._gateway: HttpApiGateway | None = None
         self._thread: threading.Thread | None = None
         self.dynamodb_endpoint: str | None = None
         # The work queues (moto's SQS, whatever serves DynamoDB).
@@ -322,10 +336,42 @@ class LocalStack:
             self.stop()  # what did start (DynamoDB Local: a process of its own) stops
             raise
 
+    def _listen(self) -> BaseWSGIServer:
+        """The HTTP API's socket, bound before anything else starts (a taken port is said at
+        once, not after DynamoDB Local and the index rebuild); requests wait in its backlog
+        until the gateway serves them."""
+        config = self.config
+        family = select_address_family(config.host, config.port)
+        try:  # bound here: werkzeug's own bind prints its words and exits the process
+            with socket.socket(family, socket.SOCK_STREAM) as listener:
+                listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                listener.bind(get_sockaddr(config.host, config.port, family))
+                listener.listen(LISTEN_QUEUE)
+                # The server takes a copy of the descriptor (socket.fromfd).
+                return make_server(
+                    config.host,
+                    config.port,
+                    self._serve_request,
+                    threaded=True,
+                    fd=listener.fileno(),
+                )
+        except OSError as exc:
+            where = f"{config.host}:{config.port}"
+            if exc.errno == errno.EADDRINUSE:
+                reason = f"{where} is already in use (another memkit serve?): stop it or use --port"
+            else:
+                reason = f"cannot listen on {where}: {exc.strerror or exc}"
+            raise AddressUnavailable(reason) from exc
+
+    def _serve_request(self, environ: dict[str, Any], start_response: Any) -> Any:
+        assert self._gateway is not None, "served only once started"
+        return self._gateway(environ, start_response)
+
     def _start(self) -> LocalStack:
         config = self.config
         template_path = config.template or find_template()
         template = load_template(template_path)
+        self._server = self._listen()
         self._key_cache_seconds = key_cache_seconds(template, config.api_key_cache_seconds)
         # moto's server always runs: it serves the work queues (SQS), and DynamoDB when
         # nothing else does.
@@ -396,7 +442,7 @@ class LocalStack:
             authorizer=self.authorizer,
             cors=Cors.from_template(template, config.cors_allowed_origins),
         )
-        self._server = make_server(config.host, config.port, gateway, threaded=True)
+        self._gateway = gateway
         gateway.domain_names = local_domains(config.host, self._server.socket.getsockname()[1])
         self._thread = threading.Thread(
             target=self._server.serve_forever, name="http-api", daemon=True
@@ -452,6 +498,14 @@ class LocalStack:
                 "vector_table": self.config.vector_table if self.vectors is not None else None,
             },
         }
+
+    def failure(self) -> str | None:
+        """What ended under the running stack (DynamoDB Local's Java, its own process), in
+        words; None while everything runs. Its functions then answer 503 (health too)."""
+        if self._dynamodb_local is None:
+            return None
+        status = self._dynamodb_local.exit_status()
+        return None if status is None else f"DynamoDB Local exited (status {status})"
 
     def _dynamodb(self, moto_endpoint: str) -> tuple[str, str]:
         """The DynamoDB endpoint the configuration asks for, and what serves it, in words."""
@@ -600,7 +654,8 @@ class LocalStack:
             if function is not None:
                 function.stop()
         if self._server is not None:
-            self._server.shutdown()
+            if self._thread is not None:  # shutdown() waits for serve_forever to return
+                self._server.shutdown()
             self._server.server_close()
         for http_function in (self._api, self._mcp):
             if http_function is not None:

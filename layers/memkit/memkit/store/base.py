@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
+
+from pynamodb.exceptions import DoesNotExist
 
 from memkit.config import StoreSettings
 from memkit.models.domain import PadFormat, PadRef, Profile, Scope, Scratchpad, SessionStub
@@ -41,6 +44,12 @@ class TableBase:
         self._index_messages = index_messages
 
     # -- reads -------------------------------------------------------------------------------
+
+    def reachable(self) -> None:
+        """One eventually consistent read of a key no item has (half a read unit)."""
+        with translated("health check"), contextlib.suppress(DoesNotExist):
+            # Every item's partition key starts with T# (keys.py): this one is never written.
+            self._items.base.get(keys.HEALTH_PROBE_PK, keys.HEALTH_PROBE_PK)
 
     def _live(self, item: Any) -> bool:
         return item is not None and (item.expires_at is None or item.expires_at > self._clock())

@@ -54,6 +54,8 @@ MESSAGE_PREFIX = "MSG#"
 ORDER_PREFIX = "M#"
 MEMORY_PREFIX = "MEM#"
 PAD_PREFIX = "PAD#"
+# The key the health check reads (memkit.api.routes.health): no item has it.
+HEALTH_PROBE_PK = "HEALTH"
 # Microseconds since the epoch, zero-padded so text order is time order until year 2286.
 TIME_DIGITS = 16
 

@@ -78,6 +78,10 @@ class ProfilePage:
 class Store(Protocol):
     """Intent-named storage operations. Raise memkit.errors types, never SDK errors."""
 
+    def reachable(self) -> None:
+        """Return when the table answers a read, else StoreUnavailable (the health check)."""
+        ...
+
     def read_pad(self, ref: PadRef) -> PadState:
         """The scratchpad named by `ref` with its profile and session (at most 2 requests)."""
         ...

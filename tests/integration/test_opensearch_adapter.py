@@ -134,6 +134,37 @@ def test_ensure_index_tolerates_a_concurrent_creator(
     assert server.created == [INDEX]
 
 
+def test_ensure_index_tolerates_the_name_becoming_an_alias_meanwhile(
+    server: LoopbackOpenSearch, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a rebuild that made the name an alias of its new index after this process saw
+    # the name absent (a cold indexer during a first reindex)
+    client = _raw_client(server)
+    client.indices.create(index=f"{INDEX}-v2", body=index_body(DIMENSIONS, server.flavour))
+    client.indices.update_aliases(
+        body={"actions": [{"add": {"index": f"{INDEX}-v2", "alias": INDEX}}]}
+    )
+    looks: list[bool] = []
+    real_exists = client.indices.exists
+
+    def exists(**kwargs: Any) -> bool:  # absent at the first look, the truth afterwards
+        looks.append(bool(looks) and real_exists(**kwargs))
+        return looks[-1]
+
+    monkeypatch.setattr(client.indices, "exists", exists)
+    late = OpenSearchIndex(client, INDEX, DIMENSIONS, server.flavour)
+
+    # When this one ensures it, its create meets invalid_index_name_exception
+    late.ensure_index()
+
+    # Then that is a success: no index of the alias's name, and writes reach the new index
+    late.upsert(DOCS[:1])
+    assert server.created == [f"{INDEX}-v2"]
+    assert looks == [False, True]
+    assert server.indices() == {f"{INDEX}-v2": [INDEX]}
+    assert len(server.documents(f"{INDEX}-v2")) == 1
+
+
 def _made_before_issue_15(flavour: Flavour) -> dict[str, Any]:
     """The index a release before issue 15 made: `text` without its english multi-field,
     no `context`, no `speaker`."""

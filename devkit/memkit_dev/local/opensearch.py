@@ -832,7 +832,14 @@ class LoopbackOpenSearch(LoopbackServer):
         missing = set(EXPECTED_FIELDS) - ADDED_IN_PLACE - set(fields)
         if missing or fields.get("vector") != "knn_vector":
             raise _unsupported(f"the mapping lacks {sorted(missing | {'vector'} - set(fields))}")
-        if name in self._indices or name in self._aliases:
+        if name in self._aliases:  # OpenSearch's MetadataCreateIndexService says this
+            raise _Problem(
+                400,
+                "invalid_index_name_exception",
+                f"Invalid index name [{name}], already exists as alias",
+                rejected=False,
+            )
+        if name in self._indices:
             raise _Problem(
                 400,
                 "resource_already_exists_exception",

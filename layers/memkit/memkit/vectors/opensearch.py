@@ -469,8 +469,18 @@ class OpenSearchIndex:
                 )
                 return
             except _RequestFailed as failure:
-                if failure.error != "resource_already_exists_exception":
-                    raise  # else another process created it first: update it like any index
+                # Another process created it first, or a rebuild's switch made the name an
+                # alias meanwhile (OpenSearch: invalid_index_name_exception, "already exists
+                # as alias"): update it like any index. A name invalid in itself stays absent.
+                exists_now = failure.error == "resource_already_exists_exception" or (
+                    failure.error == "invalid_index_name_exception"
+                    and self._call(
+                        "ensure_index",
+                        lambda wait: indices.exists(index=self._index, request_timeout=wait),
+                    )
+                )
+                if not exists_now:
+                    raise
         mapping = {"dynamic": False, "properties": scalar_properties()}
         self._call(
             "ensure_index",

@@ -225,31 +225,6 @@ def _java_of(data_dir: Path) -> int:
     raise AssertionError(f"no DynamoDB Local Java process for {data_dir}")
 
 
-def test_health_is_a_503_once_dynamodb_local_is_gone(
-    dynamodb_local_home: Path, tmp_path: Path
-) -> None:
-    # Given a stack on DynamoDB Local that answers its health check
-    with LocalStack(_config(engine="dynamodb-local", data_dir=tmp_path / "data")) as stack:
-        assert httpx.get(f"{stack.url}/v1/health", timeout=30).status_code == 200
-        assert stack.failure() is None
-
-        # When its Java process dies (a crash: nothing stopped it)
-        os.kill(_java_of(tmp_path / "data"), signal.SIGKILL)
-
-        # Then the stack knows why, and the health check says the service is unavailable
-        # (once its last answer, remembered a few seconds, is old)
-        failure = _until(stack.failure, "the stack saw DynamoDB Local exit")
-        assert failure == f"DynamoDB Local exited (status {128 + signal.SIGKILL})"
-
-        def unhealthy() -> httpx.Response | None:
-            health = httpx.get(f"{stack.url}/v1/health", timeout=60)
-            return health if health.status_code != 200 else None
-
-        health = _until(unhealthy, "the health check saw DynamoDB Local gone")
-        assert health.status_code == 503
-        assert int(health.headers["retry-after"]) > 0
-
-
 def test_serve_stops_with_the_reason_when_dynamodb_local_dies(
     dynamodb_local_home: Path, tmp_path: Path
 ) -> None:
@@ -270,3 +245,45 @@ def test_serve_stops_with_the_reason_when_dynamodb_local_dies(
         f"memkit serve: DynamoDB Local exited (status {128 + signal.SIGKILL}); stopped:"
         f" start it again (the data in {data} is kept)"
     )
+
+
+def test_with_dynamodb_local_gone_every_route_answers_503_to_retry(
+    dynamodb_local_home: Path, tmp_path: Path
+) -> None:
+    # Given a stack on DynamoDB Local holding a memory, its vector table on the same engine
+    # (behind the stand-in that adds vector indexes)
+    config = _config(engine="dynamodb-local", data_dir=tmp_path / "data", vector_store="dynamodb")
+    memory = {"id": "tea", "text": "Ada drinks green tea every morning", "user_id": "ada"}
+    with LocalStack(config) as stack:
+        url = stack.url
+        assert httpx.get(f"{url}/v1/health", timeout=30).status_code == 200
+        assert stack.failure() is None
+        assert httpx.post(f"{url}/v1/long-term-memory/", json={"memories": [memory]}).is_success
+        _until(lambda: _indexed(url, "tea"), "the memory was indexed")
+
+        # When its Java process dies (a crash: nothing stopped it)
+        os.kill(_java_of(tmp_path / "data"), signal.SIGKILL)
+
+        # Then the stack knows why
+        failure = _until(stack.failure, "the stack saw DynamoDB Local exit")
+        assert failure == f"DynamoDB Local exited (status {128 + signal.SIGKILL})"
+
+        # and search, prompt and a session read are the function's own 503 with Retry-After
+        # (not the gateway's bare answer once the function timed out), and so is the health
+        # check once its last answer (remembered a few seconds) is old
+        def unhealthy() -> httpx.Response | None:
+            health = httpx.get(f"{url}/v1/health", timeout=60)
+            return health if health.status_code != 200 else None
+
+        search = {"text": "green tea", "limit": 5}
+        prompt = {"query": "what does Ada drink?", "long_term_search": {"text": "tea"}}
+        answers = [
+            httpx.post(f"{url}/v1/long-term-memory/search", json=search, timeout=120),
+            httpx.post(f"{url}/v1/memory/prompt", json=prompt, timeout=120),
+            httpx.get(f"{url}/v1/working-memory/chat-1", timeout=120),
+            _until(unhealthy, "the health check saw DynamoDB Local gone"),
+        ]
+        for answer in answers:
+            assert answer.status_code == 503, answer.text
+            assert answer.json()["code"] == "unavailable"
+            assert int(answer.headers["retry-after"]) > 0

@@ -54,7 +54,8 @@ DynamoDB Local); this server adds:
   service's traversal reads grows with the index in a way no public sweep has pinned down.
 
 Refusals carry DynamoDB's error type; their messages are AWS's where its documentation
-quotes them, this server's own words otherwise. Each is also recorded in `rejected`, so a
+quotes them, this server's own words otherwise. An engine that no longer answers (DynamoDB
+Local killed) is DynamoDB's 500 InternalServerError, which clients retry, then give up on. Each is also recorded in `rejected`, so a
 test can assert that memkit sent nothing outside what DynamoDB takes.
 """
 
@@ -82,6 +83,7 @@ PREFIX = "DynamoDB_20120810."
 CONTENT_TYPE = "application/x-amz-json-1.0"
 VALIDATION = "com.amazonaws.dynamodb.v20120810#ValidationException"
 THROTTLING = "com.amazonaws.dynamodb.v20120810#ThrottlingException"
+INTERNAL = "com.amazonaws.dynamodb.v20120810#InternalServerError"
 MAX_VECTOR_INDEXES = 5
 MAX_DIMENSIONS = 4096
 MAX_TOP_K = 100
@@ -516,7 +518,13 @@ class VectorDynamoDB(LoopbackServer):
                     self._throttled[operation] = throttled - 1
             if throttled:
                 raise Refused(THROTTLING, "Throughput exceeds the current capacity", 400, False)
-            response = self._route(operation, request, body)
+            try:
+                response = self._route(operation, request, body)
+            except OSError as exc:
+                # The engine behind this server is gone (DynamoDB Local killed): DynamoDB's
+                # own 500, which clients retry. Raised on, a ConnectionError would read to
+                # werkzeug as the client's dropped connection, and it would answer nothing.
+                raise Refused(INTERNAL, "Internal server error", 500, False) from exc
         except Refused as refusal:
             if refusal.status == 400 and refusal.recorded:
                 with self._lock:

@@ -54,9 +54,10 @@ DynamoDB Local); this server adds:
   service's traversal reads grows with the index in a way no public sweep has pinned down.
 
 Refusals carry DynamoDB's error type; their messages are AWS's where its documentation
-quotes them, this server's own words otherwise. An engine that no longer answers (DynamoDB
-Local killed) is DynamoDB's 500 InternalServerError, which clients retry, then give up on. Each is also recorded in `rejected`, so a
-test can assert that memkit sent nothing outside what DynamoDB takes.
+quotes them, this server's own words otherwise. Each is also recorded in `rejected`, so a
+test can assert that memkit sent nothing outside what DynamoDB takes. An engine that no
+longer answers (DynamoDB Local killed) is DynamoDB's 500 InternalServerError, which clients
+retry, then give up on.
 """
 
 from __future__ import annotations

@@ -865,6 +865,37 @@ def test_a_first_rebuild_takes_over_the_plain_index_a_writer_created_meanwhile(
     assert len(server.documents(f"{INDEX}-gen1")) == 3
 
 
+def test_a_first_rebuild_switches_again_when_a_plain_index_appears_as_it_switches(
+    index: OpenSearchIndex, server: LoopbackOpenSearch, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The writer's plain index may appear after the switch looked at the name and before
+    its request arrives (OpenSearch refuses that alias: invalid_alias_name_exception)."""
+    # Given a rebuild begun while nothing existed, being filled
+    rebuild = index.rebuild(DIMENSIONS)
+    assert rebuild.target.upsert(DOCS[:2]) == {}
+
+    # When a writer creates the plain index just after the switch's look at the name
+    real_live = index._live_generation
+    looks: list[str | None] = []
+
+    def live_then_written() -> str | None:
+        looks.append(real_live())
+        if len(looks) == 1:
+            assert index.upsert(DOCS[2:3]) == {}
+        return looks[-1]
+
+    monkeypatch.setattr(index, "_live_generation", live_then_written)
+    rebuild.switch()
+    rebuild.retire()
+
+    # Then the refused switch was sent again over what the name had become, and it holds
+    assert looks == [None, INDEX]
+    assert [r.type for r in server.rejected] == ["invalid_alias_name_exception"]
+    server.rejected.clear()
+    assert server.indices() == {f"{INDEX}-gen1": [INDEX]}
+    assert sorted(_ids(index.search("t", [1, 0, 0], k=10))) == sorted(d.id for d in DOCS[:2])
+
+
 def test_the_next_rebuild_moves_the_alias_and_deletes_the_old_generation(
     stocked: OpenSearchIndex, server: LoopbackOpenSearch
 ) -> None:

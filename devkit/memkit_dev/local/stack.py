@@ -417,12 +417,15 @@ class LocalStack:
             self._indexer.invoke,
             on_failure=self.dead_letters.append,
         )
-        self.pump.start()
         # The table is the source of truth and the loopback index lives in memory: fill it
-        # from the table (the pump, started first, takes what is written meanwhile). The
-        # vector table keeps its data with the table's.
+        # from the table before the pump starts, so the two never race for the index (the
+        # pump's indexer would create a plain index where the rebuild makes an alias). The
+        # gateway does not serve yet: nothing is written meanwhile, and the pump, starting
+        # at TRIM_HORIZON, replays what the stream retains (versions make that harmless).
+        # The vector table keeps its data with the table's.
         if self.opensearch is not None:
             self._rebuild_index()
+        self.pump.start()
         self._start_curation(template, root)
         self._start_cleanup(template, root)
         if config.auth == "apikey":
@@ -654,7 +657,8 @@ class LocalStack:
             if function is not None:
                 function.stop()
         if self._server is not None:
-            if self._thread is not None:  # shutdown() waits for serve_forever to return
+            # shutdown() waits for serve_forever to return: only a running one can
+            if self._thread is not None and self._thread.is_alive():
                 self._server.shutdown()
             self._server.server_close()
         for http_function in (self._api, self._mcp):

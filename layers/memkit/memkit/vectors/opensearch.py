@@ -961,12 +961,27 @@ class AliasRebuild:
     def switch(self) -> None:
         """One POST /_aliases: the alias leaves the old generation for the new one."""
         if self._old is None:
-            # Nothing held the name when the rebuild began, but a writer (the stream
-            # indexer) may have created it since as a plain index: the switch replaces what
-            # the name is now. Its docs were written after the rebuild began: the catch-up's.
-            self._domain(self._take_over_a_plain_index)
-        self._domain(lambda: self._owner._switch(self.generation, self._old))
+            self._domain(self._first_switch)
+        else:
+            self._domain(lambda: self._owner._switch(self.generation, self._old))
         self._switched = True
+
+    def _first_switch(self) -> None:
+        """Nothing held the name when the rebuild began, but a writer (the stream indexer)
+        may create it as a plain index at any moment until the alias exists: the switch
+        replaces what the name is when it is sent, and is sent again if a plain index
+        appeared between that look and the switch (OpenSearch refuses an alias over an
+        index: invalid_alias_name_exception). Once the alias exists, no writer creates an
+        index of that name, so one more try is always enough. The plain index's docs were
+        written after the rebuild began: the catch-up's."""
+        for attempt in range(2):
+            self._take_over_a_plain_index()
+            try:
+                self._owner._switch(self.generation, self._old)
+                return
+            except _RequestFailed as failure:
+                if failure.error != "invalid_alias_name_exception" or attempt == 1:
+                    raise
 
     def _take_over_a_plain_index(self) -> None:
         if self._owner._live_generation() == self._owner._index:

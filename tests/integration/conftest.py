@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -53,6 +54,18 @@ def stack() -> Iterator[LocalStack]:
     config = LocalStackConfig(port=0, concurrency=1, template=ROOT / "template.yaml")
     with LocalStack(config) as running:
         yield running
+
+
+def until(check: Any, what: str, seconds: float = 60.0) -> Any:
+    """Poll `check` until it returns something truthy, and return that; fail saying `what`
+    was awaited after `seconds` (generous: a wait for an event, never a race)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        found = check()
+        if found or time.monotonic() > deadline:
+            assert found, what
+            return found
+        time.sleep(0.2)
 
 
 def small_stack(**options: Any) -> LocalStackConfig:

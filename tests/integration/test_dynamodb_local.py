@@ -12,7 +12,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ import pytest
 from memkit_dev.local.dynamodb_local import DynamoDBLocal, Unavailable, prepare
 from memkit_dev.local.stack import LocalStack, LocalStackConfig
 from tests.conftest import ROOT
+from tests.integration.conftest import until
 
 pytestmark = pytest.mark.integration
 
@@ -51,14 +51,7 @@ def _config(**changes: Any) -> LocalStackConfig:
 
 
 def _until(check: Any, what: str) -> Any:
-    """Poll `check` until it returns something truthy (generous deadline, no race)."""
-    deadline = time.monotonic() + SETTLE_SECONDS
-    while True:
-        found = check()
-        if found or time.monotonic() > deadline:
-            assert found, what
-            return found
-        time.sleep(0.2)
+    return until(check, what, SETTLE_SECONDS)
 
 
 def _indexed(url: str, record_id: str) -> bool:

@@ -259,6 +259,7 @@ class LocalFunction:
         self._concurrency = concurrency
         self._idle: queue.SimpleQueue[_Environment] = queue.SimpleQueue()
         self._started: set[_Environment] = set()
+        self._starting: list[_Environment] = []  # prestarted, not yet waited for
         self._lock = threading.Lock()
         # One thread per environment: each waits on its invocation's answer or Timeout.
         self._runner = ThreadPoolExecutor(concurrency, thread_name_prefix=f"lambda-{spec.name}")
@@ -280,12 +281,19 @@ class LocalFunction:
         with self._lock:
             self._started.discard(environment)
 
-    def warm(self) -> None:
-        """Start every environment now (cold starts before the first request, not during)."""
+    def prestart(self) -> LocalFunction:
+        """Begin every environment's cold start now, without waiting for it (`warm` waits):
+        several functions start at once, and alongside the stack's own work."""
         with self._lock:
             missing = self._concurrency - len(self._started)
-        fresh = [self._start() for _ in range(missing)]
-        for environment in fresh:
+        self._starting.extend(self._start() for _ in range(missing))
+        return self
+
+    def warm(self) -> None:
+        """Start every environment now (cold starts before the first request, not during)."""
+        self.prestart()
+        starting, self._starting = self._starting, []
+        for environment in starting:
             environment.wait_ready()
             self._idle.put(environment)
 

@@ -400,14 +400,14 @@ class LocalStack:
         spec = FunctionSpec.from_template(template, root, API_FUNCTION)
         self._api = LocalFunction(
             spec, self._environment(template, API_FUNCTION), config.concurrency
-        )
-        self._api.warm()
-        # One environment: the event source mapping runs a shard's batches one at a time.
-        indexer_spec = FunctionSpec.from_template(template, root, INDEXER_FUNCTION)
-        self._indexer = LocalFunction(
-            indexer_spec, self._environment(template, INDEXER_FUNCTION), 1
-        )
-        self._indexer.warm()
+        ).prestart()
+        # One environment each: an event source mapping runs a shard's batches one at a
+        # time. Every function's cold start begins now, alongside the rebuild below.
+        self._indexer = self._function(template, root, INDEXER_FUNCTION).prestart()
+        self._curator = self._function(template, root, CURATOR_FUNCTION).prestart()
+        self._worker = self._function(template, root, WORKER_FUNCTION).prestart()
+        if config.cleanup_interval_seconds > 0:
+            self._cleanup = self._function(template, root, CLEANUP_FUNCTION).prestart()
         self.pump = pump_for(
             template,
             INDEXER_FUNCTION,
@@ -416,6 +416,7 @@ class LocalStack:
             config.table_name,
             self._indexer.invoke,
             on_failure=self.dead_letters.append,
+            positions=self._positions(INDEXER_FUNCTION),
         )
         # The table is the source of truth and the loopback index lives in memory: fill it
         # from the table before the pump starts, so the two never race for the index (the
@@ -425,6 +426,8 @@ class LocalStack:
         # The vector table keeps its data with the table's.
         if self.opensearch is not None:
             self._rebuild_index()
+        self._api.warm()
+        self._indexer.warm()
         self.pump.start()
         self._start_curation(template, root)
         self._start_cleanup(template, root)
@@ -557,6 +560,20 @@ class LocalStack:
             )
             self.vectors.adopt(definition)
 
+    def _function(self, template: dict[str, Any], root: Path, resource: str) -> LocalFunction:
+        """The template's function `resource` with one execution environment."""
+        spec = FunctionSpec.from_template(template, root, resource)
+        return LocalFunction(spec, self._environment(template, resource), 1)
+
+    def _positions(self, function: str) -> Path | None:
+        """Where a stream pump keeps its shard positions: in the data folder, with the data
+        whose stream it reads (None in memory: a stream that dies with the stack)."""
+        if self.config.data_dir is None:
+            return None
+        return (
+            self.config.data_dir / "stream-positions" / f"{self.config.table_name}-{function}.json"
+        )
+
     def _rebuild_index(self) -> None:
         """Fill the loopback index from the table, as `memkit reindex` does (nothing to do
         for an empty table)."""
@@ -597,12 +614,8 @@ class LocalStack:
         """The curator on the stream and the memory worker on the work queue, each as the
         template declares them."""
         config = self.config
-        curator_spec = FunctionSpec.from_template(template, root, CURATOR_FUNCTION)
-        self._curator = LocalFunction(
-            curator_spec, self._environment(template, CURATOR_FUNCTION), 1
-        )
-        worker_spec = FunctionSpec.from_template(template, root, WORKER_FUNCTION)
-        self._worker = LocalFunction(worker_spec, self._environment(template, WORKER_FUNCTION), 1)
+        assert self._curator is not None, "prestarted by _start"
+        assert self._worker is not None, "prestarted by _start"
         self._curator.warm()
         self._worker.warm()
         self.curator_pump = pump_for(
@@ -613,6 +626,7 @@ class LocalStack:
             config.table_name,
             self._curator.invoke,
             on_failure=self.dead_letters.append,
+            positions=self._positions(CURATOR_FUNCTION),
         )
         self.worker_pump = queue_pump_for(
             template,
@@ -631,8 +645,7 @@ class LocalStack:
         config = self.config
         if config.cleanup_interval_seconds <= 0:
             return
-        spec = FunctionSpec.from_template(template, root, CLEANUP_FUNCTION)
-        self._cleanup = LocalFunction(spec, self._environment(template, CLEANUP_FUNCTION), 1)
+        assert self._cleanup is not None, "prestarted by _start"
         self._cleanup.warm()
         self.cleanup_timer = ScheduleTimer(
             f"{config.table_name}-cleanup",

@@ -30,6 +30,7 @@ import base64
 import json
 import logging
 import math
+import os
 import threading
 import time
 import uuid
@@ -38,6 +39,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from memkit_dev.local.event_filter import parse_pattern, passes
@@ -293,6 +295,43 @@ class _Shard:
         return self.closed and self.settled
 
 
+class Positions:
+    """Where a pump stands in each shard of its table's stream, kept in a file: Lambda's
+    event source mapping keeps its checkpoint across deployments, so its starting position
+    applies only to its first start, and a stack restarted on the same data reads on from
+    there instead of replaying (and re-embedding) all the stream retains. A position is the
+    last record of a shard with nothing buffered or in flight before it: a stop mid-batch
+    reads that batch again, as Lambda retries one (at least once). A stream of another ARN
+    (the table made again) starts afresh."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._arn: str | None = None
+        self._shards: dict[str, str] = {}
+        try:
+            kept = json.loads(path.read_text(encoding="utf-8"))
+            self._arn = str(kept["stream_arn"])
+            self._shards = {str(k): str(v) for k, v in dict(kept["shards"]).items()}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            pass  # none kept yet, or unreadable: the mapping's starting position
+
+    def of(self, stream_arn: str, shard_id: str) -> str | None:
+        """The sequence number the pump had reached in `shard_id`, if known."""
+        return self._shards.get(shard_id) if stream_arn == self._arn else None
+
+    def reached(self, stream_arn: str, shard_id: str, sequence: str) -> None:
+        if stream_arn != self._arn:
+            self._arn, self._shards = stream_arn, {}
+        if self._shards.get(shard_id) == sequence:
+            return
+        self._shards[shard_id] = sequence
+        self._path.parent.mkdir(parents=True, exist_ok=True)
+        written = self._path.with_suffix(".tmp")
+        body = {"stream_arn": self._arn, "shards": self._shards}
+        written.write_text(json.dumps(body, indent=1), encoding="utf-8")
+        os.replace(written, self._path)  # whole or not at all
+
+
 class StreamPump:
     """A background worker that feeds a table's stream to a function as Lambda would.
 
@@ -311,10 +350,13 @@ class StreamPump:
         on_failure: OnFailure | None = None,
         poll_interval: float = 0.05,
         function_name: str = "local",
+        positions: Positions | None = None,
     ) -> None:
         import boto3
 
         self.mapping = mapping
+        # Kept across restarts (Positions), or only while this pump runs (None).
+        self._positions = positions
         self.table_name = table_name
         self.region = region
         self.function_name = function_name
@@ -507,6 +549,9 @@ class StreamPump:
             read = self._read(shard)
             processed = self._process(shard)
             worked = worked or read > 0 or processed
+            if self._positions is not None and shard.settled and shard.last_read is not None:
+                assert self.stream_arn is not None
+                self._positions.reached(self.stream_arn, shard.shard_id, shard.last_read)
             if read or not shard.settled or (shard.iterator is None and not shard.closed):
                 idle = False
         return worked, idle
@@ -535,6 +580,10 @@ class StreamPump:
                 # appear later (children of a split) are read from their beginning.
                 position = self.mapping.starting_position if self._first_listing else "TRIM_HORIZON"
                 listed = _Shard(shard_id, shard.get("ParentShardId"), position)
+                if self._positions is not None:  # a restart reads on after its checkpoint
+                    listed.last_read = self._positions.of(self.stream_arn, shard_id)
+                    if listed.last_read is not None:
+                        position = f"after {listed.last_read}"
                 # The iterator is taken now, so LATEST means "from when the pump started".
                 listed.iterator = self._iterator(listed)
                 self._shards[shard_id] = listed
@@ -849,8 +898,10 @@ def pump_for(
     invoke: Invoke,
     on_failure: OnFailure | None = None,
     poll_interval: float = 0.05,
+    positions: Path | None = None,
 ) -> StreamPump:
-    """A pump for a template function's DynamoDB event (e.g. the indexer), not yet started."""
+    """A pump for a template function's DynamoDB event (e.g. the indexer), not yet started;
+    its shard positions kept in the file `positions` (None: not kept)."""
     return StreamPump(
         endpoint,
         region,
@@ -860,4 +911,5 @@ def pump_for(
         on_failure,
         poll_interval=poll_interval,
         function_name=function_resource,
+        positions=Positions(positions) if positions is not None else None,
     )

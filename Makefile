@@ -119,7 +119,7 @@ scan: $(CHECKOV)
 	  --baseline .checkov.baseline --compact --quiet
 	@echo "checkov: no finding in template.yaml outside .checkov.baseline"
 
-## fuzz-quick: schemathesis against the local stack with a valid token, 5 cases an operation
+## fuzz-quick: schemathesis against the local stack as an admin and as a user, 5 cases an operation
 fuzz-quick: $(STAMP) $(ST)
 	$(BIN)/python -m memkit_dev.fuzz --schemathesis $(ST) --examples 5 --seed $(SEED)
 

@@ -1,12 +1,15 @@
-"""`python -m memkit_dev.fuzz`: schemathesis against the local stack, with a valid token.
+"""`python -m memkit_dev.fuzz`: schemathesis against the local stack, with valid tokens.
 
 The stack runs in this process (moto, in memory, `--auth jwt` with a development key pair in
 a scratch folder); schemathesis (its own venv: `make fuzz` installs it) reads the served
-OpenAPI document and sends generated requests to every operation as an admin of the default
-tenant (so routes that name users are reached, not refused): no answer may be a server error
-or break the documented response schema. Seeded, so a run is repeatable. Before it, the
-schema bombs (`schema_bombs`: schemas and content whose checks once grew quadratically or
-took seconds to store) must each get their expected answer, in time.
+OpenAPI document and sends generated requests to every operation twice over: as an admin of
+the default tenant (so routes that name users are reached, not refused), then as a plain user
+(read and write scopes: what a user's agent holds), with schemathesis' `ignored_auth` check as
+well (every operation that declares a security scheme must refuse a request without a
+credential, or with a wrong one). No answer may be a server error or break the documented
+response schema. Seeded, so a run is repeatable. Before it, the schema bombs (`schema_bombs`:
+schemas and content whose checks once grew quadratically or took seconds to store) must each
+get their expected answer, in time.
 
     python -m memkit_dev.fuzz --schemathesis .tools/schemathesis/bin/st --examples 10 --seed 1
 """
@@ -22,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 CHECKS = "not_a_server_error,response_schema_conformance"
+# The plain user's pass also checks that no operation serves a request without credentials.
+USER_CHECKS = f"{CHECKS},ignored_auth"
 BOMB_SESSION = "fuzz-schema-bombs"
 # What an answer to a bomb may take: far over what a bounded check needs, far under 25 s.
 BOMB_SECONDS = 20.0
@@ -114,33 +119,41 @@ def main(argv: list[str] | None = None) -> int:
             jwt=JwtSettings(data_dir=keys),
             cleanup_interval_seconds=0,
         )
-        token = mint(keys, "fuzz", "default", ["memory:read", "memory:write", "memory:admin"])
+        admin = mint(keys, "fuzz", "default", ["memory:read", "memory:write", "memory:admin"])
+        user = mint(keys, "fuzz-user", "default", ["memory:read", "memory:write"])
         with LocalStack(config) as stack:
-            failures = schema_bombs(stack.url, token)
+            failures = schema_bombs(stack.url, admin)
             for failure in failures:
                 print(f"schema bomb: {failure}", flush=True)
             if failures:
                 return 1
-            print(f"fuzzing the local stack at {stack.url} (seed {args.seed})", flush=True)
             phases = PHASES + (",stateful" if args.stateful else "")
-            command = [
-                str(args.schemathesis),
-                "run",
-                f"{stack.url}/v1/openapi.json",
-                "--header",
-                f"Authorization: Bearer {token}",
-                "--checks",
-                CHECKS,
-                "--phases",
-                phases,
-                "--max-examples",
-                str(args.examples),
-                "--seed",
-                str(args.seed),
-                "--workers",
-                "1",
-            ]
-            return subprocess.run(command, check=False).returncode  # noqa: S603 (our st)
+            for who, token, checks in (("an admin", admin, CHECKS), ("a user", user, USER_CHECKS)):
+                print(
+                    f"fuzzing the local stack at {stack.url} as {who} (seed {args.seed})",
+                    flush=True,
+                )
+                command = [
+                    str(args.schemathesis),
+                    "run",
+                    f"{stack.url}/v1/openapi.json",
+                    "--header",
+                    f"Authorization: Bearer {token}",
+                    "--checks",
+                    checks,
+                    "--phases",
+                    phases,
+                    "--max-examples",
+                    str(args.examples),
+                    "--seed",
+                    str(args.seed),
+                    "--workers",
+                    "1",
+                ]
+                ran = subprocess.run(command, check=False)  # noqa: S603 (our st)
+                if ran.returncode != 0:
+                    return ran.returncode
+            return 0
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ from tests.conftest import ROOT
 from tests.integration.conftest import small_stack, until
 
 RESTARTS = 10
-SESSIONS, MESSAGES = 20, 10  # 200 messages, each indexed, with 20 session items
+SESSIONS, MESSAGES = 10, 10  # 100 messages, each indexed (with the records, ~150 items)
 SETTLE_SECONDS = 120.0  # generous: a loaded 2-core machine indexes in a second or two
 
 
@@ -79,6 +79,14 @@ def _live(url: str, life: int, vector_store: str) -> None:
         _until(lambda: indexed() == "indexed", f"life {life}'s record indexed")
 
 
+def _caught_up(stack: LocalStack) -> None:
+    """Wait until the stack's pumps have handled everything its life wrote (a stop then
+    leaves no batch to read again)."""
+    for pump in (stack.pump, stack.curator_pump):
+        assert pump is not None
+        pump.drain(timeout=SETTLE_SECONDS)
+
+
 def _state(url: str, record_id: str) -> str:
     answer = httpx.get(f"{url}/v1/long-term-memory/{record_id}", timeout=60)
     assert answer.status_code == 200, answer.text
@@ -89,8 +97,9 @@ def restarts_cleanly(
     request: pytest.FixtureRequest, tmp_path: Path, engine: str, vector_store: str
 ) -> None:
     """Ten restarts of a stack on `engine` (dynamodb-local, moto) and `vector_store`."""
-    # Given an engine holding a few hundred items written through a stack (its data folder
-    # keeps the stream pumps' positions, as `memkit serve` keeps them in .memkit)
+    # Given an engine holding what a stack wrote (100 messages, their sessions, their vectors
+    # or index docs: a few hundred items; the data folder keeps the stream pumps' positions,
+    # as `memkit serve` keeps them in .memkit)
     table = f"memkit-restart-{vector_store}"
     options: dict[str, Any] = {
         "engine": "moto",
@@ -104,6 +113,7 @@ def restarts_cleanly(
     with LocalStack(config) as first:
         _populate(first.url)
         _live(first.url, 0, vector_store)
+        _caught_up(first)
 
     # When it is stopped and started again, ten times, each life writing, its pumps reading
     # on from where the last life's stopped
@@ -119,6 +129,7 @@ def restarts_cleanly(
             assert _found(url, f"zq{life - 1}x", f"life-{life - 1}")
             _live(url, life, vector_store)
             # and its indexer's pump read on from its position, not the whole stream again
+            _caught_up(stack)
             assert stack.pump is not None
             assert stack.pump.stats.records_invoked < SESSIONS * MESSAGES / 4
 

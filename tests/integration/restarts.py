@@ -25,6 +25,8 @@ from tests.conftest import ROOT
 from tests.integration.conftest import small_stack, until
 
 RESTARTS = 10
+# Each restart test runs on both engines (DynamoDB Local: the module's `dynamodb_local`).
+engines = pytest.mark.parametrize("engine", ["dynamodb-local", "moto"])
 SESSIONS, MESSAGES = 10, 10  # 100 messages, each indexed (with the records, ~150 items)
 SETTLE_SECONDS = 120.0  # generous: a loaded 2-core machine indexes in a second or two
 

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.restarts import dynamodb_local, restarts_cleanly
+from tests.integration.restarts import dynamodb_local, engines, restarts_cleanly
 
 pytestmark = pytest.mark.integration
 __all__ = ["dynamodb_local"]  # the module's DynamoDB Local, for the engine parameter
 
 
-@pytest.mark.parametrize("engine", ["dynamodb-local", "moto"])
+@engines
 def test_a_stack_with_data_restarts_cleanly_every_time(
     request: pytest.FixtureRequest, tmp_path: Path, engine: str
 ) -> None:

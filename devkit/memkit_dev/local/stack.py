@@ -397,10 +397,7 @@ class LocalStack:
             self.opensearch.start()
         root = template_path.parent
         self._create_queues(template)  # first: every function's environment names them
-        spec = FunctionSpec.from_template(template, root, API_FUNCTION)
-        self._api = LocalFunction(
-            spec, self._environment(template, API_FUNCTION), config.concurrency
-        ).prestart()
+        self._api = self._function(template, root, API_FUNCTION, config.concurrency).prestart()
         # One environment each: an event source mapping runs a shard's batches one at a
         # time. Every function's cold start begins now, alongside the rebuild below.
         self._indexer = self._function(template, root, INDEXER_FUNCTION).prestart()
@@ -421,16 +418,16 @@ class LocalStack:
         # The table is the source of truth and the loopback index lives in memory: fill it
         # from the table before the pump starts, so the two never race for the index (the
         # pump's indexer would create a plain index where the rebuild makes an alias). The
-        # gateway does not serve yet: nothing is written meanwhile, and the pump, starting
-        # at TRIM_HORIZON, replays what the stream retains (versions make that harmless).
+        # gateway does not serve yet: nothing is written meanwhile, and the pump then reads
+        # on from its kept positions (from TRIM_HORIZON the first time; replays are harmless).
         # The vector table keeps its data with the table's.
         if self.opensearch is not None:
             self._rebuild_index()
         self._api.warm()
         self._indexer.warm()
         self.pump.start()
-        self._start_curation(template, root)
-        self._start_cleanup(template, root)
+        self._start_curation(template)
+        self._start_cleanup(template)
         if config.auth == "apikey":
             self._start_key_authorizer(template, root)
         # The MCP function starts on its first request, as Lambda would: its SDK's import is
@@ -560,10 +557,12 @@ class LocalStack:
             )
             self.vectors.adopt(definition)
 
-    def _function(self, template: dict[str, Any], root: Path, resource: str) -> LocalFunction:
-        """The template's function `resource` with one execution environment."""
+    def _function(
+        self, template: dict[str, Any], root: Path, resource: str, concurrency: int = 1
+    ) -> LocalFunction:
+        """The template's function `resource` with `concurrency` execution environments."""
         spec = FunctionSpec.from_template(template, root, resource)
-        return LocalFunction(spec, self._environment(template, resource), 1)
+        return LocalFunction(spec, self._environment(template, resource), concurrency)
 
     def _positions(self, function: str) -> Path | None:
         """Where a stream pump keeps its shard positions: in the data folder, with the data
@@ -610,7 +609,7 @@ class LocalStack:
             },
         )
 
-    def _start_curation(self, template: dict[str, Any], root: Path) -> None:
+    def _start_curation(self, template: dict[str, Any]) -> None:
         """The curator on the stream and the memory worker on the work queue, each as the
         template declares them."""
         config = self.config
@@ -639,7 +638,7 @@ class LocalStack:
         self.curator_pump.start()
         self.worker_pump.start()
 
-    def _start_cleanup(self, template: dict[str, Any], root: Path) -> None:
+    def _start_cleanup(self, template: dict[str, Any]) -> None:
         """The cleanup function, invoked every `cleanup_interval_seconds` with the time its
         template Timeout gives it (off at 0)."""
         config = self.config

@@ -35,7 +35,7 @@ def _get(auth_mode: str) -> Callable[[], dict[str, Any]]:
     notes = "# User\n- name: Ada\n- prefers short answers\n" * 10
     owner = Owner(tenant="acme", user_id="ada")
     ref = PadRef(owner=owner, session_id="demo")
-    store.write_pad(store.read_pad(ref), notes, content_tokens(notes))
+    store.pads.write_pad(store.pads.read_pad(ref), notes, content_tokens(notes))
     settings = ApiSettings(
         table_name="memkit-bench",
         auth_mode=auth_mode,  # type: ignore[arg-type]

@@ -42,10 +42,11 @@ def _seed(store: Any, prefix: str, count: int, ttl: int | None) -> None:
 
     owner = Owner(tenant="default")
     now = time.time()
-    client = store._items.connection.client
+    sessions = store.sessions
+    client = store.table.items.connection.client
     items = []
     for i in range(count):
-        meta = store.new_session_meta(owner, f"{prefix}{i}", None)
+        meta = sessions.new_session_meta(owner, f"{prefix}{i}", None)
         meta = replace(
             meta,
             ttl_seconds=ttl,
@@ -54,7 +55,7 @@ def _seed(store: Any, prefix: str, count: int, ttl: int | None) -> None:
             message_count=MESSAGES,
             version=1,
         )
-        items.append(store._session_item(owner.tenant, meta))
+        items.append(sessions.session_item(owner.tenant, meta))
         for j in range(MESSAGES):
             created_us = int(now * 1_000_000) + j
             message = StoredMessage(
@@ -65,7 +66,8 @@ def _seed(store: Any, prefix: str, count: int, ttl: int | None) -> None:
                 order=keys.message_order(created_us, f"m{j}"),
                 tokens=5,
             )
-            items.append(store._message_item(owner.tenant, meta, message, meta.children_expire_at))
+            expires = meta.children_expire_at
+            items.append(sessions._message_item(owner.tenant, meta, message, expires))
     for start in range(0, len(items), 25):
         requests = [
             {"PutRequest": {"Item": item.serialize()}} for item in items[start : start + 25]
@@ -90,7 +92,9 @@ def main() -> None:
         ratios, per_item, requests = [], [], Counter[str]()
         for run in range(RUNS):
             _seed(store, f"expired-{run}-", EXPIRED, 60)
-            cleanup = CleanupRun([ExpiryPhase(store, clock=lambda: later)], TableCursors(store))
+            cleanup = CleanupRun(
+                [ExpiryPhase(store.expiry, clock=lambda: later)], TableCursors(store.expiry)
+            )
             counter.operations.clear()
             started = time.perf_counter()
             result = cleanup.run(remaining_ms=300_000)

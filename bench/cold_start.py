@@ -127,7 +127,7 @@ def _seed(endpoint: str) -> None:
     store = DynamoStore(ApiSettings(table_name=TABLE, dynamodb_endpoint=endpoint))
     ref = PadRef(owner=Owner(tenant="default"), session_id="demo")
     notes = "# Notes\n- user: Ada\n- goal: plan a trip to Lisbon"
-    store.write_pad(store.read_pad(ref), notes, content_tokens(notes))
+    store.pads.write_pad(store.pads.read_pad(ref), notes, content_tokens(notes))
 
 
 def importtime(top: int = 10, runs: int = 5) -> None:

@@ -135,7 +135,7 @@ def indexer_throughput() -> None:
         index = LocalVectorIndex(embedder.dimensions)
         store = table_with_records(index, embedder, rng, RECORDS)
         records = StreamReader(TABLE).read()
-        indexer = make_indexer(lambda: Indexer(store, index, embedder))
+        indexer = make_indexer(lambda: Indexer(store.records, store.sessions, index, embedder))
         embedder.embed(["warm up"], "document")
         batches = [records[i : i + BATCH] for i in range(0, len(records), BATCH)]
         handler_times, embed_times = [], []
@@ -240,7 +240,8 @@ def opensearch_requests() -> None:
     from memkit_dev.local.opensearch import LoopbackOpenSearch
 
     class NoStore:
-        """Records are marked indexed in the table; this count is OpenSearch's alone."""
+        """The records and sessions tables, doing nothing: records are marked indexed in the
+        table, and this count is OpenSearch's alone."""
 
         def mark_indexed(self, *_: Any) -> None: ...
 
@@ -254,7 +255,7 @@ def opensearch_requests() -> None:
             client = OpenSearch(hosts=[server.url])
             index = OpenSearchIndex(client, "bench", embedder.dimensions, flavour)
             index.ensure_index()
-            indexer = Indexer(NoStore(), index, embedder)
+            indexer = Indexer(NoStore(), NoStore(), index, embedder)
             batch = [_message_record(i, _text(rng)) for i in range(BATCH)]
             before = len(server.requests)
             outcome = indexer.index_batch(batch)

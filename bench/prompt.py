@@ -140,8 +140,10 @@ def index_stream(stack: Any, config: Any) -> int:
         opensearch_auth="none",
     )
     embedder = LocalEmbedder()
+    store = DynamoStore(settings)
     indexer = Indexer(
-        DynamoStore(settings),
+        store.records,
+        store.sessions,
         vector_index_for(settings, config.region, embedder.dimensions),
         embedder,
     )

@@ -59,7 +59,7 @@ def reindex_throughput() -> None:
         # writes them (here all refused: the states already hold these versions).
         versions = {f"r{i}": 1 for i in range(RECORDS)}
         started = time.perf_counter()
-        store.mark_indexed("default", versions, {})
+        store.records.mark_indexed("default", versions, {})
         states = RECORDS / (time.perf_counter() - started)
         assert server.rejected == [], server.rejected
         assert len(server.documents("memkit-memories")) == RECORDS

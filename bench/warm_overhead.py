@@ -76,7 +76,7 @@ def _seeded() -> Any:
 
     store = InMemoryStore()
     ref = PadRef(owner=Owner(tenant="default"), session_id="demo")
-    store.write_pad(store.read_pad(ref), NOTES, content_tokens(NOTES))
+    store.pads.write_pad(store.pads.read_pad(ref), NOTES, content_tokens(NOTES))
     return api_services(store, ApiSettings(table_name="memkit-bench"))
 
 

@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from typing import Any
 
 from memkit.errors import VersionConflict
 from memkit.models.budget import envelope_bytes, fitting
@@ -47,8 +48,26 @@ def _iso(epoch: float) -> str:
     )
 
 
+# DynamoStore's tables that this fake does not hold (it holds `pads` and `profiles`).
+UNHELD = frozenset(
+    {"sessions", "records", "curation", "expiry", "policies", "users", "reindex", "quota"}
+    | {"agentcore", "table"}
+)
+
+
+@dataclass(frozen=True)
+class _Unheld:
+    """A table of DynamoStore's the fake does not hold: services may keep it, never use it."""
+
+    name: str
+
+    def __getattr__(self, operation: str) -> Any:
+        raise NotImplementedError(f"the in-memory store holds no {self.name} ({operation})")
+
+
 class InMemoryStore:
-    """The `Store` protocol in a dict.
+    """DynamoStore's scratchpads and profiles (the PadStore and ProfileStore protocols) in a
+    dict, as its `pads` and `profiles`; its other tables are not held (a use of one fails).
 
     Test hooks:
     - `conflicts_before_success`: the next N `write_pad` calls fail with VersionConflict, as if
@@ -70,6 +89,19 @@ class InMemoryStore:
         self.before_write = before_write
         self._in_hook = False
         self.calls: Counter[str] = Counter()
+
+    @property
+    def pads(self) -> InMemoryStore:
+        return self
+
+    @property
+    def profiles(self) -> InMemoryStore:
+        return self
+
+    def __getattr__(self, name: str) -> Any:
+        if name in UNHELD:
+            return _Unheld(name)
+        raise AttributeError(name)
 
     # -- seeding (what other APIs or DynamoDB itself would have done) ------------------------
 

@@ -137,13 +137,13 @@ class MemoryWorld:
             for start in range(0, len(self.last_batch), size)
         ]
 
-    def indexer_over(self, store: Any) -> Any:
-        """The indexer handler over `store` in place of the world's (the same index and
-        embedder)."""
+    def indexer_over(self, records: Any) -> Any:
+        """The indexer handler over the records table `records` in place of the world's (its
+        sessions, index and embedder)."""
         from memkit.handlers.indexer import make_lambda_handler
         from memkit.jobs.indexing import Indexer
 
-        indexer = Indexer(store, self.vector_index, self.embedder)
+        indexer = Indexer(records, self.store.sessions, self.vector_index, self.embedder)
         return make_lambda_handler(lambda: indexer)
 
     def indexed(self, tenant: str = "default", k: int = 10_000) -> list[Any]:
@@ -162,7 +162,7 @@ class MemoryWorld:
 
 
 class LateWrites:
-    """The table (a store) whose first `put_records` waits for `meanwhile()`: what happens
+    """The records table whose first `put_records` waits for `meanwhile()`: what happens
     between a job's last look at the table and its write of the records it made of it."""
 
     def __init__(self, store: Any, meanwhile: Callable[[], Any]) -> None:
@@ -204,7 +204,7 @@ def build_world(
     counting = CountingEmbedder() if embedder is None else embedder
     vectors = LocalVectorIndex(counting.dimensions) if index is None else index
     services = api_services(dynamo, api_settings, index=lambda: vectors, embedder=lambda: counting)
-    indexer = Indexer(dynamo, vectors, counting)
+    indexer = Indexer(dynamo.records, dynamo.sessions, vectors, counting)
     return MemoryWorld(
         api_handler=make_api_handler(lambda: services),
         indexer_handler=make_indexer_handler(lambda: indexer),

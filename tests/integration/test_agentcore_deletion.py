@@ -164,10 +164,13 @@ class Overtaken(LocalModel):
 def _curator(world: MemoryWorld, model: LocalModel | None = None, records: Any = None) -> Curator:
     """The memory worker's curator as production builds it (AgentCore's strategies too);
     its strategies write records to `records` (default: the world's store)."""
-    long_term = LongTermService(world.store, lambda: world.vector_index, lambda: world.embedder)
+    store = world.store
+    long_term = LongTermService(
+        store.records, store.sessions, lambda: world.vector_index, lambda: world.embedder
+    )
     model = model or LocalModel()
-    strategies = StrategyExtraction(world.store, records or world.store, long_term, model)
-    return Curator(world.store, long_term, model, agentcore=strategies)
+    strategies = StrategyExtraction(store.agentcore, records or store.records, long_term, model)
+    return Curator(store.curation, store.sessions, long_term, model, agentcore=strategies)
 
 
 def _deleting(table: str, clock: Clock | None = None) -> Deleting:
@@ -376,8 +379,8 @@ def test_a_deletion_whose_job_failed_starts_again_with_the_next_delete_memory(
     # Given its job failed every attempt the queue allows (the index refused every removal,
     # and the stream's removals have not reached it yet)
     deleting.work(deleting.deletion(RefusingIndex(deleting.world.vector_index)), stream=False)
-    marked = deleting.world.store.get_agent_memory(TENANT, doomed)
-    failed = deleting.world.store.get_job(TENANT, marked.deletion_job)
+    marked = deleting.world.store.agentcore.get_agent_memory(TENANT, doomed)
+    failed = deleting.world.store.users.get_job(TENANT, marked.deletion_job)
     assert failed.status == "failed"
     shown = _ok(deleting.api("GET", f"/memories/{doomed}/details"))["memory"]
     assert shown["status"] == "DELETING"
@@ -409,7 +412,7 @@ def _doomed(on_clock: Deleting) -> tuple[str, LateWrites]:
         assert on_clock.work(stream=False, rounds=1) == ["delete_memory"]
         assert on_clock.api("GET", f"/memories/{doomed}/details").status == 404
 
-    return doomed, LateWrites(on_clock.world.store, delete)
+    return doomed, LateWrites(on_clock.world.store.records, delete)
 
 
 def _written_late(on_clock: Deleting, memory_id: str) -> set[tuple[str, str]]:

@@ -49,11 +49,11 @@ def test_health_is_a_503_to_retry_when_the_table_does_not_answer(
 def test_health_reads_the_table_at_most_once_in_its_interval(
     api: Call, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memkit.store.base import TableBase
+    from memkit.store.base import Table
 
     reads: list[None] = []
-    real = TableBase.reachable
-    monkeypatch.setattr(TableBase, "reachable", lambda self: reads.append(real(self)))
+    real = Table.reachable
+    monkeypatch.setattr(Table, "reachable", lambda self: reads.append(real(self)))
 
     answers = [api("GET", "/v1/health").status for _ in range(3)]
 

@@ -22,6 +22,7 @@ from memkit.jobs.expiry import ExpiryPhase
 from memkit.jobs.phases import Deadline, PhaseOutcome
 from memkit.store import keys
 from memkit.store.dynamodb import DynamoStore
+from memkit.store.expiry import ExpiryTable
 from tests.conftest import LambdaContextStub
 from tests.events import load_event
 from tests.integration.memory_world import MemoryWorld
@@ -44,11 +45,16 @@ class CleanupContext(LambdaContextStub):
         return 300_000
 
 
-def _store(table: str, clock: float = LATER) -> DynamoStore:
+def _dynamo(table: str, clock: float = LATER) -> DynamoStore:
     return DynamoStore(CleanupSettings(table_name=table, region="us-east-1"), clock=lambda: clock)
 
 
-def _run(store: DynamoStore, budget: TimeBudget | None = None, **kwargs: Any) -> CleanupRun:
+def _store(table: str, clock: float = LATER) -> ExpiryTable:
+    """The table's expiry part: what the expiry phase and the cleanup cursors use."""
+    return _dynamo(table, clock).expiry
+
+
+def _run(store: ExpiryTable, budget: TimeBudget | None = None, **kwargs: Any) -> CleanupRun:
     phase = ExpiryPhase(store, clock=lambda: LATER, **kwargs)
     return CleanupRun([phase], TableCursors(store), budget)
 
@@ -324,7 +330,7 @@ def test_logs_and_metrics_carry_counts_and_never_content(
 def test_the_production_phases_start_with_expiry(dynamodb_table: str) -> None:
     settings = CleanupSettings(table_name=dynamodb_table, region="us-east-1")
 
-    phases = build_phases(settings, _store(dynamodb_table))
+    phases = build_phases(settings, _dynamo(dynamodb_table))
 
     assert phases[0].name == "expiry"
 

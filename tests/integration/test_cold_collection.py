@@ -371,7 +371,7 @@ def test_a_cleanup_run_stops_its_orphan_sweep_in_time_and_the_next_run_resumes_i
         opensearch_timeout_seconds=PATIENT,
     )
     store = DynamoStore(settings)
-    run = CleanupRun(cleanup_phases(settings, store), TableCursors(store), TimeBudget())
+    run = CleanupRun(cleanup_phases(settings, store), TableCursors(store.expiry), TimeBudget())
 
     # When a run with 12 s left (its requests end 10 s before the timeout) meets it asleep,
     # and the next run finds it awake

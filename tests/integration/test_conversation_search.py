@@ -253,7 +253,9 @@ def test_bedrock_embedders_are_given_the_same_question_text(world: MemoryWorld) 
     world.settle()
     bedrock = boto3.client("bedrock-runtime", region_name="us-east-1")
     titan = TitanEmbedder(bedrock, dimensions=256, workers=1)
-    search = LongTermService(world.store, lambda: world.vector_index, lambda: titan)
+    search = LongTermService(
+        world.store.records, world.store.sessions, lambda: world.vector_index, lambda: titan
+    )
     vector = [1.0 / 16] * 256
     raw = json.dumps({"embedding": vector, "inputTextTokenCount": 2}).encode()
 

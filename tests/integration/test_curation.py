@@ -60,22 +60,30 @@ class Curation:
             sent.append(job)
             self.sqs.send_message(QueueUrl=self.queue_url, MessageBody=job.to_json())
 
-        handler = make_curator_handler(lambda: Queueing(store, send, self.policy))
+        handler = make_curator_handler(
+            lambda: Queueing(store.curation, store.sessions, send, self.policy)
+        )
         if records:
             assert handler({"Records": records}, LambdaContextStub()) == {"batchItemFailures": []}
         return sent
 
     def work(self, model: Any | None = None) -> dict[str, Any]:
         """Run every queued job through the worker handler, as the SQS event source would."""
+        store = self.world.store
         long_term = LongTermService(
-            self.world.store, lambda: self.world.vector_index, lambda: self.world.embedder
+            store.records,
+            store.sessions,
+            lambda: self.world.vector_index,
+            lambda: self.world.embedder,
         )
         chosen = model or self.model
         # As production wires it: an AgentCore memory's sessions run its strategies.
         agentcore = StrategyExtraction(
-            self.world.store, self.world.store, long_term, chosen, self.policy.merge_distance
+            store.agentcore, store.records, long_term, chosen, self.policy.merge_distance
         )
-        curator = Curator(self.world.store, long_term, chosen, self.policy, agentcore=agentcore)
+        curator = Curator(
+            store.curation, store.sessions, long_term, chosen, self.policy, agentcore=agentcore
+        )
         handler = make_worker_handler(lambda: curator)
         messages = self.sqs.receive_message(
             QueueUrl=self.queue_url, MaxNumberOfMessages=10, AttributeNames=["All"]

@@ -353,8 +353,11 @@ class Queued:
         """The memory worker's handler over the world, `deletion` (default: a new one) and
         `model` for its curation jobs."""
         world = self.world
-        long_term = LongTermService(world.store, lambda: world.vector_index, lambda: world.embedder)
-        curator = Curator(world.store, long_term, model)
+        store = world.store
+        long_term = LongTermService(
+            store.records, store.sessions, lambda: world.vector_index, lambda: world.embedder
+        )
+        curator = Curator(store.curation, store.sessions, long_term, model)
         chosen = deletion or self.deletion()
         return make_worker_handler(lambda: curator, lambda: chosen)
 
@@ -874,7 +877,7 @@ def test_a_key_that_keeps_changing_is_left_to_the_job_while_the_rest_is_deleted(
     world.settle()
     # Every revocation of one key is cancelled by a conflict (as when the authorizer writes
     # its last use at that moment), for as long as the request runs.
-    client = world.store._items.connection.client
+    client = world.store.table.items.connection.client
     send = client.transact_write_items
     contested = f"APIKEY#{key_hash(racing)}"
 
@@ -1111,7 +1114,7 @@ def _extracting(world: MemoryWorld, on_clock: Queued, during: Callable[[], None]
     the worker runs it with, finding a fact in her turns, and running `during()` meanwhile."""
     world.settle()
     on_clock.clock.catch_up()
-    meta = world.store.session_meta(Owner(tenant=TENANT, namespace="default"), "talk")
+    meta = world.store.sessions.session_meta(Owner(tenant=TENANT, namespace="default"), "talk")
     assert meta is not None
     extract = Job("extract", TENANT, "default", "talk", meta.updated_at)
     on_clock.sqs.send_message(QueueUrl=on_clock.url, MessageBody=extract.to_json())
@@ -1325,7 +1328,7 @@ def test_what_a_promotion_running_through_the_deletion_writes_goes_in_a_follow_u
     # Given the indexer promoting Ada's pending memory, and Ada's deletion answered between
     # its look at the pending memory and its write of the record
     late = LateWrites(
-        world.store, lambda: deleted.append(call_api(api, "DELETE", f"/v1/users/{ADA}"))
+        world.store.records, lambda: deleted.append(call_api(api, "DELETE", f"/v1/users/{ADA}"))
     )
 
     # When the promotion writes the record after "done"

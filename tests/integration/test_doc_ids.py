@@ -95,7 +95,7 @@ def test_an_old_doc_of_a_deleted_record_is_never_shown_and_the_sweep_removes_it(
     assert legacy in _doc_ids(world)
 
     found = world.api("POST", f"{LTM}/search", body={"text": "green tea", "limit": 10})
-    outcome = OrphanPhase(world.store, world.vector_index).run(None, Deadline.after(60))
+    outcome = OrphanPhase(world.store.reindex, world.vector_index).run(None, Deadline.after(60))
 
     assert "tea" not in [memory["id"] for memory in found.body["memories"]]
     assert outcome.counts[REMOVED] == 1

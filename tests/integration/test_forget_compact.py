@@ -63,7 +63,10 @@ def forget(world: MemoryWorld, policy: dict[str, Any], **query: Any) -> Any:
 
 
 def long_term(world: MemoryWorld) -> LongTermService:
-    return LongTermService(world.store, lambda: world.vector_index, lambda: world.embedder)
+    store = world.store
+    return LongTermService(
+        store.records, store.sessions, lambda: world.vector_index, lambda: world.embedder
+    )
 
 
 # -- forgetting (AMS) ------------------------------------------------------------------------
@@ -488,7 +491,7 @@ def test_near_duplicates_are_merged_when_the_model_says_they_are_the_same(
 ) -> None:
     _near_pair(world)
     model = _converse_model(["yes"])
-    compaction = Compaction(world.store, long_term(world), lambda: model)
+    compaction = Compaction(world.store.records, long_term(world), lambda: model)
 
     result, after = compaction.compact(Owner("default"), CompactOptions(dry_run=False))
     world.settle()
@@ -509,7 +512,7 @@ def test_near_duplicates_the_model_tells_apart_stay_and_are_not_flagged(
 ) -> None:
     _near_pair(world)
     model = _converse_model(["no"])
-    compaction = Compaction(world.store, long_term(world), lambda: model)
+    compaction = Compaction(world.store.records, long_term(world), lambda: model)
 
     result, _ = compaction.compact(Owner("default"), CompactOptions(dry_run=False))
 
@@ -523,7 +526,7 @@ def test_a_model_that_fails_leaves_near_duplicates_flagged(world: MemoryWorld) -
     _near_pair(world)
     client = boto3.client("bedrock-runtime", region_name="us-east-1")
     model = ConverseModel(client, "amazon.nova-lite-v1:0", max_attempts=1, sleep=lambda _: None)
-    compaction = Compaction(world.store, long_term(world), lambda: model)
+    compaction = Compaction(world.store.records, long_term(world), lambda: model)
 
     with Stubber(client) as stub:
         stub.add_client_error("converse", "AccessDeniedException", "not allowed", 403)
@@ -542,7 +545,7 @@ def test_near_duplicates_past_the_judgement_budget_are_flagged(world: MemoryWorl
         record("seat2", "Ada prefers a window seat.", created_at=days_ago(4)),
     )
     model = _converse_model(["yes"])
-    compaction = Compaction(world.store, long_term(world), lambda: model)
+    compaction = Compaction(world.store.records, long_term(world), lambda: model)
 
     result, _ = compaction.compact(Owner("default"), CompactOptions(dry_run=False, judgements=1))
 
@@ -560,7 +563,7 @@ def test_near_duplicates_past_the_judgement_budget_are_flagged(world: MemoryWorl
 def test_a_pinned_near_duplicate_is_never_the_one_merged_away(world: MemoryWorld) -> None:
     _near_pair(world, pinned=True)
     model = _converse_model(["yes"])
-    compaction = Compaction(world.store, long_term(world), lambda: model)
+    compaction = Compaction(world.store.records, long_term(world), lambda: model)
 
     result, _ = compaction.compact(Owner("default"), CompactOptions(dry_run=False))
 
@@ -611,9 +614,9 @@ def test_a_bad_namespace_policy_is_refused_and_nothing_stored(world: MemoryWorld
 
 def _phase(world: MemoryWorld, **windows: int) -> PolicyPhase:
     return PolicyPhase(
-        world.store,
-        Forgetting(world.store),
-        Compaction(world.store, long_term(world), LocalModel),
+        world.store.policies,
+        Forgetting(world.store.records),
+        Compaction(world.store.records, long_term(world), LocalModel),
         **windows,
     )
 

@@ -92,7 +92,7 @@ def _partition(table: str, tenant: str, record_id: str) -> set[str]:
 
 
 def _table(world: MemoryWorld) -> str:
-    return str(world.store._items.base.Meta.table_name)
+    return str(world.store.table.items.base.Meta.table_name)
 
 
 # -- forgetting: a record changed after it was listed stays ----------------------------------
@@ -116,7 +116,7 @@ def test_forget_keeps_a_record_changed_after_it_was_listed(
         record("p", "Ada plays the cello on Sundays.", **OLD),
         record("q", "Bob sails to Porto every June.", **OLD),
     )
-    ran = _around(world.store, "get_records", make(world), after=after_read)
+    ran = _around(world.store.records, "get_records", make(world), after=after_read)
 
     response = world.api(
         "POST", FORGET, query={"dry_run": "false"}, body={"policy": {"max_inactive_days": 30}}
@@ -131,7 +131,9 @@ def test_forget_keeps_a_record_changed_after_it_was_listed(
 
 def test_forget_keeps_a_record_edited_after_its_version_was_read(world: MemoryWorld) -> None:
     remember(world, record("p", **OLD), record("q", **OLD))
-    _around(world.store, "get_records", _patch(world, "p", {"topics": ["kept"]}), after=True)
+    _around(
+        world.store.records, "get_records", _patch(world, "p", {"topics": ["kept"]}), after=True
+    )
 
     response = world.api(
         "POST", FORGET, query={"dry_run": "false"}, body={"policy": {"max_age_days": 30}}
@@ -143,7 +145,7 @@ def test_forget_keeps_a_record_edited_after_its_version_was_read(world: MemoryWo
 
 def test_forget_deletes_the_index_state_only_of_records_it_deleted(world: MemoryWorld) -> None:
     remember(world, record("p", **OLD), record("q", **OLD))
-    _around(world.store, "get_records", _patch(world, "p", {"pinned": True}), after=True)
+    _around(world.store.records, "get_records", _patch(world, "p", {"pinned": True}), after=True)
     world.settle()
 
     world.api("POST", FORGET, query={"dry_run": "false"}, body={"policy": {"max_age_days": 30}})
@@ -170,7 +172,7 @@ def test_compaction_keeps_a_duplicate_changed_before_its_delete(
     world: MemoryWorld, body: dict[str, Any]
 ) -> None:
     _duplicates(world)
-    ran = _around(world.store, "replace_record", _patch(world, "dup", body), after=True)
+    ran = _around(world.store.records, "replace_record", _patch(world, "dup", body), after=True)
 
     response = world.api("POST", COMPACT, query={"dry_run": "false"})
 
@@ -184,7 +186,12 @@ def test_compaction_keeps_a_duplicate_changed_before_its_delete(
 def test_compaction_merges_into_the_keeper_as_it_is_now(world: MemoryWorld) -> None:
     _duplicates(world)
     # After the window's read, before the merge: a client edits the keeper's topics.
-    _around(world.store, "get_records", _patch(world, "keep", {"topics": ["edited"]}), after=True)
+    _around(
+        world.store.records,
+        "get_records",
+        _patch(world, "keep", {"topics": ["edited"]}),
+        after=True,
+    )
 
     response = world.api("POST", COMPACT, query={"dry_run": "false"})
 
@@ -195,7 +202,7 @@ def test_compaction_merges_into_the_keeper_as_it_is_now(world: MemoryWorld) -> N
 def test_compaction_retries_a_merge_that_lost_to_an_edit(world: MemoryWorld) -> None:
     _duplicates(world)
     # Between the merge's read of the keeper and its write.
-    _around(world.store, "replace_record", _patch(world, "keep", {"entities": ["Ada"]}))
+    _around(world.store.records, "replace_record", _patch(world, "keep", {"entities": ["Ada"]}))
 
     response = world.api("POST", COMPACT, query={"dry_run": "false"})
 
@@ -212,7 +219,7 @@ def test_chained_merges_into_one_keeper_keep_every_union(world: MemoryWorld) -> 
         record("tea2", "Ada really likes green tea.", created_at=days_ago(1), topics=["z"]),
     )
     model = _converse_model(["yes", "yes"])
-    compaction = Compaction(world.store, long_term(world), lambda: model)
+    compaction = Compaction(world.store.records, long_term(world), lambda: model)
 
     result, _ = compaction.compact(Owner("default"), CompactOptions(dry_run=False))
 
@@ -245,7 +252,7 @@ def test_a_listing_of_no_types_lists_nothing(world: MemoryWorld) -> None:
 
     listing = Listing(tenant="default", namespace="default", memory_types=frozenset())
 
-    assert list(world.store.list_records(listing)) == []
+    assert list(world.store.records.list_records(listing)) == []
 
 
 def test_a_policy_that_fails_does_not_stop_the_next_namespaces(world: MemoryWorld) -> None:
@@ -255,13 +262,15 @@ def test_a_policy_that_fails_does_not_stop_the_next_namespaces(world: MemoryWorl
         forget=ForgetPolicy.model_construct(max_age_days=1, memory_type_allowlist=[]),
         compact=False,
     )
-    world.store.put_lifecycle_policy("default", "aaa", broken, days_ago(1))
+    world.store.policies.put_lifecycle_policy("default", "aaa", broken, days_ago(1))
     response = world.api(
         "PUT", "/v1/namespaces/work/lifecycle", body={"forget": {"max_age_days": 30}}
     )
     assert response.status == 200, response.body
     phase = PolicyPhase(
-        world.store, Forgetting(world.store), Compaction(world.store, long_term(world), LocalModel)
+        world.store.policies,
+        Forgetting(world.store.records),
+        Compaction(world.store.records, long_term(world), LocalModel),
     )
 
     outcome = phase.run(None, Deadline.after(300))

@@ -263,7 +263,7 @@ def test_a_profile_stored_before_a_check_refuses_content_without_evaluating_it(
     assert api("PUT", "/v1/profiles/old", body={"format": "json"}).status == 200
     assert api("PUT", PAD, query={"profile": "old"}, body={"content": {"x": {}}}).status == 200
     store = DynamoStore(ApiSettings(table_name=dynamodb_table, region="us-east-1"))
-    store.put_profile(
+    store.profiles.put_profile(
         "default", "default", "old", ProfileSpec.model_validate({"schema": schema}), None
     )
 

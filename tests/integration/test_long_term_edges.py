@@ -147,7 +147,7 @@ def test_a_batch_where_every_record_fails_is_reported_not_raised(world: MemoryWo
 
 def test_an_edit_from_a_stale_read_is_a_conflict(world: MemoryWorld) -> None:
     world.api("POST", f"{LTM}/", body={"memories": [{"id": "r", "text": "A"}]})
-    store = world.store
+    store = world.store.records
     stale = store.get_record("default", "r")
     world.api("POST", f"{LTM}/", body={"memories": [{"id": "r", "text": "B"}]})
 
@@ -158,7 +158,7 @@ def test_an_edit_from_a_stale_read_is_a_conflict(world: MemoryWorld) -> None:
 
 def test_an_edit_racing_a_delete_does_not_bring_the_record_back(world: MemoryWorld) -> None:
     world.api("POST", f"{LTM}/", body={"memories": [{"id": "r", "text": "A"}]})
-    store = world.store
+    store = world.store.records
     read = store.get_record("default", "r")
     world.api("DELETE", LTM, query={"memory_ids": "r"})
 
@@ -300,7 +300,9 @@ def test_a_text_bedrock_refuses_fails_alone_and_shows_failed(world: MemoryWorld)
     client = boto3.client("bedrock-runtime", region_name="us-east-1")
     titan = TitanEmbedder(client, dimensions=256, workers=1, sleep=lambda _: None)
     raw = json.dumps({"embedding": [0.0625] * 256, "inputTextTokenCount": 4}).encode()
-    handler = make_lambda_handler(lambda: Indexer(world.store, world.vector_index, titan))
+    store = world.store
+    indexer = Indexer(store.records, store.sessions, world.vector_index, titan)
+    handler = make_lambda_handler(lambda: indexer)
 
     with Stubber(client) as stub:
         stub.add_response(

@@ -78,7 +78,7 @@ def _stray_doc(world: MemoryWorld) -> None:
 
 
 def _sweep(world: MemoryWorld, cursor: str | None = None, sample: int = 1000) -> Any:
-    return OrphanPhase(world.store, world.vector_index, sample_size=sample).run(
+    return OrphanPhase(world.store.reindex, world.vector_index, sample_size=sample).run(
         cursor, Deadline.after(60)
     )
 
@@ -233,7 +233,9 @@ def test_after_a_pass_the_scheduled_runs_leave_the_index_alone_for_a_week(
         _stock(build_world(dynamodb_table, index=index, embedder=embedder))
         now = [1_800_000_000.0]
         store = DynamoStore(settings)
-        run = CleanupRun(cleanup_phases(settings, store, clock=lambda: now[0]), TableCursors(store))
+        run = CleanupRun(
+            cleanup_phases(settings, store, clock=lambda: now[0]), TableCursors(store.expiry)
+        )
 
         # When it runs on eight days in a row
         sent: list[int] = []
@@ -254,12 +256,12 @@ def test_an_interval_of_0_ends_a_rest_saved_under_a_longer_one(world: MemoryWorl
     # Given a pass over the index that ended resting a week (the default interval)
     _stock(world)
     week = 7 * DAY
-    rested = OrphanPhase(world.store, world.vector_index, interval_seconds=week).run(
+    rested = OrphanPhase(world.store.reindex, world.vector_index, interval_seconds=week).run(
         None, Deadline.after(60)
     )
 
     # When the next run's sweep has an interval of 0 (no rest)
-    outcome = OrphanPhase(world.store, world.vector_index, interval_seconds=0).run(
+    outcome = OrphanPhase(world.store.reindex, world.vector_index, interval_seconds=0).run(
         rested.cursor, Deadline.after(60)
     )
 

@@ -46,7 +46,7 @@ def stack(dynamodb_table: str) -> tuple[Call, Any]:
         body = result.get("body") or ""
         return ApiResponse(result["statusCode"], result.get("headers") or {}, json.loads(body))
 
-    return call, store
+    return call, store.sessions
 
 
 def _once_before(store: Any, method: str, action: Callable[[], Any]) -> None:

@@ -190,7 +190,7 @@ def dynamodb_refuses(stocked: MemoryWorld) -> Iterator[Refuse]:
     """refuse(code, status): from then on every call the API's store makes fails with
     `code`, as botocore raises it once its retries are spent (the answer is given before the
     request is sent); returns the undo, which also runs after the test."""
-    client = stocked.store._items.connection.client
+    client = stocked.store.table.items.connection.client
     event, handler_id = "before-call.dynamodb.*", "test-refuses"
 
     def undo() -> None:

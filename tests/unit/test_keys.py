@@ -90,7 +90,7 @@ def test_a_component_too_long_for_a_key_keeps_a_prefix_and_a_digest() -> None:
 
 
 def test_sort_keys_built_of_several_long_ids_fit_and_keys_that_fitted_are_unchanged() -> None:
-    from memkit.store.forgetting import policy_position
+    from memkit.store.policies import policy_position
 
     long_id = "\U0001d11e" * 256  # 1,024 bytes each
     session_pk = keys.session_pk(long_id[:128], long_id, long_id)

@@ -350,3 +350,65 @@ def test_the_cycle_finder_and_shim_checker_report_what_they_should() -> None:
     assert not find_cycles(import_graph(lazy))
     assert check_shim("worker", "import os\nfrom memkit.handlers.worker import lambda_handler\n")
     assert not check_shim("worker", "from memkit.handlers.worker import lambda_handler\n")
+
+
+# -- rule 9: a store of composed tables, and Protocols only where a fake stands in -------------
+
+# VectorIndex, Rebuild, RebuildableIndex, Embedder, MemoryModel, Phase, CursorStore,
+# RecordListing, the tools' LongTermMemory, PadStore and ProfileStore: each has another
+# implementation (an adapter, a backend, a fake in tests/ or bench/).
+MAX_PROTOCOLS = 12
+
+
+def _bases(node: ast.ClassDef) -> list[str]:
+    return [getattr(base, "id", getattr(base, "attr", "")) for base in node.bases]
+
+
+def check_protocols(module: str, source: str) -> list[Violation]:
+    """Every Protocol class the module declares (one violation each: they are counted)."""
+    return [
+        (module, node.lineno, f"declares Protocol {node.name}")
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.ClassDef) and "Protocol" in _bases(node)
+    ]
+
+
+def check_store_tables(module: str, source: str) -> list[Violation]:
+    """A table of the store (a class named *Table, and DynamoStore) inherits nothing: the
+    store composes them over the shared Table helper."""
+    if not module.startswith("memkit.store."):
+        return []
+    return [
+        (module, node.lineno, f"{node.name} inherits {', '.join(_bases(node))}")
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.ClassDef)
+        and (node.name.endswith("Table") or node.name == "DynamoStore")
+        and node.bases
+    ]
+
+
+def test_the_layer_declares_few_protocols() -> None:
+    """Rule 9: at most MAX_PROTOCOLS Protocol classes in the layer (a Protocol is for a part
+    with more than one implementation; the rest take the concrete class)."""
+    found = run(check_protocols, sources(LIBRARY))
+    assert len(found) <= MAX_PROTOCOLS, report(found)
+
+
+def test_the_stores_tables_are_composed_not_inherited() -> None:
+    """Rule 9: DynamoStore holds its tables; no table class inherits another."""
+    violations = run(check_store_tables, sources(LIBRARY))
+    assert not violations, report(violations)
+    composed = sources(LIBRARY)["memkit.store.dynamodb"]
+    assert "class DynamoStore:" in composed
+
+
+def test_the_protocol_and_table_checkers_report_what_they_look_for() -> None:
+    """Rule 9 is not vacuous."""
+    protocol = "from typing import Protocol\nclass Reader(Protocol):\n    pass\n"
+    assert check_protocols("memkit.jobs.x", protocol) == [
+        ("memkit.jobs.x", 2, "declares Protocol Reader")
+    ]
+    chained = "class SessionTable(TableBase):\n    pass\n"
+    assert check_store_tables("memkit.store.x", chained)
+    assert not check_store_tables("memkit.store.x", "class SessionTable:\n    pass\n")
+    assert not check_store_tables("memkit.jobs.x", chained)

@@ -33,7 +33,7 @@ class SlowEmbedder:
 
 
 def _service(embedder: SlowEmbedder) -> LongTermService:
-    return LongTermService(None, lambda: None, lambda: embedder)  # type: ignore[arg-type,return-value]
+    return LongTermService(None, None, lambda: None, lambda: embedder)  # type: ignore[arg-type,return-value]
 
 
 def test_concurrent_searches_of_one_query_embed_it_once() -> None:

@@ -28,7 +28,9 @@ def pad(profile: str | None = None) -> PadRef:
 
 
 def service_over(store: InMemoryStore, max_attempts: int = 25) -> ScratchpadService:
-    return ScratchpadService(store, max_attempts=max_attempts, sleep=lambda _seconds: None)
+    return ScratchpadService(
+        store.pads, store.profiles, max_attempts=max_attempts, sleep=lambda _seconds: None
+    )
 
 
 def add_profile(store: InMemoryStore, name: str, **spec: Any) -> PadRef:
@@ -76,7 +78,7 @@ def test_a_patch_that_loses_races_is_reapplied_to_the_winners_content(
     seed(store, ref, {"a": 1})
     store.before_write = concurrent_writer(store, ref, times=3)
     sleeps: list[float] = []
-    service = ScratchpadService(store, sleep=sleeps.append)
+    service = ScratchpadService(store.pads, store.profiles, sleep=sleeps.append)
 
     # When our patch is applied
     result = service.patch(ref, {"mine": True}, None)
@@ -122,7 +124,7 @@ def test_with_if_match_a_lost_race_is_a_conflict_without_retry(store: InMemorySt
     store.conflicts_before_success = 1
     writes_before = store.calls["write_pad"]
     sleeps: list[float] = []
-    service = ScratchpadService(store, sleep=sleeps.append)
+    service = ScratchpadService(store.pads, store.profiles, sleep=sleeps.append)
 
     # When a patch conditioned on version 1 loses
     with pytest.raises(VersionConflict):
@@ -401,7 +403,7 @@ def test_a_profile_put_without_if_match_retries_a_lost_race() -> None:
     store = RacingStore()
 
     # When a profile is put without If-Match
-    profile = ProfileService(store).put("t", "default", "notes", ProfileSpec(), None)
+    profile = ProfileService(store.profiles).put("t", "default", "notes", ProfileSpec(), None)
 
     # Then the put is retried and lands
     assert store.lost == 1

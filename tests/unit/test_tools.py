@@ -831,7 +831,7 @@ class FakeLongTerm:
 
 
 def tool_service(long_term: FakeLongTerm) -> ToolService:
-    scratchpads = ScratchpadService(InMemoryStore(), sleep=lambda _seconds: None)
+    scratchpads = ScratchpadService(pads := InMemoryStore(), pads, sleep=lambda _seconds: None)
     return ToolService(scratchpads, long_term, new_id=lambda: "01NEWID")
 
 

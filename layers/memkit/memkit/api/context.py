@@ -7,7 +7,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from memkit.config import ApiSettings
 from memkit.errors import FieldProblem, Forbidden, QuotaExceeded, ValidationFailed
@@ -18,7 +18,6 @@ from memkit.models.prompt import PromptRequest
 from memkit.service.profiles import ProfileService
 from memkit.service.scratchpad import ScratchpadService
 from memkit.service.sessions import SessionService
-from memkit.store.protocol import AgentCoreStore, RecordStore, SessionStore, Store
 
 if TYPE_CHECKING:
     from memkit.embeddings.protocol import Embedder
@@ -30,14 +29,8 @@ if TYPE_CHECKING:
     from memkit.service.agentcore import AgentCoreService
     from memkit.service.long_term import LongTermService
     from memkit.service.tools import ToolService
+    from memkit.store.dynamodb import DynamoStore
     from memkit.vectors.protocol import VectorIndex
-
-
-class SessionsAndScratchpads(Store, SessionStore, RecordStore, AgentCoreStore, Protocol):
-    """A store that keeps all of them (DynamoStore), AgentCore's memories, and the request
-    quotas."""
-
-    def take_request(self, tenant: str, limit: int) -> float | None: ...
 
 
 @dataclass(frozen=True)
@@ -60,7 +53,7 @@ class Services:
     profiles: ProfileService
     scratchpads: ScratchpadService
     sessions: SessionService
-    store: SessionsAndScratchpads
+    store: DynamoStore
     # The vector index and the embedder, built on first use (a session route needs neither).
     index: Callable[[], VectorIndex]
     embedder: Callable[[], Embedder]
@@ -72,14 +65,14 @@ class Services:
         other routes do not pay for it)."""
         from memkit.service.long_term import LongTermService
 
-        return LongTermService(self.store, self.index, self.embedder)
+        return LongTermService(self.store.records, self.store.sessions, self.index, self.embedder)
 
     @cached_property
     def agentcore(self) -> AgentCoreService:
         """AgentCore Memory's operations (memkit.service.agentcore), built on first use."""
         from memkit.service.agentcore import AgentCoreService
 
-        return AgentCoreService(self.store, self.sessions)
+        return AgentCoreService(self.store.agentcore, self.sessions)
 
     @cached_property
     def tools(self) -> ToolService:
@@ -207,7 +200,7 @@ def charge(services: Services, caller: Caller) -> None:
     a 429 with Retry-After once this minute's are spent."""
     quota = services.settings.tenant_requests_per_minute
     if quota:
-        wait = services.store.take_request(caller.tenant, quota)
+        wait = services.store.quota.take_request(caller.tenant, quota)
         if wait is not None:
             raise QuotaExceeded(
                 f"this tenant's {quota} requests a minute are spent", math.ceil(wait)

@@ -248,13 +248,15 @@ def api_services(
 
     chosen_embedder = embedder or (lambda: embedder_for(settings, settings.region))
     chosen_index = index or configured_index(settings, settings.region, chosen_embedder)
-    scratchpads = ScratchpadService(store, max_attempts=settings.merge_max_attempts)
+    scratchpads = ScratchpadService(
+        store.pads, store.profiles, max_attempts=settings.merge_max_attempts
+    )
     return Services(
         settings=settings,
-        profiles=ProfileService(store),
+        profiles=ProfileService(store.profiles),
         scratchpads=scratchpads,
         # A session's DELETE takes its messages' vectors out of the index at once.
-        sessions=SessionService(store, scratchpads, index=chosen_index),
+        sessions=SessionService(store.sessions, scratchpads, index=chosen_index),
         store=store,
         index=chosen_index,
         embedder=chosen_embedder,
@@ -277,7 +279,7 @@ def _api_lifecycle(
     def forgetting() -> Forgetting:
         from memkit.jobs.forget import Forgetting
 
-        return Forgetting(store)
+        return Forgetting(store.records)
 
     def compaction(long_term: LongTermService) -> Compaction:
         from memkit.jobs.compact import Compaction
@@ -285,12 +287,12 @@ def _api_lifecycle(
         def model() -> MemoryModel:
             return memory_model_for(checked(llm_settings), settings.region)
 
-        return Compaction(store, long_term, model)
+        return Compaction(store.records, long_term, model)
 
     def policies() -> PolicyService:
         from memkit.jobs.policies import PolicyService
 
-        return PolicyService(store)
+        return PolicyService(store.policies)
 
     def deletion() -> UserDeletion:
         from memkit.jobs.users import UserDeletion
@@ -350,7 +352,8 @@ def production_indexer() -> Indexer:
     settings = checked(indexer_settings)
     embedder = embedder_for(settings, settings.region)
     index = vector_index_for(settings, settings.region, embedder.dimensions)
-    return Indexer(dynamo_store(settings), index, embedder)
+    store = dynamo_store(settings)
+    return Indexer(store.records, store.sessions, index, embedder)
 
 
 # -- curation: the stream curator and the memory worker -------------------------------------
@@ -378,7 +381,8 @@ def production_queueing() -> Queueing:
     send = configured_job_sender(settings)
     if send is None:
         raise Misconfigured("MEMKIT_WORK_QUEUE_URL is not set")
-    return Queueing(dynamo_store(settings), send, curation_policy(settings))
+    store = dynamo_store(settings)
+    return Queueing(store.curation, store.sessions, send, curation_policy(settings))
 
 
 @lru_cache(maxsize=1)
@@ -391,11 +395,13 @@ def production_curator() -> Curator:
     store = dynamo_store(settings)
     embedder = embedder_for(settings, settings.region)
     index = configured_index(settings, settings.region, lambda: embedder)
-    long_term = LongTermService(store, index, lambda: embedder)
+    long_term = LongTermService(store.records, store.sessions, index, lambda: embedder)
     model = memory_model_for(settings, settings.region)
     policy = curation_policy(settings)
-    agentcore = StrategyExtraction(store, store, long_term, model, policy.merge_distance)
-    return Curator(store, long_term, model, policy, agentcore=agentcore)
+    agentcore = StrategyExtraction(
+        store.agentcore, store.records, long_term, model, policy.merge_distance
+    )
+    return Curator(store.curation, store.sessions, long_term, model, policy, agentcore=agentcore)
 
 
 @lru_cache(maxsize=1)
@@ -440,18 +446,23 @@ def cleanup_phases(
     def model() -> MemoryModel:
         return memory_model_for(settings, settings.region)
 
-    long_term = LongTermService(store, index, embedder, clock)
+    long_term = LongTermService(store.records, store.sessions, index, embedder, clock)
+    records = store.records
     phases: list[Phase] = [
-        ExpiryPhase(store, page_size=settings.expiry_page_size, clock=clock),
+        ExpiryPhase(store.expiry, page_size=settings.expiry_page_size, clock=clock),
         # Namespaces' forgetting and compaction policies.
-        PolicyPhase(store, Forgetting(store, clock), Compaction(store, long_term, model, clock)),
+        PolicyPhase(
+            store.policies,
+            Forgetting(records, clock),
+            Compaction(records, long_term, model, clock),
+        ),
     ]
     if settings.orphan_sample_size > 0:  # vectors whose item is gone
         from memkit.jobs.orphans import OrphanPhase
 
         phases.append(
             OrphanPhase(
-                store,
+                store.reindex,
                 index(),
                 settings.orphan_sample_size,
                 interval_seconds=settings.orphan_sweep_interval_seconds,
@@ -473,7 +484,7 @@ def production_cleanup() -> CleanupRun:
         settings.cleanup_margin_fraction,
         settings.cleanup_budget_seconds,
     )
-    return CleanupRun(cleanup_phases(settings, store), TableCursors(store), budget)
+    return CleanupRun(cleanup_phases(settings, store), TableCursors(store.expiry), budget)
 
 
 # -- the index rebuild -----------------------------------------------------------------------

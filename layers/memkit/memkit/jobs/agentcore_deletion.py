@@ -21,10 +21,10 @@ they wrote.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from memkit.errors import NotFound
 from memkit.ids import new_ulid
@@ -33,7 +33,6 @@ from memkit.jobs.deletion import (
     LATE_WRITES_SECONDS,
     BackgroundDeletion,
     DeletionRun,
-    DeletionStore,
     paged,
 )
 from memkit.models.agentcore import AgentMemory
@@ -43,34 +42,10 @@ from memkit.times import Deadline
 from memkit.vectors.protocol import VectorIndex
 
 if TYPE_CHECKING:
-    from memkit.store.sessions import PageCursor
+    from memkit.store.dynamodb import DynamoStore
 
 # Longer than the API function's timeout (25 s): see the module's docstring.
 DEFAULT_GRACE_SECONDS = 30
-
-
-class MemoryStore(DeletionStore, Protocol):
-    """What a memory's deletion needs of the table (DynamoStore)."""
-
-    def get_agent_memory(self, tenant: str, memory_id: str) -> AgentMemory | None: ...
-
-    def mark_agent_memory_deleting(
-        self, tenant: str, memory_id: str, job_id: str, replacing: str | None
-    ) -> AgentMemory | None: ...
-
-    def free_agent_memory_name(self, tenant: str, memory: AgentMemory) -> None: ...
-
-    def agent_memory_actors(self, tenant: str, memory_id: str) -> Iterator[str]: ...
-
-    def delete_agent_actors_page(
-        self, tenant: str, memory_id: str, after: PageCursor | None = None
-    ) -> tuple[int, PageCursor | None]: ...
-
-    def delete_namespace_profiles(self, tenant: str, namespace: str) -> int: ...
-
-    def delete_lifecycle_policy(self, tenant: str, namespace: str) -> bool: ...
-
-    def delete_agent_memory(self, tenant: str, memory: AgentMemory) -> bool: ...
 
 
 class MemoryDeletion(BackgroundDeletion):
@@ -81,7 +56,7 @@ class MemoryDeletion(BackgroundDeletion):
 
     def __init__(
         self,
-        store: MemoryStore,
+        store: DynamoStore,
         index: Callable[[], VectorIndex],
         send: Callable[[Job], None] | None,
         grace_seconds: int = DEFAULT_GRACE_SECONDS,
@@ -89,7 +64,9 @@ class MemoryDeletion(BackgroundDeletion):
     ) -> None:
         """`options`: BackgroundDeletion's (clock, monotonic, window, wait)."""
         super().__init__(store, index, send, **options)
-        self._store = store
+        self._agentcore = store.agentcore
+        self._users = store.users
+        self._policies = store.policies
         self._grace = grace_seconds
 
     def start(self, tenant: str, memory: AgentMemory) -> AgentMemory:
@@ -99,17 +76,17 @@ class MemoryDeletion(BackgroundDeletion):
         if memory.deleting and self._send is not None and self._running(tenant, memory):
             return memory
         job_id = new_ulid(int(self._clock() * 1000))
-        marked = self._store.mark_agent_memory_deleting(
+        marked = self._agentcore.mark_agent_memory_deleting(
             tenant, memory.memory_id, job_id, memory.deletion_job
         )
         if marked is None:  # another request marked it first, or it is gone
-            current = self._store.get_agent_memory(tenant, memory.memory_id)
+            current = self._agentcore.get_agent_memory(tenant, memory.memory_id)
             if current is None:
                 raise NotFound(f"memory {memory.memory_id} does not exist")
             return current
         # The name is freed before the job item is written: a failure here leaves no running
         # job behind, so a retried DeleteMemory marks, frees and queues again.
-        self._store.free_agent_memory_name(tenant, marked)
+        self._agentcore.free_agent_memory_name(tenant, marked)
         scope = Owner(tenant=tenant, namespace=marked.memory_id)
         job = self._open(scope, DeletionCounts(), job_id)
         message = replace(self._message(scope, job.created_at, job_id), delay_seconds=self._grace)
@@ -127,30 +104,30 @@ class MemoryDeletion(BackgroundDeletion):
 
     def _run(self, job: Job, deadline: Deadline) -> DeletionRun:
         tenant = job.tenant
-        memory = self._store.get_agent_memory(tenant, job.namespace)
+        memory = self._agentcore.get_agent_memory(tenant, job.namespace)
         if memory is None or memory.deletion_job != job.job_id:
             return DeletionRun(DeletionCounts(), True)  # deleted, or by a later job
         memory_id = memory.memory_id
         # Every user's, and the scratchpads of each actor (and each user a listing names).
         owner = self._scope(job)
-        actors = self._store.agent_memory_actors(tenant, memory_id)
+        actors = self._agentcore.agent_memory_actors(tenant, memory_id)
         run = self._sweep.run(owner, deadline, actors)
         if not run.done:
             return self._finished(run)
         items, done = paged(
-            partial(self._store.delete_agent_actors_page, tenant, memory_id), deadline
+            partial(self._agentcore.delete_agent_actors_page, tenant, memory_id), deadline
         )
         counts = run.counts + DeletionCounts(items=items)
         if not done:
             return self._finished(DeletionRun(counts, False))
-        items = self._store.delete_namespace_profiles(tenant, memory_id)
-        items += int(self._store.delete_lifecycle_policy(tenant, memory_id))
+        items = self._users.delete_namespace_profiles(tenant, memory_id)
+        items += int(self._policies.delete_lifecycle_policy(tenant, memory_id))
         # What an extraction or a promotion that read the memory's data before the sweep
         # writes after it goes in a follow-up; queued while the memory is still here, so a
         # send that fails leaves the deletion to be run again.
         self._queue_follow_up(owner, self._clock() + LATE_WRITES_SECONDS, 1)
         # Last: until now GetMemory shows it DELETING, and a rerun finds it to finish.
-        items += int(self._store.delete_agent_memory(tenant, memory))
+        items += int(self._agentcore.delete_agent_memory(tenant, memory))
         return DeletionRun(counts + DeletionCounts(items=items), True)
 
     def _scope(self, job: Job) -> Owner:

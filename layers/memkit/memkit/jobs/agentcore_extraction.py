@@ -31,7 +31,6 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 from memkit.jobs.chunks import in_chunks
 from memkit.llm.protocol import Extracted, MemoryModel, Turn, fact_key
@@ -46,7 +45,9 @@ from memkit.service.agentcore_mapping import (
     scope_hash,
 )
 from memkit.service.long_term import LongTermService
-from memkit.store.protocol import RecordStore
+from memkit.store.agentcore import AgentCoreTable
+from memkit.store.curation import CurationTable
+from memkit.store.records import RecordTable
 from memkit.times import now_iso
 
 # The key of a message's metadata holding its event's fields (memkit.service.agentcore).
@@ -68,22 +69,6 @@ def names_a_memory(namespace: str) -> bool:
     """Whether a session's namespace has the form of an AgentCore memory id (the curator
     queues its extraction whatever the model, since summaries need no facts)."""
     return _MEMORY_ID.fullmatch(namespace) is not None
-
-
-class Memories(Protocol):
-    def get_agent_memory(self, tenant: str, memory_id: str) -> AgentMemory | None: ...
-
-
-class SessionLog(Protocol):
-    """What extraction reads and marks of a session (DynamoStore's CurationTable)."""
-
-    def unextracted_messages(
-        self, owner: Owner, meta: SessionMeta, limit: int
-    ) -> list[StoredMessage]: ...
-
-    def mark_extracted(
-        self, owner: Owner, meta: SessionMeta, message_ids: Sequence[str]
-    ) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -129,8 +114,8 @@ class StrategyExtraction:
 
     def __init__(
         self,
-        memories: Memories,
-        records: RecordStore,
+        memories: AgentCoreTable,
+        records: RecordTable,
         long_term: LongTermService,
         model: MemoryModel,
         merge_distance: float = 0.15,
@@ -149,7 +134,9 @@ class StrategyExtraction:
             return None
         return self._memories.get_agent_memory(tenant, namespace)
 
-    def extract(self, owner: Owner, meta: SessionMeta, memory: AgentMemory, log: SessionLog) -> str:
+    def extract(
+        self, owner: Owner, meta: SessionMeta, memory: AgentMemory, log: CurationTable
+    ) -> str:
         """Run the memory's strategies on the session's unread messages; in a word, what came
         of it (logs and metrics carry no content)."""
         if memory.deleting:

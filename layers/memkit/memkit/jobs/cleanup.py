@@ -28,7 +28,7 @@ from typing import Any, Literal, Protocol
 from memkit.errors import VersionConflict
 from memkit.jobs.phases import Phase
 from memkit.observability import logger, metrics
-from memkit.store.expiry import SavedCursors
+from memkit.store.expiry import ExpiryTable
 from memkit.times import Deadline, invocation_deadline, within
 
 Status = Literal["done", "stopped", "failed", "not started"]
@@ -47,18 +47,12 @@ class CursorStore(Protocol):
     def save(self, phase: str, cursor: str | None) -> None: ...
 
 
-class CursorTable(Protocol):
-    def cleanup_cursors(self) -> SavedCursors: ...
-
-    def save_cleanup_cursors(self, cursors: dict[str, str], expected_version: int) -> int: ...
-
-
 class TableCursors:
     """Cursors in the table's system item (memkit.store.expiry). A save re-reads the item and
     changes only its own phase's entry, conditionally on the version read, so two runs that
     overlap never undo each other's progress."""
 
-    def __init__(self, table: CursorTable, attempts: int = SAVE_ATTEMPTS) -> None:
+    def __init__(self, table: ExpiryTable, attempts: int = SAVE_ATTEMPTS) -> None:
         self._table = table
         self._attempts = attempts
 

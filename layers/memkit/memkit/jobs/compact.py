@@ -25,10 +25,10 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import Any
 
 from memkit.errors import BadRequest, FieldProblem, NotFound, TooLarge, VersionConflict
-from memkit.jobs.forget import RecordLister, epoch, read_window
+from memkit.jobs.forget import epoch, read_window
 from memkit.llm.protocol import LLMError, MemoryModel
 from memkit.models.domain import Owner, StoredRecord
 from memkit.models.lifecycle import (
@@ -39,11 +39,12 @@ from memkit.models.lifecycle import (
     MergedGroup,
     Unchanged,
 )
-from memkit.models.memory import MAX_TAGS, MemoryResults, SearchMode, SearchRequest
+from memkit.models.memory import MAX_TAGS, SearchMode, SearchRequest
 from memkit.observability import logger, metrics
 from memkit.service.agentcore_mapping import agentcore_scope
-from memkit.service.long_term import check_size
+from memkit.service.long_term import LongTermService, check_size
 from memkit.store.protocol import user_records_start
+from memkit.store.records import RecordTable
 from memkit.times import now_iso
 
 COMPACTED_TYPES = frozenset({"semantic", "episodic"})
@@ -51,18 +52,6 @@ COMPACTED_TYPES = frozenset({"semantic", "episodic"})
 NEAR_HITS = 5
 # Reads and writes of a keeper before a merge gives up (each lost to a concurrent write).
 MERGE_ATTEMPTS = 3
-
-
-class CompactionStore(RecordLister, Protocol):
-    def replace_record(self, tenant: str, record: StoredRecord) -> StoredRecord: ...
-
-
-class LongTermMemory(Protocol):
-    """What compaction needs of long-term memory (LongTermService)."""
-
-    def search(
-        self, tenant: str, request: SearchRequest, *, access: bool = True
-    ) -> MemoryResults: ...
 
 
 @dataclass(frozen=True)
@@ -152,12 +141,12 @@ class Compaction:
 
     def __init__(
         self,
-        store: CompactionStore,
-        long_term: LongTermMemory,
+        records: RecordTable,
+        long_term: LongTermService,
         model: Callable[[], MemoryModel],
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self._store = store
+        self._records = records
         self._long_term = long_term
         self._model = model  # built on first use: most windows have no near duplicate
         self._clock = clock
@@ -180,8 +169,8 @@ class Compaction:
             one_user=owner.user_id is not None,
             memory_types=COMPACTED_TYPES,
         )
-        window = read_window(self._store, listing, after, options.limit)
-        records = self._store.get_records(owner.tenant, [e.id for e in window.entries])
+        window = read_window(self._records, listing, after, options.limit)
+        records = self._records.get_records(owner.tenant, [e.id for e in window.entries])
         ordered = [(e.position, records[e.id]) for e in window.entries if e.id in records]
         merged: list[MergedGroup] = []
         removed: set[str] = set()
@@ -274,7 +263,7 @@ class Compaction:
         return len(window)
 
     def _record(self, tenant: str, record_id: str) -> StoredRecord | None:
-        return self._store.get_records(tenant, [record_id]).get(record_id)
+        return self._records.get_records(tenant, [record_id]).get(record_id)
 
     def _close_to(self, owner: Owner, record: StoredRecord, distance: float) -> list[Any]:
         """The user's other records within `distance` of this one (semantic search, not
@@ -324,7 +313,9 @@ class Compaction:
             logger.info("compaction skipped a changed record", extra={"record_id": keeper.id})
             return []
         records[kept.id] = kept
-        gone = self._store.delete_records_if_unchanged(tenant, {r.id: _as_seen(r) for r in others})
+        gone = self._records.delete_records_if_unchanged(
+            tenant, {r.id: _as_seen(r) for r in others}
+        )
         if len(gone) < len(others):
             logger.info(
                 "compaction kept changed duplicates", extra={"kept": len(others) - len(gone)}
@@ -362,7 +353,7 @@ class Compaction:
             )
             try:
                 check_size(merged, "record")
-                return self._store.replace_record(tenant, merged)
+                return self._records.replace_record(tenant, merged)
             except (NotFound, TooLarge):
                 return None
             except VersionConflict:

@@ -30,11 +30,11 @@ import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal, Protocol, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from memkit.errors import NotFound, VersionConflict
 from memkit.ids import new_ulid
-from memkit.jobs.agentcore_extraction import SessionLog, StrategyExtraction, names_a_memory
+from memkit.jobs.agentcore_extraction import StrategyExtraction, names_a_memory
 from memkit.jobs.chunks import in_chunks
 from memkit.llm.protocol import (
     Extracted,
@@ -48,6 +48,11 @@ from memkit.models.memory import CreateMemories, MemoryEdit, MemoryRecordIn, Sea
 from memkit.models.users import JobKind as DeletionJobKind
 from memkit.observability import logger, metrics
 from memkit.store.changes import ItemChange, RecordValue, SessionValue, Value
+from memkit.store.curation import CurationTable
+from memkit.store.sessions import SessionTable
+
+if TYPE_CHECKING:
+    from memkit.service.long_term import LongTermService
 
 JobKind = Literal["summarize", "extract", "title", "describe", "delete_user", "delete_memory"]
 JOB_KINDS: tuple[JobKind, ...] = get_args(JobKind)
@@ -190,38 +195,13 @@ def _count(raw: dict[str, Any], name: str) -> int | None:
     return value
 
 
-class CurationStore(SessionLog, Protocol):
-    """What curation reads and writes of sessions (DynamoStore's CurationTable)."""
-
-    def session_meta(self, owner: Owner, session_id: str) -> SessionMeta | None: ...
-
-    def view_messages(self, owner: Owner, meta: SessionMeta) -> list[StoredMessage]: ...
-
-    def first_messages(
-        self, owner: Owner, meta: SessionMeta, count: int
-    ) -> list[StoredMessage]: ...
-
-    def save_meta(self, owner: Owner, meta: SessionMeta) -> SessionMeta: ...
-
-
-class LongTermMemory(Protocol):
-    """What extraction needs of long-term memory (LongTermService)."""
-
-    def get(self, tenant: str, record_id: str) -> Any: ...
-
-    def create(self, tenant: str, body: CreateMemories) -> Any: ...
-
-    def search(self, tenant: str, request: SearchRequest, *, access: bool = True) -> Any: ...
-
-    def edit(self, tenant: str, record_id: str, edit: MemoryEdit) -> Any: ...
-
-
 @dataclass(frozen=True)
 class Queueing:
     """What the stream curator needs: the table (to size a session's view), the work queue's
     sender, the policy."""
 
-    store: CurationStore
+    curation: CurationTable
+    sessions: SessionTable
     send: Callable[[Job], None]
     policy: Policy
 
@@ -291,15 +271,15 @@ def queue_jobs(change: ItemChange, queueing: Queueing) -> list[Job]:
     new = change.new
     if not isinstance(new, SessionValue | RecordValue):
         return []
-    store = queueing.store
+    curation, sessions = queueing.curation, queueing.sessions
 
     def view_tokens() -> int:
         assert isinstance(new, SessionValue)
         owner = Owner(tenant=new.tenant, namespace=new.namespace)
-        meta = store.session_meta(owner, new.session_id)
+        meta = sessions.session_meta(owner, new.session_id)
         if meta is None:
             return 0
-        return sum(m.tokens for m in store.view_messages(owner, meta))
+        return sum(m.tokens for m in curation.view_messages(owner, meta))
 
     jobs = jobs_for(change.old, new, queueing.policy, view_tokens)
     for job in jobs:
@@ -315,14 +295,16 @@ class Curator:
 
     def __init__(
         self,
-        store: CurationStore,
-        long_term: LongTermMemory,
+        curation: CurationTable,
+        sessions: SessionTable,
+        long_term: LongTermService,
         model: MemoryModel,
         policy: Policy = Policy(),
         clock: Callable[[], float] = time.time,
         agentcore: StrategyExtraction | None = None,
     ) -> None:
-        self._store = store
+        self._curation = curation
+        self._sessions = sessions
         self._long_term = long_term
         self._model = model
         self._policy = policy
@@ -336,7 +318,7 @@ class Curator:
             outcome = self._describe(job)
             metrics.add_metric(name=f"Curation_describe_{outcome}", unit="Count", value=1)
             return outcome
-        meta = self._store.session_meta(owner, job.session_id)
+        meta = self._sessions.session_meta(owner, job.session_id)
         if meta is None:
             return "session gone"
         if job.kind == "summarize":
@@ -354,7 +336,7 @@ class Curator:
         if job.kind == "describe":
             return self._describe(job)
         owner = Owner(tenant=job.tenant, namespace=job.namespace)
-        meta = self._store.session_meta(owner, job.session_id)
+        meta = self._sessions.session_meta(owner, job.session_id)
         if meta is None:
             return "session gone"
         if job.kind == "summarize":
@@ -369,7 +351,7 @@ class Curator:
         policy = self._policy
         for _ in range(SAVE_ATTEMPTS):
             window = policy.window_for(meta.window_tokens)
-            view = self._store.view_messages(owner, meta)
+            view = self._curation.view_messages(owner, meta)
             if sum(m.tokens for m in view) < policy.threshold * window:
                 return "within window"
             kept = _newest_within(view, int(policy.keep * window))
@@ -379,12 +361,12 @@ class Curator:
             words = max(50, int(policy.summary_share * window * WORDS_PER_TOKEN))
             summary = self._model.summarize(meta.context, _turns(folded), words)
             try:
-                self._store.save_meta(
+                self._curation.save_meta(
                     owner, replace(meta, context=summary, view_from=kept[0].order)
                 )
                 return "summarized"
             except VersionConflict:
-                fresh = self._store.session_meta(owner, meta.session_id)
+                fresh = self._sessions.session_meta(owner, meta.session_id)
                 if fresh is None:
                     return "session gone"
                 meta = fresh
@@ -398,17 +380,17 @@ class Curator:
         for _ in range(SAVE_ATTEMPTS):
             if meta.title:
                 return "titled already"
-            turns = _turns(self._store.first_messages(owner, meta, TITLE_TURNS))
+            turns = _turns(self._curation.first_messages(owner, meta, TITLE_TURNS))
             if not turns:
                 return "no messages"
             title = self._model.title(turns).strip()[:80]
             if not title:
                 return "no title"
             try:
-                self._store.save_meta(owner, replace(meta, title=title))
+                self._curation.save_meta(owner, replace(meta, title=title))
                 return "titled"
             except VersionConflict:
-                fresh = self._store.session_meta(owner, meta.session_id)
+                fresh = self._sessions.session_meta(owner, meta.session_id)
                 if fresh is None:
                     return "session gone"
                 meta = fresh
@@ -445,17 +427,17 @@ class Curator:
         if self._agentcore is not None:
             agent_memory = self._agentcore.memory_of(owner.tenant, meta.namespace)
             if agent_memory is not None:
-                return self._agentcore.extract(owner, meta, agent_memory, self._store)
+                return self._agentcore.extract(owner, meta, agent_memory, self._curation)
         if not self._model.capabilities.extract:
             return "unsupported"
         strategy, instructions = _strategy(meta.strategy)
         found = 0
-        pending = self._store.unextracted_messages(owner, meta, EXTRACT_LIMIT)
+        pending = self._curation.unextracted_messages(owner, meta, EXTRACT_LIMIT)
         # The assistant's instructions say nothing about the user: read, never mined.
         said = [m for m in pending if not is_instruction(m.role)]
         instructing = [m.id for m in pending if is_instruction(m.role)]
         if instructing:
-            self._store.mark_extracted(owner, meta, instructing)
+            self._curation.mark_extracted(owner, meta, instructing)
         kept: set[str] = set()
 
         def ask(chunk: list[StoredMessage]) -> list[Extracted]:
@@ -470,7 +452,7 @@ class Curator:
                 kept.add(key)
                 found += self._keep(owner, meta, memory, chunk)
             # Marked only once what the model found in them is stored.
-            self._store.mark_extracted(owner, meta, [m.id for m in chunk])
+            self._curation.mark_extracted(owner, meta, [m.id for m in chunk])
 
         in_chunks(said, EXTRACT_CHUNK, ask, keep)
         logger.info("extracted", extra={"messages": len(pending), "memories": found})

@@ -45,7 +45,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from functools import partial
 from itertools import chain, islice
-from typing import TYPE_CHECKING, ClassVar, Protocol
+from typing import TYPE_CHECKING, ClassVar
 
 from memkit.errors import Forbidden, MemkitError, NotFound, StoreUnavailable
 from memkit.ids import new_ulid
@@ -60,7 +60,10 @@ from memkit.vectors.protocol import Hit, VectorIndex, source_of
 from memkit.vectors.removal import NEVER, VECTOR_WINDOW, remove_vectors
 
 if TYPE_CHECKING:
-    from memkit.store.sessions import PageCursor
+    from memkit.store.base import PageCursor
+    from memkit.store.dynamodb import DynamoStore
+    from memkit.store.sessions import SessionTable
+    from memkit.store.users import UserTable
 
 JOB_LIFETIME_SECONDS = 7 * 24 * 3600
 # A job that failed this many attempts has failed (the work queue's maxReceiveCount: the
@@ -92,44 +95,6 @@ def scope_digest(kind: JobKind, owner: Owner) -> str:
     item keeping the user's id."""
     scope = [kind, owner.tenant, owner.namespace, owner.user_id]
     return hashlib.sha256(json.dumps(scope, separators=(",", ":")).encode()).hexdigest()
-
-
-class JobStore(Protocol):
-    """The jobs of the table (DynamoStore's UserTable)."""
-
-    def create_job(self, tenant: str, job: JobState) -> None: ...
-
-    def get_job(self, tenant: str, job_id: str) -> JobState | None: ...
-
-    def record_job_progress(
-        self, tenant: str, job_id: str, counts: DeletionCounts, updated_at: str, done: bool
-    ) -> JobState | None: ...
-
-    def record_job_failure(
-        self, tenant: str, job_id: str, updated_at: str, final: bool
-    ) -> JobState | None: ...
-
-
-class ScopeStore(Protocol):
-    """What sweeping a scope needs of the table (DynamoStore's UserTable)."""
-
-    def scope_sessions(self, owner: Owner) -> Iterator[tuple[str, str | None]]: ...
-
-    def delete_session_page(
-        self, owner: Owner, session_id: str, after: PageCursor | None = None
-    ) -> tuple[int, PageCursor | None]: ...
-
-    def delete_owned_items_page(
-        self, owner: Owner, session_id: str, after: PageCursor | None = None
-    ) -> tuple[int, PageCursor | None]: ...
-
-    def delete_user_pads(self, tenant: str, namespace: str, user_id: str) -> int: ...
-
-    def scope_records(self, owner: Owner) -> Iterator[tuple[str, str | None]]: ...
-
-    def delete_scope_records(self, owner: Owner, record_ids: list[str]) -> tuple[int, int]: ...
-
-    def revoke_user_keys(self, tenant: str, user_id: str) -> UserKeysRevoked: ...
 
 
 @dataclass(frozen=True)
@@ -190,13 +155,15 @@ class ScopeSweep:
 
     def __init__(
         self,
-        store: ScopeStore,
+        users: UserTable,
+        sessions: SessionTable,
         index: Callable[[], VectorIndex],
         clock: Callable[[], float] = time.time,
         window: int = VECTOR_WINDOW,
         wait: Callable[[float], None] = time.sleep,
     ) -> None:
-        self._store = store
+        self._users = users
+        self._sessions = sessions
         self._index = index
         self._clock = clock
         self._window = window
@@ -222,7 +189,7 @@ class ScopeSweep:
         (if it raises, the pass deletes none)."""
         keys = UserKeysRevoked()
         if owner.user_id is not None and revoke_keys:
-            keys = self._store.revoke_user_keys(owner.tenant, owner.user_id)
+            keys = self._users.revoke_user_keys(owner.tenant, owner.user_id)
             if keys.failed:
                 # Counts only: never the user's id or a key's.
                 logger.warning("api keys not revoked", extra={"api_keys_failed": keys.failed})
@@ -233,7 +200,7 @@ class ScopeSweep:
         done = (
             self._delete_pads(run, chain([owner.user_id], users))
             and self._delete_sessions(run)
-            and self._delete_records(run, self._store.scope_records(owner))
+            and self._delete_records(run, self._users.scope_records(owner))
             and self._delete_vectors(run)
         )
         return DeletionRun(run.counts, done and not keys.failed, keys.last_revoked_at)
@@ -245,12 +212,12 @@ class ScopeSweep:
         for n, user_id in enumerate(_unseen((u for u in user_ids if u), run.users)):
             if n and run.deadline.passed():
                 return False
-            pads = self._store.delete_user_pads(owner.tenant, owner.namespace, user_id)
+            pads = self._users.delete_user_pads(owner.tenant, owner.namespace, user_id)
             run.counts += DeletionCounts(items=pads)
         return True
 
     def _delete_sessions(self, run: _Progress) -> bool:
-        for session_id, user_id in self._store.scope_sessions(run.owner):
+        for session_id, user_id in self._users.scope_sessions(run.owner):
             if run.deadline.passed() or not self._delete_pads(run, [user_id]):
                 return False
             if run.before_sessions is not None:
@@ -265,7 +232,7 @@ class ScopeSweep:
         owner = run.owner
         try:
             items, done = paged(
-                partial(self._store.delete_session_page, owner, session_id), run.deadline
+                partial(self._sessions.delete_session_page, owner, session_id), run.deadline
             )
         except Forbidden:
             # The listing was stale: the id now names another user's session. Only what
@@ -278,7 +245,7 @@ class ScopeSweep:
 
     def _delete_owned_items(self, run: _Progress, session_id: str) -> bool:
         items, done = paged(
-            partial(self._store.delete_owned_items_page, run.owner, session_id), run.deadline
+            partial(self._users.delete_owned_items_page, run.owner, session_id), run.deadline
         )
         run.counts += DeletionCounts(items=items)
         if done:
@@ -291,7 +258,7 @@ class ScopeSweep:
             if run.deadline.passed() or not self._delete_pads(run, chunk.values()):
                 return False
             run.records.update(chunk)
-            deleted, items = self._store.delete_scope_records(run.owner, list(chunk))
+            deleted, items = self._users.delete_scope_records(run.owner, list(chunk))
             run.counts += DeletionCounts(records=deleted, items=items)
         return True
 
@@ -333,10 +300,6 @@ class ScopeSweep:
         return self._delete_records(run, records)
 
 
-class DeletionStore(ScopeStore, JobStore, Protocol):
-    """What a background deletion needs of the table (DynamoStore's UserTable)."""
-
-
 class BackgroundDeletion(ABC):
     """A deletion that a job carries on in the background: the job's item (its status and
     counts, polled with GET /v1/jobs/{id}), its messages on the work queue, and the runs the
@@ -348,7 +311,7 @@ class BackgroundDeletion(ABC):
 
     def __init__(
         self,
-        store: DeletionStore,
+        store: DynamoStore,
         index: Callable[[], VectorIndex],
         send: Callable[[Job], None] | None,
         clock: Callable[[], float] = time.time,
@@ -356,11 +319,11 @@ class BackgroundDeletion(ABC):
         window: int = VECTOR_WINDOW,
         wait: Callable[[float], None] = time.sleep,
     ) -> None:
-        self._jobs = store
+        self._jobs = store.users
         self._send = send
         self._clock = clock
         self._monotonic = monotonic
-        self._sweep = ScopeSweep(store, index, clock, window, wait)
+        self._sweep = ScopeSweep(store.users, store.sessions, index, clock, window, wait)
 
     def job(self, tenant: str, job_id: str) -> JobState:
         """The tenant's job, or NotFound (another tenant's job is not found either)."""

@@ -17,10 +17,9 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
 
 from memkit.jobs.phases import PhaseOutcome
-from memkit.store.expiry import DueSession, Purge
+from memkit.store.expiry import DueSession, ExpiryTable
 from memkit.store.protocol import EXPIRY_SHARDS
 from memkit.times import Deadline
 
@@ -31,14 +30,6 @@ ITEMS_EXAMINED = "ExpiryItemsExamined"
 ITEMS_DELETED = "ExpiryItemsDeleted"
 ITEMS_KEPT = "ExpiryItemsKept"
 COUNTS = (SESSIONS_DELETED, SESSIONS_SKIPPED, ITEMS_EXAMINED, ITEMS_DELETED, ITEMS_KEPT)
-
-
-class ExpiryStore(Protocol):
-    def due_sessions(
-        self, shard: int, now: int, after: str | None, limit: int
-    ) -> list[DueSession]: ...
-
-    def purge_expired_session(self, due: DueSession, now: int) -> Purge: ...
 
 
 @dataclass(frozen=True)
@@ -74,11 +65,11 @@ class ExpiryPhase:
 
     def __init__(
         self,
-        store: ExpiryStore,
+        expiry: ExpiryTable,
         page_size: int = 100,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self._store = store
+        self._expiry = expiry
         self._page_size = page_size
         self._clock = clock
 
@@ -91,7 +82,7 @@ class ExpiryPhase:
             while True:
                 if deadline.passed():
                     return PhaseOutcome(False, ExpiryCursor(shard, after).encode(), dict(counts))
-                page = self._store.due_sessions(shard, now, after, self._page_size)
+                page = self._expiry.due_sessions(shard, now, after, self._page_size)
                 for due in page:
                     if deadline.passed():
                         cursor_now = ExpiryCursor(shard, after).encode()
@@ -103,7 +94,7 @@ class ExpiryPhase:
         return PhaseOutcome(True, None, dict(counts))
 
     def _purge(self, due: DueSession, now: int, counts: Counter[str]) -> None:
-        purge = self._store.purge_expired_session(due, now)
+        purge = self._expiry.purge_expired_session(due, now)
         counts[ITEMS_EXAMINED] += 1 + purge.examined  # the index entry, then the partition
         counts[ITEMS_DELETED] += purge.deleted
         counts[ITEMS_KEPT] += purge.kept

@@ -19,7 +19,7 @@ conditional on the record as listed.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import groupby, islice
@@ -29,6 +29,7 @@ from memkit.models.domain import Owner, StoredRecord
 from memkit.models.lifecycle import ForgetPolicy, ForgetResult, Listing, RecordEntry, Unchanged
 from memkit.observability import logger, metrics
 from memkit.store.protocol import user_records_start
+from memkit.store.records import RecordTable
 
 DAY = 86_400.0
 FRESHNESS_WEIGHT, NOVELTY_WEIGHT = 0.6, 0.4
@@ -37,16 +38,10 @@ CREATED_HALF_LIFE_DAYS, ACCESS_HALF_LIFE_DAYS = 30.0, 7.0
 DELETE_BATCH = 100
 
 
-class RecordLister(Protocol):
-    """What forgetting reads and deletes (DynamoStore's ForgettingTable)."""
+class RecordListing(Protocol):
+    """A namespace's records in listing order (RecordTable.list_records)."""
 
     def list_records(self, listing: Listing, after: str | None = None) -> Iterable[RecordEntry]: ...
-
-    def get_records(self, tenant: str, record_ids: Iterable[str]) -> dict[str, StoredRecord]: ...
-
-    def delete_records_if_unchanged(
-        self, tenant: str, expected: Mapping[str, Unchanged]
-    ) -> list[str]: ...
 
 
 @dataclass(frozen=True)
@@ -139,7 +134,7 @@ def _user(entry: RecordEntry) -> str | None:
     return entry.user_id
 
 
-def read_window(lister: RecordLister, listing: Listing, after: str | None, size: int) -> Window:
+def read_window(lister: RecordListing, listing: Listing, after: str | None, size: int) -> Window:
     """Up to `size` records from just after `after`, ending where a user's records end: a
     last user that does not fit whole is left to the next window, unless it is the only
     one (then it is cut at `size`)."""
@@ -167,8 +162,8 @@ def read_window(lister: RecordLister, listing: Listing, after: str | None, size:
 class Forgetting:
     """Forgetting over the table: list, decide (to_forget), delete unless a dry run."""
 
-    def __init__(self, lister: RecordLister, clock: Callable[[], float] = time.time) -> None:
-        self._lister = lister
+    def __init__(self, records: RecordTable, clock: Callable[[], float] = time.time) -> None:
+        self._records = records
         self._clock = clock
 
     def forget(
@@ -192,7 +187,7 @@ class Forgetting:
             session_id=session_id,
             memory_types=rules.allowlist,
         )
-        entries = list(islice(self._lister.list_records(listing), limit))
+        entries = list(islice(self._records.list_records(listing), limit))
         doomed = to_forget(entries, rules, self._clock(), frozenset(pinned_ids))
         return self._apply(owner.tenant, entries, doomed, dry_run)
 
@@ -204,7 +199,7 @@ class Forgetting:
         window starts (None: the namespace is done)."""
         rules = Rules.of(policy)
         listing = Listing(tenant=tenant, namespace=namespace, memory_types=rules.allowlist)
-        window = read_window(self._lister, listing, after, size)
+        window = read_window(self._records, listing, after, size)
         now = self._clock()
         doomed: list[str] = []
         for user, group in groupby(window.entries, key=_user):
@@ -236,13 +231,13 @@ class Forgetting:
         right before (the listing has none), and each delete conditional on that version,
         on the listed hash and type, on no access since the listing, and on not being
         pinned. A record pinned, edited or accessed meanwhile stays. The ids deleted."""
-        current = self._lister.get_records(tenant, [entry.id for entry in entries])
+        current = self._records.get_records(tenant, [entry.id for entry in entries])
         expected = {
             entry.id: unchanged_since(entry, current[entry.id])
             for entry in entries
             if entry.id in current
         }
-        return self._lister.delete_records_if_unchanged(tenant, expected) if expected else []
+        return self._records.delete_records_if_unchanged(tenant, expected) if expected else []
 
 
 def unchanged_since(entry: RecordEntry, record: StoredRecord) -> Unchanged:

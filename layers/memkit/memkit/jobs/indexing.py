@@ -30,11 +30,11 @@ import json
 import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeGuard
+from typing import Any, TypeGuard
 
 from memkit.embeddings.protocol import RETRYABLE, Embedder, EmbeddingFailed
 from memkit.errors import StoreUnavailable, Throttled
-from memkit.models.domain import MessageRef, PendingMemoryRef, StoredRecord
+from memkit.models.domain import MessageRef, StoredRecord
 from memkit.models.memory import MemoryRecordIn
 from memkit.models.session import MemoryType
 from memkit.observability import logger, metrics
@@ -48,6 +48,8 @@ from memkit.store.changes import (
     Value,
     stream_change,
 )
+from memkit.store.records import RecordTable
+from memkit.store.sessions import SessionTable
 from memkit.vectors.conversation import context_of, speaker_of
 from memkit.vectors.protocol import (
     MESSAGE_KIND,
@@ -57,31 +59,6 @@ from memkit.vectors.protocol import (
     VectorIndex,
     doc_id_of,
 )
-
-
-class IndexerStore(Protocol):
-    """What the indexer writes back to the table (DynamoStore's RecordTable)."""
-
-    def get_records(self, tenant: str, record_ids: Sequence[str]) -> dict[str, StoredRecord]: ...
-
-    def put_records(self, tenant: str, records: Sequence[StoredRecord]) -> None: ...
-
-    def mark_indexed(
-        self, tenant: str, versions: dict[str, int], failures: dict[str, tuple[int, str]]
-    ) -> None: ...
-
-    def awaits_promotion(self, ref: PendingMemoryRef, record_json: str) -> bool: ...
-
-    def turns_before(self, messages: Sequence[MessageValue]) -> dict[MessageRef, str]: ...
-
-    def touch_turns_after(
-        self, changed: Sequence[MessageValue], skip: Collection[MessageRef] = ()
-    ) -> int: ...
-
-    def mark_promoted(self, ref: PendingMemoryRef, record_json: str, persisted_at: str) -> bool: ...
-
-    def drop_orphan_states(self, tenant: str, record_ids: Sequence[str]) -> None: ...
-
 
 Indexed = RecordValue | MessageValue
 
@@ -190,12 +167,14 @@ class Indexer:
 
     def __init__(
         self,
-        store: IndexerStore,
+        records: RecordTable,
+        sessions: SessionTable,
         index: VectorIndex,
         embedder: Embedder,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self._store = store
+        self._records = records
+        self._sessions = sessions
         self._index = index
         self._embedder = embedder
         self._clock = clock
@@ -304,12 +283,12 @@ class Indexer:
             outcome.fail(change.sequences, f"unreadable pending memory: {type(exc).__name__}")
             return
         try:
-            if not self._store.awaits_promotion(pending.ref, pending.record_json):
+            if not self._records.awaits_promotion(pending.ref, pending.record_json):
                 # A replay: promoted already, rewritten since (its own event follows), or
                 # gone. Promoting again would undo an edit or a delete of the record.
                 outcome.skipped += len(change.sequences)
                 return
-            stored = self._store.get_records(change.tenant, [memory.id]).get(memory.id)
+            stored = self._records.get_records(change.tenant, [memory.id]).get(memory.id)
             if stored is not None and (stored.user_id, stored.namespace) != (
                 memory.user_id,
                 memory.namespace,
@@ -321,8 +300,8 @@ class Indexer:
                 return
             record = new_record(memory, self._clock(), stored)
             if stored is None or self._differs(stored, record):
-                self._store.put_records(change.tenant, [record])
-            self._store.mark_promoted(pending.ref, pending.record_json, record.persisted_at or "")
+                self._records.put_records(change.tenant, [record])
+            self._records.mark_promoted(pending.ref, pending.record_json, record.persisted_at or "")
         except Exception as exc:
             outcome.fail(change.sequences, f"promotion failed: {type(exc).__name__}")
             return
@@ -419,7 +398,7 @@ class Indexer:
 
         for tenant, state in states.items():
             try:
-                self._store.mark_indexed(tenant, state["ok"], state["failed"])
+                self._records.mark_indexed(tenant, state["ok"], state["failed"])
             except Exception as exc:
                 logger.warning("index state not written", extra={"error_type": type(exc).__name__})
                 for change, _ in doc_changes.values():
@@ -436,7 +415,7 @@ class Indexer:
                 expired.setdefault(change.tenant, []).append(change.subject.ref.record_id)
         for tenant, record_ids in expired.items():
             try:
-                self._store.drop_orphan_states(tenant, record_ids)
+                self._records.drop_orphan_states(tenant, record_ids)
             except (StoreUnavailable, Throttled):
                 logger.warning("expired index states kept", extra={"records": len(record_ids)})
 
@@ -460,7 +439,7 @@ class Indexer:
             return
         skip = [ref for ref in handled if isinstance(ref, MessageRef)]
         try:
-            self._store.touch_turns_after([value for _, value in triggers], skip)
+            self._sessions.touch_turns_after([value for _, value in triggers], skip)
         except Exception as exc:
             reason = f"next turn not marked: {type(exc).__name__}"
             for change, _ in triggers:
@@ -475,7 +454,7 @@ class Indexer:
             return contexts
         values = [c.new for c in messages if isinstance(c.new, MessageValue)]
         try:
-            before = self._store.turns_before(values)
+            before = self._sessions.turns_before(values)
         except Exception as exc:
             reason = f"context read failed: {type(exc).__name__}"
             for change in messages:

@@ -22,12 +22,11 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
-from typing import Protocol
+from collections.abc import Callable
 
 from memkit.errors import StoreUnavailable
 from memkit.jobs.phases import PhaseOutcome
-from memkit.models.domain import ItemRef
+from memkit.store.reindex import ReindexTable
 from memkit.times import Deadline
 from memkit.vectors.protocol import Removal, Sampled, VectorIndex, source_of
 
@@ -43,12 +42,6 @@ PAGE_SIZE = 100
 RESTING = "next-pass-at:"
 
 
-class SourceTable(Protocol):
-    """What the sweep asks of the table (DynamoStore's ReindexTable)."""
-
-    def indexed_sources(self, wanted: Sequence[ItemRef]) -> set[ItemRef]: ...
-
-
 class OrphanPhase:
     """Samples the index and removes the vectors whose source item is gone (a Phase)."""
 
@@ -56,7 +49,7 @@ class OrphanPhase:
 
     def __init__(
         self,
-        table: SourceTable,
+        table: ReindexTable,
         index: VectorIndex,
         sample_size: int = 1000,
         page_size: int = PAGE_SIZE,

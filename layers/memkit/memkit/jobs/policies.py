@@ -15,9 +15,9 @@ import base64
 import binascii
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal
 
 from memkit.errors import NotFound
 from memkit.jobs.compact import Compaction, CompactOptions
@@ -26,6 +26,7 @@ from memkit.jobs.phases import PhaseOutcome
 from memkit.models.domain import Owner
 from memkit.models.lifecycle import LifecyclePolicy, LifecyclePolicyView, StoredPolicy
 from memkit.observability import logger
+from memkit.store.policies import PolicyTable
 from memkit.times import Deadline, now_iso
 
 Step = Literal["forget", "compact"]
@@ -34,20 +35,6 @@ STEPS: tuple[Step, ...] = ("forget", "compact")
 # and searches (one vector search each).
 FORGET_WINDOW = 2_000
 COMPACT_WINDOW = 200
-
-
-class PolicyStore(Protocol):
-    """Where namespace policies live (DynamoStore's ForgettingTable)."""
-
-    def put_lifecycle_policy(
-        self, tenant: str, namespace: str, policy: LifecyclePolicy, now: str
-    ) -> StoredPolicy: ...
-
-    def get_lifecycle_policy(self, tenant: str, namespace: str) -> StoredPolicy | None: ...
-
-    def delete_lifecycle_policy(self, tenant: str, namespace: str) -> bool: ...
-
-    def lifecycle_policies(self, start: str | None = None) -> Iterator[tuple[str, str, str]]: ...
 
 
 def view_of(stored: StoredPolicy) -> LifecyclePolicyView:
@@ -62,21 +49,21 @@ def view_of(stored: StoredPolicy) -> LifecyclePolicyView:
 class PolicyService:
     """PUT, GET and DELETE of /v1/namespaces/{namespace}/lifecycle."""
 
-    def __init__(self, store: PolicyStore, clock: Callable[[], float] = time.time) -> None:
-        self._store = store
+    def __init__(self, policies: PolicyTable, clock: Callable[[], float] = time.time) -> None:
+        self._policies = policies
         self._clock = clock
 
     def put(self, tenant: str, namespace: str, policy: LifecyclePolicy) -> LifecyclePolicyView:
-        return view_of(self._store.put_lifecycle_policy(tenant, namespace, policy, self._now()))
+        return view_of(self._policies.put_lifecycle_policy(tenant, namespace, policy, self._now()))
 
     def get(self, tenant: str, namespace: str) -> LifecyclePolicyView:
-        stored = self._store.get_lifecycle_policy(tenant, namespace)
+        stored = self._policies.get_lifecycle_policy(tenant, namespace)
         if stored is None:
             raise NotFound(f"namespace {namespace!r} has no lifecycle policy")
         return view_of(stored)
 
     def delete(self, tenant: str, namespace: str) -> None:
-        if not self._store.delete_lifecycle_policy(tenant, namespace):
+        if not self._policies.delete_lifecycle_policy(tenant, namespace):
             raise NotFound(f"namespace {namespace!r} has no lifecycle policy")
 
     def _now(self) -> str:
@@ -121,13 +108,13 @@ class PolicyPhase:
 
     def __init__(
         self,
-        store: PolicyStore,
+        policies: PolicyTable,
         forgetting: Forgetting,
         compaction: Compaction,
         forget_window: int = FORGET_WINDOW,
         compact_window: int = COMPACT_WINDOW,
     ) -> None:
-        self._store = store
+        self._policies = policies
         self._forgetting = forgetting
         self._compaction = compaction
         self._forget_window = forget_window
@@ -144,7 +131,7 @@ class PolicyPhase:
             "LifecyclePolicyFailures": 0,
         }
         start = resume.policy if resume is not None else None
-        for tenant, namespace, position in self._store.lifecycle_policies(start):
+        for tenant, namespace, position in self._policies.lifecycle_policies(start):
             mine = resume if resume is not None and resume.policy == position else None
             resume = None
             try:
@@ -170,7 +157,7 @@ class PolicyPhase:
     ) -> PolicyCursor | None:
         """Run a namespace's policy, from `resume` if it stopped there last time; where it
         stopped now, or None when done (or the policy is gone)."""
-        stored = self._store.get_lifecycle_policy(tenant, namespace)
+        stored = self._policies.get_lifecycle_policy(tenant, namespace)
         if stored is None:  # deleted since it was listed
             return None
         counts["LifecyclePolicies"] += 1

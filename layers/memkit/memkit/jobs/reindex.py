@@ -43,14 +43,14 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from memkit.embeddings.protocol import Embedder
-from memkit.jobs.indexing import Indexer, IndexerStore
+from memkit.jobs.indexing import Indexer
 from memkit.observability import logger
-from memkit.store.changes import ItemChange
+from memkit.store.dynamodb import DynamoStore
 from memkit.times import Deadline
 from memkit.vectors.protocol import Rebuild, RebuildableIndex, VectorIndex
 
@@ -77,22 +77,6 @@ class ReindexState(BaseModel):
     since_us: int = Field(ge=0)
     segments: int = Field(ge=1, le=1000)
     pending: dict[int, str | None]
-
-
-class ReindexStore(IndexerStore, Protocol):
-    """What a rebuild reads (DynamoStore's ReindexTable) besides what the indexer writes."""
-
-    def indexable_page(
-        self,
-        segment: int,
-        segments: int,
-        cursor: str | None = None,
-        *,
-        since_us: int | None = None,
-        limit: int = SCAN_PAGE,
-    ) -> tuple[list[ItemChange], int, str | None, int]: ...
-
-    def approximate_item_count(self) -> int: ...
 
 
 @dataclass
@@ -147,11 +131,12 @@ Progress = Callable[[ReindexCounts, int], None]  # totals so far, the table's ap
 
 
 class Reindexer:
-    """Rebuilds `index` from `table` with `embedder` (see the module docstring)."""
+    """Rebuilds `index` from `store` with `embedder` (see the module docstring): it reads the
+    table whole (`store.reindex`) and writes through the indexer (its records and sessions)."""
 
     def __init__(
         self,
-        table: ReindexStore,
+        store: DynamoStore,
         index: RebuildableIndex,
         embedder: Embedder,
         *,
@@ -162,7 +147,8 @@ class Reindexer:
     ) -> None:
         if not 1 <= segments <= 1000:
             raise ValueError("segments must be from 1 to 1000")
-        self._table = table
+        self._store = store
+        self._table = store.reindex
         self._index = index
         self._embedder = embedder
         self._segments = segments
@@ -288,7 +274,11 @@ class Reindexer:
         keeps each one's next cursor and loses it once done. The first failure is raised
         once all stop."""
         total = segments or self._segments
-        indexer = Indexer(self._table, target, self._embedder) if target is not None else None
+        indexer = (
+            Indexer(self._store.records, self._store.sessions, target, self._embedder)
+            if target is not None
+            else None
+        )
         with ThreadPoolExecutor(max_workers=max(1, len(pending))) as pool:
             futures = [
                 pool.submit(self._scan_segment, segment, total, indexer, report, since_us, pending)

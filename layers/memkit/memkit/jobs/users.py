@@ -35,10 +35,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from memkit.jobs.curation import Job
-from memkit.jobs.deletion import MAX_FAILURES, BackgroundDeletion, DeletionRun, DeletionStore
+from memkit.jobs.deletion import MAX_FAILURES, BackgroundDeletion, DeletionRun
 from memkit.jobs.forget import epoch
 from memkit.models.domain import Owner
 from memkit.models.users import DeletionCounts, JobState
+from memkit.store.dynamodb import DynamoStore
 from memkit.times import Deadline
 from memkit.vectors.protocol import VectorIndex
 
@@ -77,7 +78,7 @@ class UserDeletion(BackgroundDeletion):
 
     def __init__(
         self,
-        store: DeletionStore,
+        store: DynamoStore,
         index: Callable[[], VectorIndex],
         send: Callable[[Job], None] | None,
         key_cache_seconds: int = DEFAULT_KEY_CACHE_SECONDS,

@@ -399,7 +399,7 @@ def memory_prompt(
     with _identity(ADMIN):
         owner, confined = confined_prompt(call.caller, body)
     services = call.services
-    return PromptService(services.sessions, services.long_term, services.store).hydrate(
+    return PromptService(services.sessions, services.long_term, services.store.records).hydrate(
         owner, confined
     )
 

@@ -60,7 +60,7 @@ from memkit.models.domain import Owner, StoredMessage
 from memkit.models.session import MAX_FUTURE_SECONDS, AppendMessages, Message
 from memkit.observability import metrics
 from memkit.service.sessions import SessionService
-from memkit.store.protocol import AgentCoreStore
+from memkit.store.agentcore import AgentCoreTable
 
 # The key of a message's metadata that holds its event's fields.
 EVENT_KEY = "agentcore"
@@ -259,11 +259,11 @@ class AgentCoreService:
 
     def __init__(
         self,
-        store: AgentCoreStore,
+        agentcore: AgentCoreTable,
         sessions: SessionService,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self._store = store
+        self._agentcore = agentcore
         self._sessions = sessions
         self._clock = clock
 
@@ -309,7 +309,7 @@ class AgentCoreService:
                 [FieldProblem("memoryStrategies", "descriptions and configurations too large")],
             )
         try:
-            self._store.create_agent_memory(tenant, memory)
+            self._agentcore.create_agent_memory(tenant, memory)
         except NameTaken as exc:
             # AgentCore's words: the bedrock-agentcore SDK's create_or_get_memory reads a
             # ValidationException that says "already exists" as "find that memory".
@@ -318,7 +318,7 @@ class AgentCoreService:
                 [FieldProblem("name", "another memory of this account has this name")],
             ) from exc
         except VersionConflict:
-            existing = self._store.get_agent_memory(tenant, memory_id)
+            existing = self._agentcore.get_agent_memory(tenant, memory_id)
             if existing is None or existing.request_digest != digest:
                 raise IdempotencyMismatch(
                     "this clientToken was used with other parameters",
@@ -331,7 +331,7 @@ class AgentCoreService:
     def described(self, tenant: str, memory_id: str) -> AgentMemory:
         """The memory `memory_id` (or its ARN) names, DELETING ones too (GetMemory,
         DeleteMemory); 404 when the tenant has none such."""
-        found = self._store.get_agent_memory(tenant, memory_id_of(memory_id))
+        found = self._agentcore.get_agent_memory(tenant, memory_id_of(memory_id))
         if found is None:
             raise NotFound(f"memory {memory_id} does not exist")
         return found
@@ -345,7 +345,7 @@ class AgentCoreService:
         return found
 
     def list_memories(self, tenant: str, limit: int, token: str | None) -> MemoryPage:
-        return self._store.list_agent_memories(tenant, limit, token)
+        return self._agentcore.list_agent_memories(tenant, limit, token)
 
     # -- events ------------------------------------------------------------------------------
 
@@ -389,7 +389,7 @@ class AgentCoreService:
                 )
         if result.created or retried:
             expires = int(now) + 2 * memory.event_expiry_days * DAY_SECONDS
-            self._store.note_actor(owner.tenant, memory.memory_id, owner.user_id, expires)
+            self._agentcore.note_actor(owner.tenant, memory.memory_id, owner.user_id, expires)
         metrics.add_metric(name="AgentCoreEvents", unit="Count", value=1)
         return AgentEvent(
             memory_id=memory.memory_id,
@@ -440,7 +440,7 @@ class AgentCoreService:
 
     def _event_messages(self, owner: Owner, session_id: str, event_id: str) -> list[StoredMessage]:
         """The messages of event `event_id` in the session (one Query)."""
-        return self._store.messages_with_prefix(
+        return self._agentcore.messages_with_prefix(
             owner, session_id, event_ms(event_id) * 1000, f"{event_id}."
         )
 
@@ -470,7 +470,7 @@ class AgentCoreService:
         assert owner.user_id is not None
         actor = owner.user_id
         log_token, chain = _decode_token(body.next_token)
-        log = self._store.session_log(owner, session_id, log_token, newest_first=True)
+        log = self._agentcore.session_log(owner, session_id, log_token, newest_first=True)
         if log is None:
             return EventPage([], None)
         wanted = body.filter or EventFilter()
@@ -503,7 +503,7 @@ class AgentCoreService:
             return event
 
         def token_after(message: StoredMessage) -> str:
-            return _encode_token(self._store.log_token(owner, session_id, message), chain)
+            return _encode_token(self._agentcore.log_token(owner, session_id, message), chain)
 
         for read, message in enumerate(log, start=1):
             if gathered and _event_key(gathered[0]) != _event_key(message):
@@ -555,7 +555,7 @@ class AgentCoreService:
     def list_sessions(
         self, owner: Owner, limit: int, token: str | None, with_events: bool
     ) -> Listing:
-        return self._store.list_actor_sessions(owner, limit, token, with_events)
+        return self._agentcore.list_actor_sessions(owner, limit, token, with_events)
 
     def list_actors(
         self, tenant: str, memory: AgentMemory, only: str | None, limit: int, token: str | None
@@ -565,9 +565,9 @@ class AgentCoreService:
         if only is not None:
             if token is not None:
                 return Listing([], None)
-            found = self._store.has_actor(tenant, memory.memory_id, only)
+            found = self._agentcore.has_actor(tenant, memory.memory_id, only)
             return Listing([only] if found else [], None)
-        return self._store.list_actors(tenant, memory.memory_id, limit, token)
+        return self._agentcore.list_actors(tenant, memory.memory_id, limit, token)
 
 
 def _message_of(payload: Payload) -> tuple[str, str, str]:

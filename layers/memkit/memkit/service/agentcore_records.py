@@ -66,7 +66,7 @@ from memkit.service.agentcore_mapping import (
     wire_metadata,
 )
 from memkit.service.long_term import LongTermService, check_size
-from memkit.store.protocol import RecordStore
+from memkit.store.records import RecordTable
 from memkit.times import now_iso
 from memkit.vectors.filters import Condition
 
@@ -210,11 +210,11 @@ class AgentCoreRecords:
 
     def __init__(
         self,
-        store: RecordStore,
+        records: RecordTable,
         long_term: LongTermService,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self._store = store
+        self._records = records
         self._long_term = long_term
         self._clock = clock
 
@@ -300,14 +300,14 @@ class AgentCoreRecords:
         self, caller: Caller, memory: AgentMemory, record_id: str, namespace: str | None
     ) -> str:
         record = self._reachable(caller, memory, record_id, namespace)
-        self._store.delete_records(caller.tenant, [record.id])
+        self._records.delete_records(caller.tenant, [record.id])
         metrics.add_metric(name="AgentCoreRecordsDeleted", unit="Count", value=1)
         return record.id
 
     def _reachable(
         self, caller: Caller, memory: AgentMemory, record_id: str, namespace: str | None
     ) -> StoredRecord:
-        record = self._store.get_records(caller.tenant, [record_id]).get(record_id)
+        record = self._records.get_records(caller.tenant, [record_id]).get(record_id)
         if record is None or not _in_memory(record, memory):
             raise NotFound(f"memory record {record_id} does not exist in this memory")
         problem = _access_problem(caller, record, namespace)
@@ -364,7 +364,7 @@ class AgentCoreRecords:
             )
             for r in body.records
         }
-        stored = self._store.get_records(caller.tenant, list(ids.values()))
+        stored = self._records.get_records(caller.tenant, list(ids.values()))
         outcomes: list[Outcome] = []
         writes: list[StoredRecord] = []
         for item in body.records:
@@ -386,7 +386,7 @@ class AgentCoreRecords:
                     Outcome(record_id, item.request_identifier, refused.code, refused.message)
                 )
         if writes:
-            self._store.put_records(caller.tenant, writes)
+            self._records.put_records(caller.tenant, writes)
         metrics.add_metric(name="AgentCoreRecordsWritten", unit="Count", value=len(writes))
         return BatchResult(outcomes)
 
@@ -433,7 +433,7 @@ class AgentCoreRecords:
         caller may: its own actor's record, into its own actor's namespace."""
         now = self._clock()
         wanted = [r.memory_record_id for r in body.records]
-        stored = self._store.get_records(caller.tenant, wanted)
+        stored = self._records.get_records(caller.tenant, wanted)
         outcomes: list[Outcome] = []
         changed = 0
         for item in body.records:
@@ -448,7 +448,7 @@ class AgentCoreRecords:
                 edited = self._updated(
                     caller, memory, record, item, now, body.record_expiry_specification
                 )
-                stored[record.id] = self._store.replace_record(caller.tenant, edited)
+                stored[record.id] = self._records.replace_record(caller.tenant, edited)
                 changed += 1
                 outcomes.append(Outcome(record.id))
             except _Refused as refused:
@@ -508,7 +508,7 @@ class AgentCoreRecords:
     ) -> BatchResult:
         """Delete each record the caller may delete; report each."""
         wanted = [r.memory_record_id for r in body.records]
-        stored = self._store.get_records(caller.tenant, wanted)
+        stored = self._records.get_records(caller.tenant, wanted)
         outcomes: list[Outcome] = []
         deleting: list[str] = []
         for item in body.records:
@@ -525,7 +525,7 @@ class AgentCoreRecords:
                 deleting.append(record.id)
             outcomes.append(Outcome(record.id))
         if deleting:
-            self._store.delete_records(caller.tenant, deleting)
+            self._records.delete_records(caller.tenant, deleting)
         metrics.add_metric(name="AgentCoreRecordsDeleted", unit="Count", value=len(deleting))
         return BatchResult(outcomes)
 

@@ -60,7 +60,8 @@ from memkit.models.memory import (
 )
 from memkit.models.session import MemoryType, as_utc, iso
 from memkit.observability import logger, metrics
-from memkit.store.protocol import RecordStore
+from memkit.store.records import RecordTable
+from memkit.store.sessions import SessionTable
 from memkit.times import now_iso
 from memkit.vectors.conversation import drop_function_words, meaning_of
 from memkit.vectors.filters import Condition, meets_all
@@ -322,16 +323,19 @@ def _half_life(age_seconds: float, half_life_days: float) -> float:
 
 
 class LongTermService:
-    """Long-term records over a RecordStore, searched through a VectorIndex."""
+    """Long-term records over the records table (and the sessions a record names),
+    searched through a VectorIndex."""
 
     def __init__(
         self,
-        store: RecordStore,
+        records: RecordTable,
+        sessions: SessionTable,
         index: Callable[[], VectorIndex],
         embedder: Callable[[], Embedder],
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self._store = store
+        self._records = records
+        self._sessions = sessions
         # Built on first use: a GET of one record needs neither.
         self._index = index
         self._embedder = embedder
@@ -376,7 +380,7 @@ class LongTermService:
         rule), so another user's record is as absent to it as to a read (a 404), and a
         session of no user is not its to name."""
         now = self._clock()
-        stored = self._store.get_records(tenant, [m.id for m in body.memories])
+        stored = self._records.get_records(tenant, [m.id for m in body.memories])
         seen: dict[str, int] = {}
         for index, memory in enumerate(body.memories):
             if memory.id in seen:
@@ -415,7 +419,7 @@ class LongTermService:
         if body.deduplicate:
             records, skipped = self._without_duplicates(tenant, records, stored)
         if records:
-            self._store.put_records(tenant, records)
+            self._records.put_records(tenant, records)
         metrics.add_metric(name="LongTermRecordsWritten", unit="Count", value=len(records))
         return CreatedAck(status="ok", created=[r.id for r in records], duplicates=skipped)
 
@@ -435,7 +439,7 @@ class LongTermService:
                 continue
             place = (namespace or DEFAULT_NAMESPACE, session_id)
             if place not in sessions:
-                sessions[place] = self._store.session_meta(Owner(tenant, place[0]), session_id)
+                sessions[place] = self._sessions.session_meta(Owner(tenant, place[0]), session_id)
             meta = sessions[place]
             if meta is not None and Owner(tenant, place[0], user_id, confined).refuses(
                 meta.user_id
@@ -451,7 +455,9 @@ class LongTermService:
         """Records whose text the user already has (another id, same hash) are skipped;
         a record replacing its own id is never a duplicate of itself."""
         fresh = [r for r in records if r.id not in stored]
-        others = self._store.duplicates(tenant, [(r.id, r.namespace, r.memory_hash) for r in fresh])
+        others = self._records.duplicates(
+            tenant, [(r.id, r.namespace, r.memory_hash) for r in fresh]
+        )
         kept: list[StoredRecord] = []
         skipped: list[str] = []
         # Texts the request writes under stored ids are taken first, whatever the order.
@@ -468,7 +474,7 @@ class LongTermService:
     def _reachable(self, tenant: str, record_id: str, reader: Caller | None) -> StoredRecord:
         """The record, when `reader` (None: memkit itself) may see it; another user's record
         is as absent as one that never was (a 404 that says nothing of its existence)."""
-        record = self._store.get_record(tenant, record_id)
+        record = self._records.get_record(tenant, record_id)
         if reader is not None and not reader.may_see(record.user_id):
             raise NotFound(f"no long-term memory {record_id!r}")
         return record
@@ -523,17 +529,17 @@ class LongTermService:
             indexing="pending",
         )
         check_size(edited, "body")
-        saved = self._store.replace_record(tenant, edited)
+        saved = self._records.replace_record(tenant, edited)
         return record_view(replace(saved, indexing="pending"))
 
     def delete(self, tenant: str, record_ids: Sequence[str], reader: Caller | None = None) -> Ack:
         if reader is not None and not reader.admin:
             # Only the reader's own: another user's ids are as absent as unknown ones.
-            found = self._store.get_records(tenant, list(record_ids))
+            found = self._records.get_records(tenant, list(record_ids))
             record_ids = [i for i in record_ids if i in found and reader.may_see(found[i].user_id)]
         if not record_ids:
             return Ack(status="ok, deleted 0 memories")
-        deleted = self._store.delete_records(tenant, record_ids)
+        deleted = self._records.delete_records(tenant, record_ids)
         return Ack(status=f"ok, deleted {deleted} memories")
 
     # -- search ------------------------------------------------------------------------------
@@ -686,9 +692,9 @@ class LongTermService:
         """The hits whose items still exist and still meet the filters, as stored now."""
         sources = [source_of(tenant, f.hit.fields) for f in found]
         record_ids = [s.record_id for s in sources if isinstance(s, RecordRef)]
-        records = self._store.get_records(tenant, record_ids) if record_ids else {}
+        records = self._records.get_records(tenant, record_ids) if record_ids else {}
         message_refs = [s for s in sources if isinstance(s, MessageRef)]
-        messages = self._store.messages_by_ref(message_refs) if message_refs else {}
+        messages = self._records.messages_by_ref(message_refs) if message_refs else {}
         loaded: list[_Found] = []
         shown: set[object] = set()
         for item, source in zip(found, sources, strict=True):
@@ -730,7 +736,7 @@ class LongTermService:
         if not stale:
             return stamp, stale
         try:
-            self._store.touch_records(tenant, sorted(stale), stamp, before)
+            self._records.touch_records(tenant, sorted(stale), stamp, before)
         except (StoreUnavailable, Throttled):
             logger.warning("record access not recorded", extra={"records": len(stale)})
             return stamp, set()
@@ -790,7 +796,7 @@ class LongTermService:
         surrounding = None
         if message_range:
             assert item.source is not None
-            around = self._store.messages_around(item.source, message.order, message_range)
+            around = self._records.messages_around(item.source, message.order, message_range)
             surrounding = [
                 SurroundingMessage(id=m.id, role=m.role, content=m.content, created_at=m.created_at)
                 for m in around

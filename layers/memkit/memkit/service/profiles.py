@@ -7,21 +7,21 @@ from memkit.models.domain import DEFAULT_PROFILE, Profile, ProfileSpec
 from memkit.scratchpad import resolution
 from memkit.scratchpad.schema import schema_problems
 from memkit.service.retry import commit_in_time
-from memkit.store.protocol import ProfilePage, Store
+from memkit.store.protocol import ProfilePage, ProfileStore
 from memkit.versions import version_matches
 
 PUT_ATTEMPTS = 5
 
 
 class ProfileService:
-    def __init__(self, store: Store) -> None:
-        self._store = store
+    def __init__(self, profiles: ProfileStore) -> None:
+        self._profiles = profiles
 
     def _expected(self, tenant: str, namespace: str, name: str, if_match: str | None) -> int | None:
         """The version a conditional write must find, once If-Match matches the current one."""
         if if_match is None:
             return None
-        current = self._store.get_profile(tenant, namespace, name)
+        current = self._profiles.get_profile(tenant, namespace, name)
         version = current.version if current else 0
         if not version_matches(if_match, version):
             raise VersionConflict(f"profile {name!r} is at version {version}, not {if_match}")
@@ -39,21 +39,21 @@ class ProfileService:
         commit_in_time("profile")
         for _ in range(PUT_ATTEMPTS - 1):
             try:
-                stored = self._store.put_profile(tenant, namespace, name, spec, expected)
+                stored = self._profiles.put_profile(tenant, namespace, name, spec, expected)
                 break
             except VersionConflict:
                 if expected is not None:
                     raise
                 # Without If-Match the last writer wins: a lost race is simply retried.
         else:
-            stored = self._store.put_profile(tenant, namespace, name, spec, expected)
+            stored = self._profiles.put_profile(tenant, namespace, name, spec, expected)
         return stored.model_copy(update={"namespace": namespace})
 
     def get(self, tenant: str, namespace: str, name: str) -> Profile:
         """The profile `name` means in `namespace`: its own, else the one defined without a
         namespace, else (for `default`) the built-in one; else 404."""
         stored = {
-            (space, one): self._store.get_profile(tenant, space, one)
+            (space, one): self._profiles.get_profile(tenant, space, one)
             for space, one in resolution.profile_candidates(namespace, name)
         }
         return resolution.effective_profile(namespace, name, stored)
@@ -61,7 +61,7 @@ class ProfileService:
     def list(self, tenant: str, namespace: str, limit: int, cursor: str | None) -> ProfilePage:
         """The profiles `namespace` defines (their own namespace set), and on the first page
         the `default` that applies when it defines none (inherited, or the built-in one)."""
-        page = self._store.list_profiles(tenant, namespace, limit, cursor)
+        page = self._profiles.list_profiles(tenant, namespace, limit, cursor)
         own = [p.model_copy(update={"namespace": namespace}) for p in page.profiles]
         if cursor is None and all(p.name != DEFAULT_PROFILE for p in own):
             return ProfilePage(
@@ -72,5 +72,5 @@ class ProfileService:
     def delete(self, tenant: str, namespace: str, name: str, if_match: str | None) -> None:
         """Delete a profile (the default reverts to the built-in one)."""
         expected = self._expected(tenant, namespace, name, if_match)
-        if not self._store.delete_profile(tenant, namespace, name, expected):
+        if not self._profiles.delete_profile(tenant, namespace, name, expected):
             raise NotFound(f"profile {name!r} does not exist")

@@ -57,7 +57,7 @@ from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
+from typing import TYPE_CHECKING
 
 from memkit.errors import BadRequest, FieldProblem, NotFound, ValidationFailed
 from memkit.models.domain import MessageRef, Owner, StoredMessage, is_instruction
@@ -75,11 +75,15 @@ from memkit.models.session import MemoryType, epoch_us
 from memkit.observability import metrics
 from memkit.scratchpad.prompt import render_prompt
 from memkit.scratchpad.tools import ToolName
-from memkit.service.sessions import SessionDocument
+from memkit.service.sessions import SessionService
 from memkit.service.windows import effective_window, message_tokens
 from memkit.store.protocol import message_order
 from memkit.times import DeadlinePool
 from memkit.tokens import estimate_tokens
+
+if TYPE_CHECKING:
+    from memkit.service.long_term import LongTermService
+    from memkit.store.records import RecordTable
 
 DEFAULT_BUDGET = 8_000
 ANSWER_SHARE = 0.25
@@ -101,33 +105,6 @@ PAD_END = "\n</working_memory>\n"
 TOOL_ROLES = frozenset({"tool", "function"})
 # A cut backs up to a space when one is this close, so words stay whole.
 WORD_BACKOFF = 40
-
-
-class SessionReader(Protocol):
-    """What hydration needs of sessions (SessionService)."""
-
-    def get(
-        self,
-        owner: Owner,
-        session_id: str,
-        recent_messages_limit: int | None = None,
-        model_name: str | None = None,
-        context_window_max: int | None = None,
-    ) -> SessionDocument: ...
-
-
-class MemorySearch(Protocol):
-    """What hydration needs of long-term memory (LongTermService)."""
-
-    def search(self, tenant: str, request: SearchRequest) -> MemoryResults: ...
-
-
-class MessageReader(Protocol):
-    """What hydration needs of the table to show a recalled message with its neighbours."""
-
-    def messages_by_ref(self, wanted: Sequence[MessageRef]) -> dict[MessageRef, StoredMessage]: ...
-
-    def messages_around(self, ref: MessageRef, order: str, count: int) -> list[StoredMessage]: ...
 
 
 @dataclass
@@ -262,9 +239,9 @@ class PromptService:
 
     def __init__(
         self,
-        sessions: SessionReader,
-        long_term: MemorySearch,
-        messages: MessageReader,
+        sessions: SessionService,
+        long_term: LongTermService,
+        messages: RecordTable,
         workers: int = WORKERS,
     ) -> None:
         self._sessions = sessions

@@ -31,7 +31,7 @@ from memkit.scratchpad.prompt import render_prompt
 from memkit.scratchpad.schema import content_problems
 from memkit.service.profiles import ProfileService
 from memkit.service.retry import back_off, commit_in_time
-from memkit.store.protocol import PadState, Store
+from memkit.store.protocol import PadState, PadStore, ProfileStore
 from memkit.tokens import content_tokens
 from memkit.versions import version_matches
 
@@ -70,22 +70,25 @@ def _check_type(content: Content, pad_format: PadFormat) -> None:
 
 
 class ScratchpadService:
-    """Scratchpad operations over a Store. Writes are optimistic: read, change, conditional put."""
+    """Scratchpad operations over the pads and profiles tables. Writes are optimistic: read,
+    change, conditional put."""
 
     def __init__(
         self,
-        store: Store,
+        pads: PadStore,
+        profiles: ProfileStore,
         max_attempts: int = 25,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        self._store = store
+        self._pads = pads
+        self._profiles = profiles
         self._max_attempts = max_attempts
         self._sleep = sleep
 
     # -- reads -------------------------------------------------------------------------------
 
     def get(self, ref: PadRef) -> ScratchpadResult:
-        return self.result_of(self._store.read_pad(ref))
+        return self.result_of(self._pads.read_pad(ref))
 
     def result_of(self, state: PadState) -> ScratchpadResult:
         """What a client sees of a scratchpad state read elsewhere (e.g. with its session)."""
@@ -97,7 +100,7 @@ class ScratchpadService:
         return ScratchpadResult(state, state.content, state.version, updated_at, tokens, problems)
 
     def prompt(self, ref: PadRef) -> str:
-        state = self._store.read_pad(ref)
+        state = self._pads.read_pad(ref)
         return render_prompt(state.content, state.profile)
 
     # -- writes ------------------------------------------------------------------------------
@@ -120,7 +123,7 @@ class ScratchpadService:
     def seed(self, ref: PadRef, content: Content) -> ScratchpadResult | None:
         """Write initial content while the scratchpad is empty (Mastra's initial working
         memory); content already there is kept. None when nothing was written."""
-        if content is None or self._store.read_pad(ref).content is not None:
+        if content is None or self._pads.read_pad(ref).content is not None:
             return None
         return self._write(
             ref,
@@ -135,7 +138,7 @@ class ScratchpadService:
         self, ref: PadRef, change: Callable[[PadState], Content], if_match: str | None
     ) -> ScratchpadResult:
         for attempt in range(self._max_attempts):
-            state = self._store.read_pad(ref)
+            state = self._pads.read_pad(ref)
             if state.profile.read_only:
                 raise Forbidden(f"profile {state.profile.name!r} is read-only")
             if not version_matches(if_match, state.version):
@@ -146,7 +149,7 @@ class ScratchpadService:
             tokens = self._check(content, state.profile)
             commit_in_time("scratchpad")
             try:
-                pad = self._store.write_pad(state, content, tokens)
+                pad = self._pads.write_pad(state, content, tokens)
             except VersionConflict:
                 if if_match is not None:
                     raise
@@ -195,10 +198,12 @@ class ScratchpadService:
     def tool_definitions(self, ref: PadRef, tool_format: tools.ToolFormat) -> list[dict[str, Any]]:
         """Definitions typed by the profile: the session's, else the one named, else default."""
         if ref.session_id is not None:
-            profile = self._store.read_pad(ref).profile
+            profile = self._pads.read_pad(ref).profile
         else:
             name = ref.profile or DEFAULT_PROFILE
-            profile = ProfileService(self._store).get(ref.owner.tenant, ref.owner.namespace, name)
+            profile = ProfileService(self._profiles).get(
+                ref.owner.tenant, ref.owner.namespace, name
+            )
         return tools.render_tools(profile, tool_format)
 
     def call_tool(self, ref: PadRef, name: str, arguments: Any) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""The session service: the working-memory document of API.md, over a SessionStore.
+"""The session service: the working-memory document of API.md, over the sessions table.
 
 Writes are optimistic: read the session's state, compute the change, commit it with the
 meta item conditional on the version read (one transaction when it fits, else batches with
@@ -61,7 +61,8 @@ from memkit.observability import logger, metrics
 from memkit.service.retry import back_off, commit_in_time
 from memkit.service.scratchpad import ScratchpadResult, ScratchpadService
 from memkit.service.windows import Window, effective_window, fit, message_tokens
-from memkit.store.protocol import SessionChange, SessionStore, SessionWriteState, message_order
+from memkit.store.protocol import SessionChange, SessionWriteState, message_order
+from memkit.store.sessions import SessionTable
 from memkit.times import Deadline, now_iso
 from memkit.vectors.filters import Condition
 from memkit.vectors.protocol import MESSAGE_KIND
@@ -261,7 +262,9 @@ def _check_memories(memories: Sequence[PendingMemory]) -> list[JsonObject]:
 def _check_promotable(record: JsonObject, index: int) -> None:
     """A pending memory must make a valid long-term record (it is promoted to one), so what
     the indexer would refuse is a 422 now, not a record stuck in the stream's retries."""
-    from memkit.models.memory import MemoryRecordIn  # only sessions with memories need it
+    from memkit.models.memory import (
+        MemoryRecordIn,
+    )  # only sessions with memories need it
     from memkit.models.problems import field_problems
 
     try:
@@ -331,11 +334,11 @@ def children_expiry(
 
 
 class SessionService:
-    """Session operations over a SessionStore; the scratchpad through its own service."""
+    """Session operations over the sessions table; the scratchpad through its own service."""
 
     def __init__(
         self,
-        store: SessionStore,
+        sessions: SessionTable,
         scratchpads: ScratchpadService,
         # As the scratchpad's: concurrent appends to one session (4 clients x 50) lost 10
         # races in a row on a slow engine; each attempt waits a jittered moment (at most
@@ -345,7 +348,7 @@ class SessionService:
         sleep: Callable[[float], None] = time.sleep,
         index: Callable[[], VectorIndex] | None = None,
     ) -> None:
-        self._store = store
+        self._sessions = sessions
         self._scratchpads = scratchpads
         self._max_attempts = max_attempts
         self._clock = clock
@@ -363,7 +366,7 @@ class SessionService:
         context_window_max: int | None = None,
     ) -> SessionDocument:
         window_size = effective_window(model_name, context_window_max)
-        read = self._store.read_session(
+        read = self._sessions.read_session(
             owner, session_id, recent_messages_limit, DOCUMENT_BYTE_BUDGET
         )
         if read is None:
@@ -381,13 +384,13 @@ class SessionService:
 
     def user_of(self, owner: Owner, session_id: str) -> str | None:
         """The session's user, or None when it has none or does not exist."""
-        read = self._store.read_session(owner, session_id, 1, DOCUMENT_BYTE_BUDGET)
+        read = self._sessions.read_session(owner, session_id, 1, DOCUMENT_BYTE_BUDGET)
         return None if read is None else read.meta.user_id
 
     def list_ids(
         self, owner: Owner, user_id: str | None, limit: int, offset: int
     ) -> tuple[list[str], int]:
-        return self._store.list_sessions(owner, user_id, limit, offset)
+        return self._sessions.list_sessions(owner, user_id, limit, offset)
 
     def messages(
         self,
@@ -398,7 +401,7 @@ class SessionService:
         ascending: bool,
         roles: frozenset[str] | None,
     ) -> MessagesPage:
-        page = self._store.page_messages(owner, session_id, limit, cursor, ascending, roles)
+        page = self._sessions.page_messages(owner, session_id, limit, cursor, ascending, roles)
         if page is None:
             raise NotFound(f"session {session_id!r} does not exist")
         return MessagesPage(*page)
@@ -537,7 +540,11 @@ class SessionService:
             return None
 
     def patch(
-        self, owner: Owner, session_id: str, body: SessionPatch, if_match: str | None = None
+        self,
+        owner: Owner,
+        session_id: str,
+        body: SessionPatch,
+        if_match: str | None = None,
     ) -> SessionDocument:
         """Change session fields; `data` is merged (a null value deletes its key). A
         `context_window_max` becomes the session's window; null gives back the server's."""
@@ -601,13 +608,13 @@ class SessionService:
             if outcome["already"] and state.meta is not None:
                 # A retry, or an attempt that wrote its messages and then lost the race for
                 # the session item: the stored count may not include them. Count again.
-                count = self._store.count_messages(owner, meta)
+                count = self._sessions.count_messages(owner, meta)
             pruned: list[str] = []
             if state.profile.max_messages is not None and count + len(new) > (
                 state.profile.max_messages
             ):
                 excess = count + len(new) - state.profile.max_messages
-                oldest = dict(self._store.oldest_messages(owner, meta, excess)) if count else {}
+                oldest = dict(self._sessions.oldest_messages(owner, meta, excess)) if count else {}
                 new, pruned = self._prune(state.profile, oldest, new, total=count + len(new))
             outcome["new"], outcome["pruned"] = [m.id for m in new], len(pruned)
             # A message older than the document's first brings the document back to it.
@@ -652,7 +659,7 @@ class SessionService:
     def delete(self, owner: Owner, session_id: str) -> int:
         """Remove the session and every item of it (messages, memories, its scratchpad), and
         its messages' vectors from the index at once (the stream's removals come later)."""
-        deleted = self._store.delete_session(owner, session_id)
+        deleted = self._sessions.delete_session(owner, session_id)
         if not deleted or self._index is None:
             return deleted
         conditions = session_vector_conditions(owner, session_id)
@@ -665,7 +672,8 @@ class SessionService:
             # The session is gone: whatever failed (building the index client included), the
             # stream's REMOVE records still take its vectors out.
             logger.warning(
-                "session vectors left to the stream", extra={"error": type(exc).__name__}
+                "session vectors left to the stream",
+                extra={"error": type(exc).__name__},
             )
             return deleted
         if not removed:
@@ -687,7 +695,7 @@ class SessionService:
     ) -> tuple[SessionMeta, bool]:
         """Read, compute, commit; on a lost race read again (bounded, jittered)."""
         for attempt in range(self._max_attempts):
-            state = self._store.write_state(
+            state = self._sessions.write_state(
                 owner, session_id, message_ids, profile_hint, hint_wins=changes_profile
             )
             current = state.meta
@@ -701,7 +709,7 @@ class SessionService:
                 check(state)
             created = current is None
             base = current or replace(
-                self._store.new_session_meta(owner, session_id, profile_hint),
+                self._sessions.new_session_meta(owner, session_id, profile_hint),
                 version=state.disk_version,
             )
             planned = change(state, base)
@@ -722,7 +730,7 @@ class SessionService:
             _check_meta_size(meta)
             commit_in_time("session")
             try:
-                stored = self._store.commit_session(
+                stored = self._sessions.commit_session(
                     replace(planned, meta=meta, refresh_children=refresh)
                 )
             except VersionConflict:

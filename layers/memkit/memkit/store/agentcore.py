@@ -18,9 +18,10 @@ from memkit.errors import BadRequest, FieldProblem, NameTaken, VersionConflict
 from memkit.models.agentcore import AgentMemory, Listing, MemoryPage, SessionSummary
 from memkit.models.domain import Owner, SessionMeta, StoredMessage
 from memkit.store import keys
+from memkit.store.base import PageCursor, Table
 from memkit.store.cursor import decode_cursor, encode_cursor
 from memkit.store.failures import translated
-from memkit.store.sessions import PageCursor, SessionTable
+from memkit.store.sessions import SessionTable, to_message, to_meta
 from memkit.times import now_iso
 
 LOG_PAGE = 200
@@ -52,8 +53,14 @@ def _token_problem(field: str = "nextToken") -> BadRequest:
     return BadRequest("invalid nextToken", [FieldProblem(field, "not a token of this list")])
 
 
-class AgentCoreTable(SessionTable):
+class AgentCoreTable:
     """AgentCore's configuration items and the event reads over session logs."""
+
+    def __init__(self, table: Table, sessions: SessionTable) -> None:
+        self._table = table
+        self._items = table.items
+        self._clock = table.clock
+        self._sessions = sessions
 
     # -- memories ----------------------------------------------------------------------------
 
@@ -208,12 +215,12 @@ class AgentCoreTable(SessionTable):
         """A page of the memory's actors (live ones), in id order."""
         pk = keys.agent_actors_pk(tenant, memory_id)
         items, last = self._page(self._items.agent_actor, pk, limit, token)
-        actors = [item.actor_id for item in items if self._live(item)]
+        actors = [item.actor_id for item in items if self._table.live(item)]
         return Listing(actors, encode_cursor(last))
 
     def has_actor(self, tenant: str, memory_id: str, actor_id: str) -> bool:
         key = keys.agent_actor_key(tenant, memory_id, actor_id)
-        return self._live(self._batch_get([key]).get(key))
+        return self._table.live(self._table.batch_get([key]).get(key))
 
     def agent_memory_actors(self, tenant: str, memory_id: str) -> Iterator[str]:
         """Every actor the memory has listed, expired ones included (its deletion)."""
@@ -228,7 +235,7 @@ class AgentCoreTable(SessionTable):
         """One page of the memory's actor items deleted: how many, and where the next page
         starts (None: the end)."""
         pk = keys.agent_actors_pk(tenant, memory_id)
-        return self._delete_page(pk, _everything, after, "delete actors")
+        return self._table.delete_page(pk, _everything, after, "delete actors")
 
     # -- sessions ----------------------------------------------------------------------------
 
@@ -254,7 +261,7 @@ class AgentCoreTable(SessionTable):
             items = list(results)
             last = results.last_evaluated_key
         if with_events and items:
-            metas = self._batch_get(
+            metas = self._table.batch_get(
                 keys.session_key(owner.tenant, owner.namespace, item.session_id) for item in items
             )
             items = [
@@ -286,10 +293,10 @@ class AgentCoreTable(SessionTable):
         """The live session if it is the actor's (owner.user_id's): a session of another
         actor of the memory is none of this actor's, as one that does not exist."""
         key = keys.session_key(owner.tenant, owner.namespace, session_id)
-        item = self._batch_get([key]).get(key)
-        if item is None or not self._live(item) or item.user_id != owner.user_id:
+        item = self._table.batch_get([key]).get(key)
+        if item is None or not self._table.live(item) or item.user_id != owner.user_id:
             return None
-        return self._to_meta(item)
+        return to_meta(item)
 
     def messages_with_prefix(
         self, owner: Owner, session_id: str, created_at_us: int, id_prefix: str
@@ -307,7 +314,7 @@ class AgentCoreTable(SessionTable):
                 range_key_condition=self._items.base.order.startswith(prefix),
                 consistent_read=True,
             )
-            return [self._to_message(item) for item in results if self._belongs(item, meta)]
+            return [to_message(item) for item in results if self._sessions.belongs(item, meta)]
 
     def session_log(
         self, owner: Owner, session_id: str, token: str | None, newest_first: bool
@@ -324,9 +331,9 @@ class AgentCoreTable(SessionTable):
 
         def read() -> Iterator[StoredMessage]:
             with translated("read events"):
-                log = self._log(owner, meta, not newest_first, LOG_PAGE, start)
+                log = self._sessions.log(owner, meta, not newest_first, LOG_PAGE, start)
                 for item in log:
-                    yield self._to_message(item)
+                    yield to_message(item)
 
         return read()
 

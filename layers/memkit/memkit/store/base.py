@@ -1,4 +1,6 @@
-"""What every part of the DynamoDB store shares: bound items, the clock, batch reads."""
+"""What every table of the DynamoDB store shares: the bound item classes, the clock, batch
+reads, and how a profile and a scratchpad are resolved (sessions and scratchpads both read
+them)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from pynamodb.exceptions import DoesNotExist
+from pynamodb.models import BatchWrite
 
 from memkit.config import StoreSettings
 from memkit.models.domain import PadFormat, PadRef, Profile, Scope, Scratchpad, SessionStub
@@ -20,18 +23,28 @@ from memkit.store.protocol import PadState
 
 # BatchGetItem takes at most 100 keys a request.
 BATCH_GET_LIMIT = 100
+# Items a deletion reads and deletes per Query page (a page is one deadline check).
+DELETE_PAGE_SIZE = 200
+# Where the next page of a partition's deletion starts (DynamoDB's LastEvaluatedKey): opaque
+# to callers, who hand it back.
+PageCursor = dict[str, Any]
 
 
-class TableBase:
-    """memkit's single table. Reads are consistent and hide expired items."""
+class Table:
+    """memkit's single table, shared by the store's tables (memkit.store.dynamodb). Reads are
+    consistent and hide expired items.
+
+    `index_messages` stamps session messages for the indexer (the stream filter passes only
+    those); `index_all_messages` keeps indexed messages past their session (sessions.py)."""
 
     def __init__(
         self,
         settings: StoreSettings,
         clock: Callable[[], float] = time.time,
         index_messages: bool = False,
+        index_all_messages: bool = False,
     ) -> None:
-        self._items: ItemClasses = bind_items(
+        self.items: ItemClasses = bind_items(
             settings.table_name,
             settings.region,
             settings.dynamodb_endpoint,
@@ -39,9 +52,9 @@ class TableBase:
             settings.read_timeout_seconds,
             settings.max_retry_attempts,
         )
-        self._clock = clock
-        # Stamp session messages for the indexer (the stream filter passes only those).
-        self._index_messages = index_messages
+        self.clock = clock
+        self.index_messages = index_messages
+        self.index_all_messages = index_all_messages
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -49,24 +62,56 @@ class TableBase:
         """One eventually consistent read of a key no item has (half a read unit)."""
         with translated("health check"), contextlib.suppress(DoesNotExist):
             # Every item's partition key starts with T# (keys.py): this one is never written.
-            self._items.base.get(keys.HEALTH_PROBE_PK, keys.HEALTH_PROBE_PK)
+            self.items.base.get(keys.HEALTH_PROBE_PK, keys.HEALTH_PROBE_PK)
 
-    def _live(self, item: Any) -> bool:
-        return item is not None and (item.expires_at is None or item.expires_at > self._clock())
+    def live(self, item: Any) -> bool:
+        return item is not None and (item.expires_at is None or item.expires_at > self.clock())
 
-    def _batch_get(self, wanted: Iterable[keys.Key]) -> dict[keys.Key, Any]:
+    def batch_get(self, wanted: Iterable[keys.Key]) -> dict[keys.Key, Any]:
         """The items found among `wanted` (one request per 100 keys)."""
         unique = list(dict.fromkeys(wanted))
         found: dict[keys.Key, Any] = {}
         with translated("read"):
             for start in range(0, len(unique), BATCH_GET_LIMIT):
                 chunk = unique[start : start + BATCH_GET_LIMIT]
-                for item in self._items.base.batch_get(chunk, consistent_read=True):
+                for item in self.items.base.batch_get(chunk, consistent_read=True):
                     found[(item.pk, item.sk)] = item
         return found
 
+    def consistent_item(self, key: keys.Key, operation: str) -> dict[str, Any] | None:
+        """The item at `key` as the low-level client returns it (a consistent GetItem), or
+        None: for items no item class maps (policies, jobs)."""
+        with translated(operation):
+            found = self.items.connection.client.get_item(
+                TableName=self.items.base.Meta.table_name,
+                Key={"PK": {"S": key[0]}, "SK": {"S": key[1]}},
+                ConsistentRead=True,
+            )
+        item: dict[str, Any] | None = found.get("Item")
+        return item
+
+    def delete_page(
+        self,
+        pk: str,
+        doomed: Callable[[Any], bool],
+        after: PageCursor | None,
+        operation: str,
+    ) -> tuple[int, PageCursor | None]:
+        """Delete the `doomed` items of one Query page of partition `pk` (a consistent
+        read from `after`); how many, and where the next page starts (None: the end)."""
+        base = self.items.base
+        with translated(operation):
+            page = base.query(
+                pk, consistent_read=True, limit=DELETE_PAGE_SIZE, last_evaluated_key=after
+            )
+            items = [item for item in page if doomed(item)]
+            with BatchWrite(base) as batch:
+                for item in items:
+                    batch.delete(item)
+        return len(items), page.last_evaluated_key
+
     @staticmethod
-    def _profile_keys(
+    def profile_keys(
         tenant: str, namespace: str, name: str, lenient: bool = False
     ) -> dict[tuple[str, str], keys.Key]:
         """The keys of the stored profiles profile `name` may resolve to in `namespace`
@@ -76,7 +121,7 @@ class TableBase:
             for space, one in resolution.profile_candidates(namespace, name, lenient)
         }
 
-    def _effective_profile(
+    def effective_profile(
         self,
         tenant: str,
         namespace: str,
@@ -86,18 +131,18 @@ class TableBase:
     ) -> Profile:
         """The profile `name` means in `namespace`, among the items `found` (which holds
         whatever exists of `_profile_keys`)."""
-        candidates = self._profile_keys(tenant, namespace, name, lenient)
+        candidates = self.profile_keys(tenant, namespace, name, lenient)
         stored = {
-            where: self._to_profile(found[key]) if key in found else None
+            where: self.to_profile(found[key]) if key in found else None
             for where, key in candidates.items()
         }
         return resolution.effective_profile(namespace, name, stored, lenient)
 
     @staticmethod
-    def _pad_keys(ref: PadRef, name: str, user_id: str | None) -> list[keys.Key]:
+    def pad_keys(ref: PadRef, name: str, user_id: str | None) -> list[keys.Key]:
         """The profile and the scratchpads `ref` may resolve to, for profile `name`."""
         tenant, namespace = ref.owner.tenant, ref.owner.namespace
-        batch = list(TableBase._profile_keys(tenant, namespace, name).values())
+        batch = list(Table.profile_keys(tenant, namespace, name).values())
         if ref.session_id:
             batch.append(keys.session_pad_key(tenant, namespace, ref.session_id, name))
         if user_id:
@@ -105,14 +150,14 @@ class TableBase:
         return batch
 
     @staticmethod
-    def _to_profile(item: Any) -> Profile:
+    def to_profile(item: Any) -> Profile:
         spec = json.loads(item.spec)
         return Profile.model_validate(
             {**spec, "name": item.name, "version": item.version, "updated_at": item.updated_at}
         )
 
     @staticmethod
-    def _to_session(item: Any) -> SessionStub:
+    def to_session(item: Any) -> SessionStub:
         return SessionStub(
             session_id=item.session_id,
             namespace=item.namespace,
@@ -126,7 +171,7 @@ class TableBase:
             ),
         )
 
-    def _resolve_pad(
+    def resolve_pad(
         self,
         ref: PadRef,
         session_item: Any | None,
@@ -134,26 +179,26 @@ class TableBase:
         fetched: set[keys.Key],
     ) -> PadState:
         tenant, namespace = ref.owner.tenant, ref.owner.namespace
-        session = self._to_session(session_item) if self._live(session_item) else None
+        session = self.to_session(session_item) if self.live(session_item) else None
         name, user_id = resolution.session_choices(ref, session)
         # The session's own choice falls back when its profile is gone (never stranded).
         lenient = session is not None and bool(session.profile) and ref.profile is None
 
         wanted = [
-            *self._profile_keys(tenant, namespace, name, lenient).values(),
-            *self._pad_keys(ref, name, user_id),
+            *self.profile_keys(tenant, namespace, name, lenient).values(),
+            *self.pad_keys(ref, name, user_id),
         ]
         missing = [key for key in wanted if key not in fetched]
         if missing:  # the profile or the user was learnt from the session: one more request
-            found.update(self._batch_get(missing))
+            found.update(self.batch_get(missing))
 
-        profile = self._effective_profile(tenant, namespace, name, found, lenient)
+        profile = self.effective_profile(tenant, namespace, name, found, lenient)
         resolution.require_owner(ref, profile, user_id)
         pad_key = keys.pad_key(
             tenant, namespace, profile.scope is Scope.USER, ref.session_id, user_id, profile.name
         )
         if profile.name != name and pad_key not in found:  # fell back to `default`'s
-            found.update(self._batch_get([pad_key]))
+            found.update(self.batch_get([pad_key]))
 
         pad_item = found.get(pad_key)
         disk_versions: dict[str, int] = {}
@@ -169,7 +214,7 @@ class TableBase:
             and pad_item.gen is not None
             and pad_item.gen != session.gen
         )
-        pad = self._to_pad(pad_item) if self._live(pad_item) and not stale else None
+        pad = self.to_pad(pad_item) if self.live(pad_item) and not stale else None
         return PadState(
             ref=ref,
             profile=profile,
@@ -181,7 +226,7 @@ class TableBase:
         )
 
     @staticmethod
-    def _to_pad(item: Any) -> Scratchpad:
+    def to_pad(item: Any) -> Scratchpad:
         return Scratchpad(
             profile=item.profile,
             scope=Scope(item.scope),

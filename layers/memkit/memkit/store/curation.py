@@ -9,30 +9,25 @@ from concurrent.futures import ThreadPoolExecutor
 from itertools import islice
 from typing import Any
 
-from pynamodb.exceptions import DoesNotExist
-
 from memkit.errors import VersionConflict
 from memkit.models.domain import Owner, SessionMeta, StoredMessage
 from memkit.store import keys
+from memkit.store.base import Table
 from memkit.store.failures import translated
 from memkit.store.protocol import SessionChange
-from memkit.store.records import WORKERS, RecordTable
+from memkit.store.records import WORKERS
+from memkit.store.sessions import SessionTable, to_message
 
 PAGE_SIZE = 200
 
 
-class CurationTable(RecordTable):
+class CurationTable:
     """Session reads and writes for the memory worker; items never leave this class."""
 
-    def session_meta(self, owner: Owner, session_id: str) -> SessionMeta | None:
-        """The live session's meta (a consistent read), or None."""
-        pk, sk = keys.session_key(owner.tenant, owner.namespace, session_id)
-        with translated("read session"):
-            try:
-                item = self._items.session.get(pk, sk, consistent_read=True)
-            except DoesNotExist:
-                return None
-        return self._to_meta(item) if self._live(item) else None
+    def __init__(self, table: Table, sessions: SessionTable) -> None:
+        self._table = table
+        self._items = table.items
+        self._sessions = sessions
 
     def _ordered(self, owner: Owner, meta: SessionMeta, since: str | None) -> Iterator[Any]:
         """This life's messages from LSI1 key `since` (all when None), oldest first."""
@@ -45,16 +40,16 @@ class CurationTable(RecordTable):
             consistent_read=True,
             page_size=PAGE_SIZE,
         )
-        return (item for item in results if self._belongs(item, meta))
+        return (item for item in results if self._sessions.belongs(item, meta))
 
     def view_messages(self, owner: Owner, meta: SessionMeta) -> list[StoredMessage]:
         """The messages the document shows (from `view_from` on), oldest first."""
         with translated("read session"):
-            return [self._to_message(item) for item in self._ordered(owner, meta, meta.view_from)]
+            return [to_message(item) for item in self._ordered(owner, meta, meta.view_from)]
 
     def first_messages(self, owner: Owner, meta: SessionMeta, count: int) -> list[StoredMessage]:
         with translated("read session"):
-            return [self._to_message(i) for i in islice(self._ordered(owner, meta, None), count)]
+            return [to_message(i) for i in islice(self._ordered(owner, meta, None), count)]
 
     def unextracted_messages(
         self, owner: Owner, meta: SessionMeta, limit: int
@@ -62,7 +57,7 @@ class CurationTable(RecordTable):
         """Up to `limit` of the log's messages not yet read for memories, oldest first."""
         with translated("read session"):
             found = (i for i in self._ordered(owner, meta, None) if (i.extracted or "f") != "t")
-            return [self._to_message(item) for item in islice(found, limit)]
+            return [to_message(item) for item in islice(found, limit)]
 
     def mark_extracted(self, owner: Owner, meta: SessionMeta, message_ids: Sequence[str]) -> None:
         """Mark messages read for memories (each an UpdateItem on an existing message)."""
@@ -90,4 +85,4 @@ class CurationTable(RecordTable):
 
     def save_meta(self, owner: Owner, meta: SessionMeta) -> SessionMeta:
         """Write the meta item alone, if it is still at `meta.version` (else VersionConflict)."""
-        return self.commit_session(SessionChange(owner=owner, meta=meta))
+        return self._sessions.commit_session(SessionChange(owner=owner, meta=meta))

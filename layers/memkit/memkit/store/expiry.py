@@ -16,7 +16,7 @@ from typing import Any
 
 from memkit.errors import VersionConflict
 from memkit.store import keys
-from memkit.store.curation import CurationTable
+from memkit.store.base import Table
 from memkit.store.failures import translated
 from memkit.times import now_iso
 
@@ -69,8 +69,13 @@ def _condition_on_gen(gen: str | None) -> tuple[str, dict[str, Any]]:
     return "gen = :gen", {":gen": {"S": gen}}
 
 
-class ExpiryTable(CurationTable):
+class ExpiryTable:
     """Expired sessions found by the lifecycle index (GSI3), read and deleted by the cleanup run."""
+
+    def __init__(self, table: Table) -> None:
+        self._table = table
+        self._items = table.items
+        self._clock = table.clock
 
     def _expiry_table_name(self) -> str:
         return str(self._items.base.Meta.table_name)

@@ -1,16 +1,14 @@
-"""What the service needs from storage, as a Protocol (DynamoDB in production, fakes in tests)."""
+"""What the store's tables exchange with their callers (reads, changes, pages), and the two
+Protocols that have a fake (scratchpads and profiles: tests/fakes/memory_store.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from memkit.models.agentcore import AgentMemory, Listing, MemoryPage
 from memkit.models.domain import (
     Content,
     JsonObject,
-    MessageRef,
     Owner,
     PadRef,
     Profile,
@@ -20,7 +18,6 @@ from memkit.models.domain import (
     SessionMeta,
     SessionStub,
     StoredMessage,
-    StoredRecord,
 )
 from memkit.store import keys
 
@@ -75,12 +72,9 @@ class ProfilePage:
     next_cursor: str | None
 
 
-class Store(Protocol):
-    """Intent-named storage operations. Raise memkit.errors types, never SDK errors."""
-
-    def reachable(self) -> None:
-        """Return when the table answers a read, else StoreUnavailable (the health check)."""
-        ...
+class PadStore(Protocol):
+    """Scratchpad storage (PadTable; tests and benchmarks also use an in-memory fake). Raises
+    memkit.errors types, never SDK errors."""
 
     def read_pad(self, ref: PadRef) -> PadState:
         """The scratchpad named by `ref` with its profile and session (at most 2 requests)."""
@@ -94,8 +88,12 @@ class Store(Protocol):
         """
         ...
 
-    def get_profile(self, tenant: str, namespace: str, name: str) -> Profile | None: ...
 
+class ProfileStore(Protocol):
+    """Profile storage (ProfileTable, or the in-memory fake), each write conditional on the
+    version read."""
+
+    def get_profile(self, tenant: str, namespace: str, name: str) -> Profile | None: ...
     def put_profile(
         self,
         tenant: str,
@@ -152,119 +150,3 @@ class SessionChange:
     delete_memories: list[str] = field(default_factory=list)
     # Rewrite the session's other items with meta.children_expire_at (see service/sessions).
     refresh_children: bool = False
-
-
-class SessionStore(Protocol):
-    """Session storage (DynamoDB; the integration tests run it on moto)."""
-
-    def new_session_meta(
-        self, owner: Owner, session_id: str, profile: str | None
-    ) -> SessionMeta: ...
-
-    def read_session(
-        self, owner: Owner, session_id: str, limit: int | None, byte_budget: int
-    ) -> SessionRead | None: ...
-
-    def write_state(
-        self,
-        owner: Owner,
-        session_id: str,
-        message_ids: list[str] | None,
-        profile_hint: str | None,
-        hint_wins: bool = False,
-    ) -> SessionWriteState: ...
-
-    def oldest_messages(
-        self, owner: Owner, meta: SessionMeta, count: int
-    ) -> list[tuple[str, str]]: ...
-
-    def page_messages(
-        self,
-        owner: Owner,
-        session_id: str,
-        limit: int,
-        cursor: str | None,
-        ascending: bool,
-        roles: frozenset[str] | None,
-    ) -> tuple[list[StoredMessage], str | None] | None: ...
-
-    def list_sessions(
-        self, owner: Owner, user_id: str | None, limit: int, offset: int
-    ) -> tuple[list[str], int]: ...
-
-    def count_messages(self, owner: Owner, meta: SessionMeta) -> int: ...
-
-    def commit_session(self, change: SessionChange) -> SessionMeta: ...
-
-    def delete_session(self, owner: Owner, session_id: str) -> int: ...
-
-
-class RecordStore(Protocol):
-    """What long-term memory needs of the table (DynamoStore's RecordTable)."""
-
-    def get_records(self, tenant: str, record_ids: Sequence[str]) -> dict[str, StoredRecord]: ...
-
-    def get_record(self, tenant: str, record_id: str) -> StoredRecord: ...
-
-    def duplicates(
-        self, tenant: str, wanted: Sequence[tuple[str, str, str]]
-    ) -> dict[str, set[str]]: ...
-
-    def put_records(self, tenant: str, records: Sequence[StoredRecord]) -> None: ...
-
-    def replace_record(self, tenant: str, record: StoredRecord) -> StoredRecord: ...
-
-    def delete_records(self, tenant: str, record_ids: Sequence[str]) -> int: ...
-
-    def session_meta(self, owner: Owner, session_id: str) -> SessionMeta | None:
-        """The live session's meta, or None (whose session a record may name)."""
-        ...
-
-    def touch_records(self, tenant: str, record_ids: Sequence[str], now: str, before: str) -> None:
-        """Set `last_accessed` to `now` on the records whose last access is before `before`."""
-        ...
-
-    def messages_by_ref(self, wanted: Sequence[MessageRef]) -> dict[MessageRef, StoredMessage]:
-        """Session messages named by search hits, live ones only."""
-        ...
-
-    def messages_around(self, ref: MessageRef, order: str, count: int) -> list[StoredMessage]:
-        """Up to `count` live messages before and after the one at `order` in its session,
-        oldest first."""
-        ...
-
-
-class AgentCoreStore(Protocol):
-    """What AgentCore needs of the table besides sessions (memkit.store.agentcore)."""
-
-    def create_agent_memory(self, tenant: str, memory: AgentMemory) -> None: ...
-
-    def get_agent_memory(self, tenant: str, memory_id: str) -> AgentMemory | None: ...
-
-    def delete_agent_memory(self, tenant: str, memory: AgentMemory) -> bool: ...
-
-    def list_agent_memories(self, tenant: str, limit: int, token: str | None) -> MemoryPage: ...
-
-    def note_actor(
-        self, tenant: str, memory_id: str, actor_id: str, expires_at: int | None
-    ) -> None: ...
-
-    def list_actors(
-        self, tenant: str, memory_id: str, limit: int, token: str | None
-    ) -> Listing: ...
-
-    def has_actor(self, tenant: str, memory_id: str, actor_id: str) -> bool: ...
-
-    def list_actor_sessions(
-        self, owner: Owner, limit: int, token: str | None, with_events: bool
-    ) -> Listing: ...
-
-    def messages_with_prefix(
-        self, owner: Owner, session_id: str, created_at_us: int, id_prefix: str
-    ) -> list[StoredMessage]: ...
-
-    def session_log(
-        self, owner: Owner, session_id: str, token: str | None, newest_first: bool
-    ) -> Iterator[StoredMessage] | None: ...
-
-    def log_token(self, owner: Owner, session_id: str, message: StoredMessage) -> str: ...

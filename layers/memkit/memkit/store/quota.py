@@ -11,15 +11,20 @@ from __future__ import annotations
 
 from memkit.errors import VersionConflict
 from memkit.store import keys
-from memkit.store.base import TableBase
+from memkit.store.base import Table
 from memkit.store.failures import translated
 
 # How long a minute's counter is kept after its minute ends (TTL), for an operator to read.
 KEEP_SECONDS = 120
 
 
-class QuotaTable(TableBase):
+class QuotaTable:
     """Request counters (the API's per-tenant quota)."""
+
+    def __init__(self, table: Table) -> None:
+        self._table = table
+        self._items = table.items
+        self._clock = table.clock
 
     def take_request(self, tenant: str, limit: int) -> float | None:
         """Count one request of `tenant` in the current minute: None while within `limit`,

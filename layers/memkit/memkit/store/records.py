@@ -1,12 +1,13 @@
 """Long-term records on DynamoDB (keys.py): one partition per record, holding the record and
 its index state. A GET is one BatchGetItem of both; the stream carries the record to the
-indexer, which writes the index state beside it.
+indexer, which writes the index state beside it. A namespace's records are also listed user
+by user (GSI3), for forgetting and compaction.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -21,12 +22,16 @@ from memkit.models.domain import (
     StoredMessage,
     StoredRecord,
 )
-from memkit.models.lifecycle import Unchanged
+from memkit.models.lifecycle import Listing, RecordEntry, Unchanged
 from memkit.store import keys
-from memkit.store.base import BATCH_GET_LIMIT
+from memkit.store.base import BATCH_GET_LIMIT, Table
 from memkit.store.failures import translated
-from memkit.store.sessions import SessionTable
+from memkit.store.sessions import to_message
 
+# Entries a listing Query asks for at a time (a GSI3 entry takes ~300 bytes).
+LISTING_PAGE = 500
+# Sorts after every character a key component holds after its prefix.
+TOP = "\uffff"
 # Concurrent requests when a batch needs one each (hash lookups, index-state updates).
 WORKERS = 8
 T = TypeVar("T")
@@ -56,8 +61,13 @@ def _index_state(item: Any | None, written_us: int) -> IndexState:
     return "pending"
 
 
-class RecordTable(SessionTable):
+class RecordTable:
     """Long-term record reads and writes; items never leave this class."""
+
+    def __init__(self, table: Table) -> None:
+        self._table = table
+        self._items = table.items
+        self._clock = table.clock
 
     # -- conversions -------------------------------------------------------------------------
 
@@ -130,11 +140,11 @@ class RecordTable(SessionTable):
         wanted = [
             k for i in ids for k in (keys.record_key(tenant, i), keys.index_state_key(tenant, i))
         ]
-        found = self._batch_get(wanted)
+        found = self._table.batch_get(wanted)
         records: dict[str, StoredRecord] = {}
         for record_id in ids:
             item = found.get(keys.record_key(tenant, record_id))
-            if item is not None and self._live(item):
+            if item is not None and self._table.live(item):
                 state = found.get(keys.index_state_key(tenant, record_id))
                 records[record_id] = self._to_record(item, state)
         return records
@@ -152,7 +162,7 @@ class RecordTable(SessionTable):
             found = self._items.record.by_hash.query(
                 keys.records_by_hash(tenant, namespace, memory_hash), limit=10
             )
-            return {item.pk for item in found if self._live(item)}
+            return {item.pk for item in found if self._table.live(item)}
 
     def duplicates(
         self, tenant: str, wanted: Sequence[tuple[str, str, str]]
@@ -172,11 +182,11 @@ class RecordTable(SessionTable):
             keys.message_key(ref.tenant, ref.namespace, ref.session_id, ref.message_id): ref
             for ref in wanted
         }
-        found = self._batch_get(by_key)
+        found = self._table.batch_get(by_key)
         return {
-            by_key[key]: self._to_message(item)
+            by_key[key]: to_message(item)
             for key, item in found.items()
-            if isinstance(item, self._items.message) and self._live(item)
+            if isinstance(item, self._items.message) and self._table.live(item)
         }
 
     def messages_around(self, ref: MessageRef, order: str, count: int) -> list[StoredMessage]:
@@ -203,9 +213,54 @@ class RecordTable(SessionTable):
             later = [i for i in after if i.order != order and isinstance(i, self._items.message)][
                 :count
             ]
-        return [self._to_message(i) for i in [*reversed(earlier), *later] if self._live(i)]
+        return [to_message(i) for i in [*reversed(earlier), *later] if self._table.live(i)]
 
     # -- writes ------------------------------------------------------------------------------
+
+    def list_records(self, listing: Listing, after: str | None = None) -> Iterator[RecordEntry]:
+        """The listing's live records in index order (user, then creation time), from just
+        after position `after` (None: the start), a page at a time as the caller reads on.
+        Session and type filters are applied by DynamoDB (FilterExpression)."""
+        if listing.memory_types is not None and not listing.memory_types:
+            return  # no type allowed: nothing to list (and `IN ()` is no valid filter)
+        record_cls = self._items.record
+        sk = record_cls.gsi3sk
+        pk = keys.records_by_namespace(listing.tenant, listing.namespace)
+        if listing.one_user:
+            prefix = keys.user_records_prefix(listing.user_id)
+            low = after if after is not None and after > prefix else prefix
+            range_condition: Any = sk.between(low, prefix + TOP)
+        else:
+            range_condition = sk > after if after is not None else None
+        condition: Any = None
+        if listing.session_id is not None:
+            condition = record_cls.session_id == listing.session_id
+        if listing.memory_types is not None:
+            types = record_cls.memory_type.is_in(*sorted(listing.memory_types))
+            condition = types if condition is None else condition & types
+        with translated("list long-term memories"):
+            results = record_cls.by_namespace.query(
+                pk,
+                range_key_condition=range_condition,
+                filter_condition=condition,
+                page_size=LISTING_PAGE,
+            )
+            for item in results:
+                if item.gsi3sk == after or not self._table.live(item):
+                    continue
+                yield RecordEntry(
+                    id=item.record_id,
+                    user_id=item.user_id,
+                    session_id=item.session_id,
+                    memory_type=item.memory_type,
+                    memory_hash=item.memory_hash,
+                    pinned=bool(item.pinned),
+                    created_at=item.created_at,
+                    last_accessed=item.last_accessed or item.created_at,
+                    position=item.gsi3sk,
+                )
+
+    # -- lifecycle policies ------------------------------------------------------------------
 
     def put_records(self, tenant: str, records: Sequence[StoredRecord]) -> None:
         """Write `records` whole (BatchWriteItem; a record with a stored id replaces it, at
@@ -380,18 +435,6 @@ class RecordTable(SessionTable):
                 found.update((item["PK"]["S"], item["SK"]["S"]) for item in items)
                 pending += response.get("UnprocessedKeys", {}).get(table, {}).get("Keys", [])
         return found
-
-    def _consistent_item(self, key: keys.Key, operation: str) -> dict[str, Any] | None:
-        """The item at `key` as the low-level client returns it (a consistent GetItem), or
-        None: for items no item class maps (policies, jobs)."""
-        with translated(operation):
-            found = self._items.connection.client.get_item(
-                TableName=self._items.base.Meta.table_name,
-                Key={"PK": {"S": key[0]}, "SK": {"S": key[1]}},
-                ConsistentRead=True,
-            )
-        item: dict[str, Any] | None = found.get("Item")
-        return item
 
     def awaits_promotion(self, ref: PendingMemoryRef, record_json: str) -> bool:
         """Whether the pending memory still holds `record_json` and is not marked promoted

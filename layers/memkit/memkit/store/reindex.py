@@ -20,9 +20,8 @@ from typing import Any
 from memkit.errors import BadRequest, Throttled
 from memkit.models.domain import ItemRef, RecordRef, is_instruction
 from memkit.store import keys
-from memkit.store.base import BATCH_GET_LIMIT
+from memkit.store.base import BATCH_GET_LIMIT, Table
 from memkit.store.changes import ItemChange, scanned_changes
-from memkit.store.curation import CurationTable
 from memkit.store.failures import translated
 
 # Items a Scan page evaluates (before its filter); 1 MB of items ends a page sooner.
@@ -57,9 +56,14 @@ def _decode(cursor: str | None) -> dict[str, Any] | None:
     return key
 
 
-class ReindexTable(CurationTable):
+class ReindexTable:
     """What the vector index is rebuilt from (a parallel Scan) and what the orphan sweep
     checks (BatchGet by the keys the index holds)."""
+
+    def __init__(self, table: Table) -> None:
+        self._table = table
+        self._items = table.items
+        self._clock = table.clock
 
     def indexable_page(
         self,

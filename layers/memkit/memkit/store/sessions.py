@@ -12,14 +12,14 @@ import hashlib
 import json
 import random
 import time
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from itertools import chain, islice
 from typing import Any
 
+from pynamodb.exceptions import DoesNotExist
 from pynamodb.models import BatchWrite
 
-from memkit.config import StoreSettings
 from memkit.errors import (
     BadRequest,
     FieldProblem,
@@ -45,7 +45,7 @@ from memkit.models.domain import (
 from memkit.observability import metrics
 from memkit.scratchpad import resolution
 from memkit.store import keys
-from memkit.store.base import TableBase
+from memkit.store.base import PageCursor, Table
 from memkit.store.changes import MessageValue as MessageTurn
 from memkit.store.cursor import decode_cursor, encode_cursor
 from memkit.store.failures import translated
@@ -54,11 +54,6 @@ from memkit.times import now_iso
 
 # Items per Query page when a read wants everything (a whole log, a whole partition).
 PAGE_SIZE = 500
-# Items a deletion reads and deletes per Query page (a page is one deadline check).
-DELETE_PAGE_SIZE = 200
-# Where the next page of a partition's deletion starts (DynamoDB's LastEvaluatedKey): opaque
-# to callers, who hand it back.
-PageCursor = dict[str, Any]
 # TransactWriteItems takes 100 actions and 4 MB; the meta item is one of them.
 TRANSACTION_ITEMS = 100
 TRANSACTION_BYTES = 3_500_000
@@ -97,7 +92,56 @@ def _searchable(item: Any) -> bool:
     return getattr(item, "idx", None) == "1" and not is_instruction(getattr(item, "role", None))
 
 
-class SessionTable(TableBase):
+def to_meta(item: Any) -> SessionMeta:
+    created_us = item.gsi1sk.split("#", 1)[0] if item.gsi1sk else "0"
+    return SessionMeta(
+        session_id=item.session_id,
+        namespace=item.namespace,
+        # Sessions stored before generations existed are one life: "0".
+        gen=item.gen or "0",
+        created_at=item.created_at,
+        updated_at=item.updated_at,
+        created_us=int(created_us),
+        user_id=item.user_id,
+        profile=item.profile,
+        last_accessed=item.last_accessed or item.updated_at,
+        expires_at=_int(item.expires_at),
+        ttl_seconds=_int(item.ttl_seconds),
+        data=_loads(item.data),
+        context=item.context,
+        tokens=int(item.tokens or 0),
+        strategy=_loads(item.strategy),
+        title=item.title,
+        metadata=_loads(item.metadata),
+        message_count=int(item.message_count or 0),
+        memory_ids=tuple(item.memory_ids or ()),
+        memory_digests=tuple(item.memory_digests or ()),
+        view_from=item.view_from,
+        children_expire_at=_int(item.children_expire_at),
+        index_messages=item.index_messages,
+        window_tokens=_int(item.window_tokens),
+        version=int(item.version or 0),
+    )
+
+
+def to_message(item: Any) -> StoredMessage:
+    return StoredMessage(
+        id=item.message_id,
+        role=item.role,
+        content=item.content,
+        created_at=item.message_at,
+        order=item.order,
+        tokens=int(item.tokens or 0),
+        name=item.name,
+        tool_call_id=item.tool_call_id,
+        tool_calls=_loads(item.tool_calls),
+        metadata=_loads(item.metadata),
+        persisted_at=item.persisted_at,
+        discrete_memory_extracted=item.extracted or "f",
+    )
+
+
+class SessionTable:
     """Session reads and writes. Items never leave this class: callers get domain objects.
 
     With `index_all_messages` (AMS's INDEX_ALL_MESSAGES_IN_LONG_TERM_MEMORY) an indexed
@@ -105,15 +149,10 @@ class SessionTable(TableBase):
     removes it, so it stays a long-term message record after its session expired, and a read
     of the expired session rebuilds the document from those records (`_rebuilt`)."""
 
-    def __init__(
-        self,
-        settings: StoreSettings,
-        clock: Callable[[], float] = time.time,
-        index_messages: bool = False,
-        index_all_messages: bool = False,
-    ) -> None:
-        super().__init__(settings, clock, index_messages)
-        self._index_all_messages = index_all_messages
+    def __init__(self, table: Table) -> None:
+        self._table = table
+        self._items = table.items
+        self._clock = table.clock
 
     # -- conversions -------------------------------------------------------------------------
 
@@ -133,7 +172,7 @@ class SessionTable(TableBase):
             profile=profile,
         )
 
-    def _session_item(self, tenant: str, meta: SessionMeta) -> Any:
+    def session_item(self, tenant: str, meta: SessionMeta) -> Any:
         pk, sk = keys.session_key(tenant, meta.namespace, meta.session_id)
         listed = keys.session_list_sk(meta.created_us, meta.session_id)
         expiry = keys.expiry_entry(pk, meta.expires_at) if meta.expires_at else (None, None)
@@ -180,38 +219,6 @@ class SessionTable(TableBase):
             item.version = meta.version
         return item
 
-    @staticmethod
-    def _to_meta(item: Any) -> SessionMeta:
-        created_us = item.gsi1sk.split("#", 1)[0] if item.gsi1sk else "0"
-        return SessionMeta(
-            session_id=item.session_id,
-            namespace=item.namespace,
-            # Sessions stored before generations existed are one life: "0".
-            gen=item.gen or "0",
-            created_at=item.created_at,
-            updated_at=item.updated_at,
-            created_us=int(created_us),
-            user_id=item.user_id,
-            profile=item.profile,
-            last_accessed=item.last_accessed or item.updated_at,
-            expires_at=_int(item.expires_at),
-            ttl_seconds=_int(item.ttl_seconds),
-            data=_loads(item.data),
-            context=item.context,
-            tokens=int(item.tokens or 0),
-            strategy=_loads(item.strategy),
-            title=item.title,
-            metadata=_loads(item.metadata),
-            message_count=int(item.message_count or 0),
-            memory_ids=tuple(item.memory_ids or ()),
-            memory_digests=tuple(item.memory_digests or ()),
-            view_from=item.view_from,
-            children_expire_at=_int(item.children_expire_at),
-            index_messages=item.index_messages,
-            window_tokens=_int(item.window_tokens),
-            version=int(item.version or 0),
-        )
-
     def _message_item(
         self, tenant: str, meta: SessionMeta, message: StoredMessage, expires_at: int | None
     ) -> Any:
@@ -243,34 +250,17 @@ class SessionTable(TableBase):
             written_us=int(self._clock() * 1_000_000),
         )
 
-    @staticmethod
-    def _to_message(item: Any) -> StoredMessage:
-        return StoredMessage(
-            id=item.message_id,
-            role=item.role,
-            content=item.content,
-            created_at=item.message_at,
-            order=item.order,
-            tokens=int(item.tokens or 0),
-            name=item.name,
-            tool_call_id=item.tool_call_id,
-            tool_calls=_loads(item.tool_calls),
-            metadata=_loads(item.metadata),
-            persisted_at=item.persisted_at,
-            discrete_memory_extracted=item.extracted or "f",
-        )
-
     def _indexes_messages(self, meta: SessionMeta) -> bool:
         """Whether this session's messages go to long-term memory: its own setting, else
         the server's (index_all_messages implies it)."""
         if meta.index_messages is not None:
             return meta.index_messages
-        return self._index_messages or self._index_all_messages
+        return self._table.index_messages or self._table.index_all_messages
 
     def _message_expiry(self, meta: SessionMeta) -> int | None:
         """The `expires_at` of this session's messages: none when they are kept as long-term
         records (index_all_messages, and the session's messages are indexed)."""
-        if self._index_all_messages and self._indexes_messages(meta):
+        if self._table.index_all_messages and self._indexes_messages(meta):
             return None
         return meta.children_expire_at
 
@@ -290,11 +280,21 @@ class SessionTable(TableBase):
             record["persisted_at"] = item.persisted_at
         return record
 
-    def _belongs(self, item: Any, meta: SessionMeta) -> bool:
+    def belongs(self, item: Any, meta: SessionMeta) -> bool:
         """An item of this life of the session, not past its own expiry."""
-        return bool((item.gen or "0") == meta.gen and self._live(item))
+        return bool((item.gen or "0") == meta.gen and self._table.live(item))
 
     # -- reads -------------------------------------------------------------------------------
+
+    def session_meta(self, owner: Owner, session_id: str) -> SessionMeta | None:
+        """The live session's meta (a consistent read), or None."""
+        pk, sk = keys.session_key(owner.tenant, owner.namespace, session_id)
+        with translated("read session"):
+            try:
+                item = self._items.session.get(pk, sk, consistent_read=True)
+            except DoesNotExist:
+                return None
+        return to_meta(item) if self._table.live(item) else None
 
     def read_session(
         self, owner: Owner, session_id: str, limit: int | None, byte_budget: int
@@ -316,14 +316,14 @@ class SessionTable(TableBase):
                 page_size=page,
             )
             head = next(results, None)
-            if head is None or head.order != keys.SESSION_META or not self._live(head):
-                if not self._index_all_messages:
+            if head is None or head.order != keys.SESSION_META or not self._table.live(head):
+                if not self._table.index_all_messages:
                     return None
                 # The same Query goes on: the rebuild costs no request of its own.
                 past_meta = head is None or head.order == keys.SESSION_META
                 rest = results if past_meta else chain([head], results)
                 return self._rebuilt(owner, session_id, rest, limit, byte_budget)
-            meta = self._to_meta(head)
+            meta = to_meta(head)
             newest_first: list[StoredMessage] = []
             size = 0
             # Stop before asking for a page the read does not need (the iterator is lazy).
@@ -331,25 +331,25 @@ class SessionTable(TableBase):
                 item = next(results, None)
                 if item is None or (meta.view_from is not None and item.order < meta.view_from):
                     break
-                if not self._belongs(item, meta):
+                if not self.belongs(item, meta):
                     continue
-                message = self._to_message(item)
+                message = to_message(item)
                 size += message.response_bytes
                 if size > byte_budget and newest_first:
                     break
                 newest_first.append(message)
 
         ref = PadRef(owner=owner, session_id=session_id)
-        stub = self._to_session(head)
+        stub = self._table.to_session(head)
         name, user_id = resolution.session_choices(ref, stub)
-        wanted = self._pad_keys(ref, name, user_id)
+        wanted = self._table.pad_keys(ref, name, user_id)
         memory_keys = [
             keys.memory_key(owner.tenant, owner.namespace, session_id, memory_id)
             for memory_id in meta.memory_ids
         ]
-        found = self._batch_get([*wanted, *memory_keys])
+        found = self._table.batch_get([*wanted, *memory_keys])
         try:
-            pad: PadState | None = self._resolve_pad(ref, head, found, set(wanted))
+            pad: PadState | None = self._table.resolve_pad(ref, head, found, set(wanted))
         except (NotFound, ValidationFailed):
             # A deleted profile, or a user-scoped one on a session without a user: the
             # session is still readable, it just has no scratchpad to show.
@@ -357,7 +357,7 @@ class SessionTable(TableBase):
         memories = [
             self._pending_memory(found[key])
             for key in memory_keys
-            if key in found and self._belongs(found[key], meta)
+            if key in found and self.belongs(found[key], meta)
         ]
         newest_first.reverse()
         return SessionRead(meta=meta, messages=newest_first, memories=memories, pad=pad)
@@ -398,7 +398,7 @@ class SessionTable(TableBase):
                     raise Forbidden("this session belongs to another user")
             elif (item.gen or "0") != gen:
                 continue
-            message = self._to_message(item)
+            message = to_message(item)
             size += message.response_bytes
             if size > byte_budget and messages:
                 break
@@ -441,24 +441,24 @@ class SessionTable(TableBase):
         tenant, namespace = owner.tenant, owner.namespace
         meta_key = keys.session_key(tenant, namespace, session_id)
         guess = profile_hint or DEFAULT_PROFILE
-        wanted = [meta_key, *self._profile_keys(tenant, namespace, guess).values()]
+        wanted = [meta_key, *self._table.profile_keys(tenant, namespace, guess).values()]
         message_keys = {
             message_id: keys.message_key(tenant, namespace, session_id, message_id)
             for message_id in message_ids or []
         }
-        found = self._batch_get([*wanted, *message_keys.values()])
+        found = self._table.batch_get([*wanted, *message_keys.values()])
         meta_item = found.get(meta_key)
-        meta = self._to_meta(meta_item) if self._live(meta_item) else None
+        meta = to_meta(meta_item) if self._table.live(meta_item) else None
         disk_version = int(meta_item.version or 0) if meta_item is not None else 0
 
         named = None if hint_wins and profile_hint else (meta.profile if meta else None)
         name = named or guess
         lenient = named is not None  # the session's own choice: never stranded
-        profile_keys = self._profile_keys(tenant, namespace, name, lenient).values()
+        profile_keys = self._table.profile_keys(tenant, namespace, name, lenient).values()
         unread = [key for key in profile_keys if key not in wanted]
         if unread:  # the session names another profile than the request guessed
-            found.update(self._batch_get(unread))
-        profile: Profile = self._effective_profile(tenant, namespace, name, found, lenient)
+            found.update(self._table.batch_get(unread))
+        profile: Profile = self._table.effective_profile(tenant, namespace, name, found, lenient)
 
         stored: dict[str, StoredMessage] = {}
         if meta is not None:
@@ -468,8 +468,8 @@ class SessionTable(TableBase):
                 else (found[key] for key in message_keys.values() if key in found)
             )
             for item in items:
-                if self._belongs(item, meta):
-                    stored[item.message_id] = self._to_message(item)
+                if self.belongs(item, meta):
+                    stored[item.message_id] = to_message(item)
         return SessionWriteState(meta, disk_version, stored, profile)
 
     def _session_items(
@@ -483,7 +483,7 @@ class SessionTable(TableBase):
                 pk, range_key_condition=condition, consistent_read=True, page_size=PAGE_SIZE
             )
 
-    def _log(
+    def log(
         self, owner: Owner, meta: SessionMeta, ascending: bool, page_size: int, start: Any = None
     ) -> Iterator[Any]:
         """The items of this life's message log in created_at order (LSI1), lazily."""
@@ -496,7 +496,7 @@ class SessionTable(TableBase):
             last_evaluated_key=start,
             page_size=page_size,
         )
-        return (item for item in results if self._belongs(item, meta))
+        return (item for item in results if self.belongs(item, meta))
 
     def turns_before(self, messages: Sequence[MessageTurn]) -> dict[MessageRef, str]:
         """For each message, the content of the message just before it in its session's log
@@ -650,18 +650,18 @@ class SessionTable(TableBase):
     def _owned_meta_item(self, owner: Owner, session_id: str) -> Any | None:
         """The live session item, after refusing another user's session (403)."""
         meta_key = keys.session_key(owner.tenant, owner.namespace, session_id)
-        meta_item = self._batch_get([meta_key]).get(meta_key)
-        if not self._live(meta_item):
+        meta_item = self._table.batch_get([meta_key]).get(meta_key)
+        if not self._table.live(meta_item):
             return None
         resolution.session_choices(
-            PadRef(owner=owner, session_id=session_id), self._to_session(meta_item)
+            PadRef(owner=owner, session_id=session_id), self._table.to_session(meta_item)
         )
         return meta_item
 
     def oldest_messages(self, owner: Owner, meta: SessionMeta, count: int) -> list[tuple[str, str]]:
         """(id, order) of the session's `count` oldest messages, oldest first."""
         with translated("read session"):
-            log = self._log(owner, meta, ascending=True, page_size=count)
+            log = self.log(owner, meta, ascending=True, page_size=count)
             return [(item.message_id, item.order) for item in islice(log, count)]
 
     def page_messages(
@@ -683,12 +683,12 @@ class SessionTable(TableBase):
         meta_item = self._owned_meta_item(owner, session_id)
         if meta_item is None:
             return None
-        meta = self._to_meta(meta_item)
+        meta = to_meta(meta_item)
         with translated("read messages"):
-            log = self._log(owner, meta, ascending, page_size=limit + 1, start=start)
+            log = self.log(owner, meta, ascending, page_size=limit + 1, start=start)
             wanted = (item for item in log if not roles or item.role in roles)
             items = list(islice(wanted, limit + 1))
-        page = [self._to_message(item) for item in items[:limit]]
+        page = [to_message(item) for item in items[:limit]]
         kept = fitting(message.response_bytes for message in page)
         next_cursor = None
         if len(items) > kept:
@@ -750,12 +750,12 @@ class SessionTable(TableBase):
             keys.memory_key(tenant, meta.namespace, meta.session_id, memory_id)
             for memory_id in change.delete_memories
         ]
-        item = self._session_item(tenant, meta)
+        item = self.session_item(tenant, meta)
         serialized = [p.serialize() for p in puts]
         size = sum(len(json.dumps(i)) for i in serialized)
         if len(puts) + len(deletes) < TRANSACTION_ITEMS and size < TRANSACTION_BYTES:
             self._transact(serialized, deletes, item)
-            return self._to_meta(item)
+            return to_meta(item)
         with translated("write session"), BatchWrite(self._items.base) as batch:
             for put in puts:
                 batch.save(put)
@@ -763,7 +763,7 @@ class SessionTable(TableBase):
                 batch.delete(self._items.message(pk, sk))
         with translated("write session"):
             item.save()
-        return self._to_meta(item)
+        return to_meta(item)
 
     def _transact(self, puts: list[Any], deletes: list[keys.Key], meta_item: Any) -> None:
         """One TransactWriteItems: the puts, the deletes, and the meta item if its version is
@@ -838,7 +838,7 @@ class SessionTable(TableBase):
         per TTL period)."""
         rewritten = {m.id for m in change.put_messages} | set(change.delete_messages)
         memories = {r["id"] for r in change.put_memories} | set(change.delete_memories)
-        keeps = self._index_all_messages
+        keeps = self._table.index_all_messages
         stale: list[Any] = []
         current: list[tuple[keys.Key, int | None]] = []
         for item in self._session_items(owner.tenant, meta.namespace, meta.session_id):
@@ -934,31 +934,11 @@ class SessionTable(TableBase):
             )
             return (item.pk, item.sk) != meta_key and not theirs
 
-        count, cursor = self._delete_page(meta_key[0], doomed, after, "delete session")
+        count, cursor = self._table.delete_page(meta_key[0], doomed, after, "delete session")
         if cursor is None:
-            meta_item = self._batch_get([meta_key]).get(meta_key)  # expired or not
+            meta_item = self._table.batch_get([meta_key]).get(meta_key)  # expired or not
             if meta_item is not None:
                 with translated("delete session"):
                     meta_item.delete(add_version_condition=False)
                 count += 1
         return count, cursor
-
-    def _delete_page(
-        self,
-        pk: str,
-        doomed: Callable[[Any], bool],
-        after: PageCursor | None,
-        operation: str,
-    ) -> tuple[int, PageCursor | None]:
-        """Delete the `doomed` items of one Query page of partition `pk` (a consistent
-        read from `after`); how many, and where the next page starts (None: the end)."""
-        base = self._items.base
-        with translated(operation):
-            page = base.query(
-                pk, consistent_read=True, limit=DELETE_PAGE_SIZE, last_evaluated_key=after
-            )
-            items = [item for item in page if doomed(item)]
-            with BatchWrite(base) as batch:
-                for item in items:
-                    batch.delete(item)
-        return len(items), page.last_evaluated_key

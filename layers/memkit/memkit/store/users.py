@@ -28,10 +28,8 @@ from memkit.models.domain import Owner
 from memkit.models.users import DeletionCounts, JobState
 from memkit.store import keys
 from memkit.store.apikeys import ApiKeyTable
-from memkit.store.base import BATCH_GET_LIMIT
-from memkit.store.curation import CurationTable
+from memkit.store.base import BATCH_GET_LIMIT, PageCursor, Table
 from memkit.store.failures import translated
-from memkit.store.sessions import PageCursor
 from memkit.times import now_iso
 
 # Items per Query page when listing a user's sessions or records.
@@ -52,9 +50,14 @@ def _everything(item: Any) -> bool:
     return True
 
 
-class UserTable(CurationTable):
+class UserTable:
     """Everything of one user, or of a whole namespace: sessions, scratchpads, records (full
     deletion), and jobs."""
+
+    def __init__(self, table: Table) -> None:
+        self._table = table
+        self._items = table.items
+        self._clock = table.clock
 
     # -- a user's items, or a namespace's ----------------------------------------------------
 
@@ -73,7 +76,7 @@ class UserTable(CurationTable):
         with translated("list a namespace's sessions"):
             listed = (item.session_id for item in session_cls.by_namespace.query(hash_key))
             while page := list(islice(listed, BATCH_GET_LIMIT)):
-                metas = self._batch_get(
+                metas = self._table.batch_get(
                     keys.session_key(owner.tenant, owner.namespace, one) for one in page
                 )
                 for session_id in page:
@@ -106,7 +109,7 @@ class UserTable(CurationTable):
         def doomed(item: Any) -> bool:
             return owner.user_id is None or getattr(item, "user_id", None) == owner.user_id
 
-        return self._delete_page(pk, doomed, after, "delete a user's items")
+        return self._table.delete_page(pk, doomed, after, "delete a user's items")
 
     def delete_user_pads(self, tenant: str, namespace: str, user_id: str) -> int:
         """Delete every item of the user's partition (user-scoped scratchpads); how many."""
@@ -128,7 +131,7 @@ class UserTable(CurationTable):
     def _delete_partition(self, pk: str, operation: str) -> int:
         count, cursor = 0, None
         while True:
-            deleted, cursor = self._delete_page(pk, _everything, cursor, operation)
+            deleted, cursor = self._table.delete_page(pk, _everything, cursor, operation)
             count += deleted
             if cursor is None:
                 return count
@@ -143,7 +146,7 @@ class UserTable(CurationTable):
             for record_id in dict.fromkeys(record_ids)
             for key in (keys.record_key(tenant, record_id), keys.index_state_key(tenant, record_id))
         ]
-        found = self._batch_get(wanted)
+        found = self._table.batch_get(wanted)
         owned = {
             pk
             for (pk, sk), item in found.items()
@@ -186,7 +189,7 @@ class UserTable(CurationTable):
 
     def get_job(self, tenant: str, job_id: str) -> JobState | None:
         """The job (a consistent read), or None when absent or expired."""
-        item = self._consistent_item(job_key(tenant, job_id), "read job")
+        item = self._table.consistent_item(job_key(tenant, job_id), "read job")
         if item is None or int(item["expires_at"]["N"]) <= self._clock():
             return None
         return _to_job(item)

@@ -39,7 +39,7 @@ RECORDS = f"{MEMORY}/memoryRecords"
 
 def _records() -> AgentCoreRecords:
     services = services_of(router)
-    return AgentCoreRecords(services.store, services.long_term)
+    return AgentCoreRecords(services.store.records, services.long_term)
 
 
 def record_view(record: AgentRecord, *, summary: bool = True) -> dict[str, Any]:

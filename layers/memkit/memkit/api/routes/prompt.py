@@ -33,5 +33,5 @@ def hydrate_prompt(
 ) -> HydratedPrompt:
     services = services_of(router)
     owner, body = confined_prompt(caller_of(router), body)
-    prompts = PromptService(services.sessions, services.long_term, services.store)
+    prompts = PromptService(services.sessions, services.long_term, services.store.records)
     return prompts.hydrate(owner, body)

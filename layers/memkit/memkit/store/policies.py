@@ -1,6 +1,6 @@
-"""Long-term records listed by namespace and user (GSI3): forgetting and compaction; and the
-namespaces' lifecycle policies, each listed under one GSI3 partition so that the scheduled
-run finds every tenant's policies with Queries, never a Scan.
+"""The namespaces' lifecycle policies (forgetting and compaction rules), each listed under one
+GSI3 partition so that the scheduled run finds every tenant's policies with Queries, never a
+Scan.
 
     lifecycle policy   PK T#<tenant>#LIFECYCLE#<namespace>  SK POLICY
                        GSI3PK POLICIES                      GSI3SK <tenant>#<namespace>
@@ -12,9 +12,9 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from memkit.models.lifecycle import LifecyclePolicy, Listing, RecordEntry, StoredPolicy
+from memkit.models.lifecycle import LifecyclePolicy, StoredPolicy
 from memkit.store import keys
-from memkit.store.curation import CurationTable
+from memkit.store.base import Table
 from memkit.store.failures import translated
 
 POLICY_SK = "POLICY"
@@ -22,8 +22,6 @@ POLICY_KIND = "lifecycle_policy"
 POLICIES_PK = "POLICIES"
 # Entries a listing Query asks for at a time (a GSI3 entry takes ~300 bytes).
 PAGE_SIZE = 500
-# Sorts after every character a key component holds after its prefix.
-TOP = "\uffff"
 
 
 def policy_key(tenant: str, namespace: str) -> keys.Key:
@@ -35,55 +33,15 @@ def policy_position(tenant: str, namespace: str) -> str:
     return keys.sort_key(f"{keys.part(tenant)}#", keys.part(namespace))
 
 
-class ForgettingTable(CurationTable):
-    """Long-term records listed by namespace and user (GSI3): forgetting and compaction."""
+class PolicyTable:
+    """Lifecycle policies: one item a namespace, conditional writes, a listing of all."""
 
-    # -- records -----------------------------------------------------------------------------
+    def __init__(self, table: Table) -> None:
+        self._table = table
+        self._items = table.items
+        self._clock = table.clock
 
-    def list_records(self, listing: Listing, after: str | None = None) -> Iterator[RecordEntry]:
-        """The listing's live records in index order (user, then creation time), from just
-        after position `after` (None: the start), a page at a time as the caller reads on.
-        Session and type filters are applied by DynamoDB (FilterExpression)."""
-        if listing.memory_types is not None and not listing.memory_types:
-            return  # no type allowed: nothing to list (and `IN ()` is no valid filter)
-        record_cls = self._items.record
-        sk = record_cls.gsi3sk
-        pk = keys.records_by_namespace(listing.tenant, listing.namespace)
-        if listing.one_user:
-            prefix = keys.user_records_prefix(listing.user_id)
-            low = after if after is not None and after > prefix else prefix
-            range_condition: Any = sk.between(low, prefix + TOP)
-        else:
-            range_condition = sk > after if after is not None else None
-        condition: Any = None
-        if listing.session_id is not None:
-            condition = record_cls.session_id == listing.session_id
-        if listing.memory_types is not None:
-            types = record_cls.memory_type.is_in(*sorted(listing.memory_types))
-            condition = types if condition is None else condition & types
-        with translated("list long-term memories"):
-            results = record_cls.by_namespace.query(
-                pk,
-                range_key_condition=range_condition,
-                filter_condition=condition,
-                page_size=PAGE_SIZE,
-            )
-            for item in results:
-                if item.gsi3sk == after or not self._live(item):
-                    continue
-                yield RecordEntry(
-                    id=item.record_id,
-                    user_id=item.user_id,
-                    session_id=item.session_id,
-                    memory_type=item.memory_type,
-                    memory_hash=item.memory_hash,
-                    pinned=bool(item.pinned),
-                    created_at=item.created_at,
-                    last_accessed=item.last_accessed or item.created_at,
-                    position=item.gsi3sk,
-                )
-
-    # -- lifecycle policies ------------------------------------------------------------------
+    # -- policies ---------------------------------------------------------------------------
 
     def put_lifecycle_policy(
         self, tenant: str, namespace: str, policy: LifecyclePolicy, now: str
@@ -112,7 +70,7 @@ class ForgettingTable(CurationTable):
 
     def get_lifecycle_policy(self, tenant: str, namespace: str) -> StoredPolicy | None:
         """The namespace's policy (a consistent read), or None."""
-        item = self._consistent_item(policy_key(tenant, namespace), "read lifecycle policy")
+        item = self._table.consistent_item(policy_key(tenant, namespace), "read lifecycle policy")
         if item is None:
             return None
         return StoredPolicy(

@@ -28,7 +28,7 @@ import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import ValidationError as PydanticValidationError
 
@@ -101,6 +101,18 @@ class SessionDocument:
     pad: ScratchpadResult | None
     created: bool = False
     reconstructed: bool = False
+
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Appended:
+    """What an append's committed attempt wrote: new ids, ids stored already, how many pruned."""
+
+    new: list[str]
+    already: list[str]
+    pruned: int
 
 
 @dataclass(frozen=True)
@@ -262,9 +274,7 @@ def _check_memories(memories: Sequence[PendingMemory]) -> list[JsonObject]:
 def _check_promotable(record: JsonObject, index: int) -> None:
     """A pending memory must make a valid long-term record (it is promoted to one), so what
     the indexer would refuse is a 422 now, not a record stuck in the stream's retries."""
-    from memkit.models.memory import (
-        MemoryRecordIn,
-    )  # only sessions with memories need it
+    from memkit.models.memory import MemoryRecordIn  # only sessions with memories need it
     from memkit.models.problems import field_problems
 
     try:
@@ -331,6 +341,113 @@ def children_expiry(
     if exists and current is not None and horizon <= current <= horizon + ttl_seconds:
         return current, False
     return horizon + ttl_seconds, exists
+
+
+@dataclass(frozen=True)
+class _Replacement:
+    """A PUT's plan, made again from each fresh read (`plan`): the messages it keeps, adds
+    and deletes, its pending memories, and the session fields it sets."""
+
+    owner: Owner
+    session_id: str
+    body: SessionWrite
+    window: int | None
+    incoming: list[StoredMessage]
+    memories: list[JsonObject]
+    # SessionService._prune: the profile's max_messages over stored and arriving messages.
+    prune: Callable[
+        [Profile, dict[str, str], list[StoredMessage]], tuple[list[StoredMessage], list[str]]
+    ]
+
+    def plan(
+        self, state: SessionWriteState, meta: SessionMeta
+    ) -> tuple[SessionChange, list[StoredMessage]]:
+        """The write, and the document it leaves (the kept messages, stored versions first)."""
+        new = [m for m in self.incoming if m.id not in state.stored]
+        if len(new) > MAX_NEW_MESSAGES_PER_PUT:
+            raise ValidationFailed(
+                "too many new messages in one request",
+                [
+                    FieldProblem(
+                        "messages",
+                        f"{len(new)} new messages; at most {MAX_NEW_MESSAGES_PER_PUT} per "
+                        "PUT (use POST …/messages in batches)",
+                    )
+                ],
+            )
+        view_from, deleted = self._view(state, meta)
+        remaining = {i: m.order for i, m in state.stored.items() if i not in set(deleted)}
+        new, pruned = self.prune(state.profile, remaining, new)
+        arriving = {m.id: m for m in new}
+        document = sorted(
+            (
+                state.stored.get(m.id) or arriving[m.id]
+                for m in self.incoming
+                if m.id in state.stored or m.id in arriving
+            ),
+            key=lambda m: m.order,
+        )
+        user_id = meta.user_id or self.body.user_id or self.owner.user_id
+        _confine_memories(self.memories, self.session_id, user_id)
+        old_memories = dict(zip(meta.memory_ids, meta.memory_digests, strict=False))
+        digests = {r["id"]: _digest(r) for r in self.memories}
+        updated = replace(
+            self._fields(meta),
+            user_id=user_id,
+            memory_ids=tuple(digests),
+            memory_digests=tuple(digests.values()),
+            view_from=view_from,
+            message_count=len(remaining) + len(new) - len(pruned),
+        )
+        change = SessionChange(
+            owner=self.owner,
+            meta=updated,
+            put_messages=new,
+            delete_messages=deleted + pruned,
+            put_memories=[
+                r for r in self.memories if old_memories.get(r["id"]) != digests[r["id"]]
+            ],
+            delete_memories=sorted(set(old_memories) - set(digests)),
+        )
+        return change, document
+
+    def _view(self, state: SessionWriteState, meta: SessionMeta) -> tuple[str | None, list[str]]:
+        """Where the document starts after the PUT, and the stored messages it deletes (those
+        in the view it leaves out; older ones stay in the log)."""
+        kept = {m.id: state.stored.get(m.id, m).order for m in self.incoming}
+        view_from: str | None
+        if kept:
+            view_from = min(kept.values())
+        elif state.stored:  # an empty document: everything stored leaves the view
+            view_from = max(m.order for m in state.stored.values()) + "\uffff"
+        else:
+            view_from = meta.view_from
+        deleted = [
+            message_id
+            for message_id, message in state.stored.items()
+            if message_id not in kept and view_from is not None and message.order >= view_from
+        ]
+        return view_from, deleted
+
+    def _fields(self, meta: SessionMeta) -> SessionMeta:
+        """The session's fields as the body sets them (those it leaves out keep their value,
+        where the PUT keeps them)."""
+        body, fields = self.body, self.body.model_fields_set
+        return replace(
+            meta,
+            data=body.data or {},
+            context=body.context,
+            tokens=body.tokens,
+            strategy=(body.long_term_memory_strategy or MemoryStrategy()).model_dump(mode="json"),
+            ttl_seconds=body.ttl_seconds if "ttl_seconds" in fields else meta.ttl_seconds,
+            title=body.title if "title" in fields else meta.title,
+            metadata=body.metadata if "metadata" in fields else meta.metadata,
+            index_messages=(
+                body.index_messages if "index_messages" in fields else meta.index_messages
+            ),
+            profile=body.profile or meta.profile,
+            window_tokens=self.window if self.window is not None else meta.window_tokens,
+        )
 
 
 class SessionService:
@@ -427,94 +544,18 @@ class SessionService:
             )
         window = effective_window(model_name, context_window_max)  # an unknown model fails first
         messages = _unique_messages(body.messages)
-        records = _check_memories(body.memories)
+        memories = _check_memories(body.memories)
         _check_data(body.data)
         incoming = [stored_message(m) for m in messages]
-
-        def change(state: SessionWriteState, meta: SessionMeta) -> SessionChange:
-            new = [m for m in incoming if m.id not in state.stored]
-            if len(new) > MAX_NEW_MESSAGES_PER_PUT:
-                raise ValidationFailed(
-                    "too many new messages in one request",
-                    [
-                        FieldProblem(
-                            "messages",
-                            f"{len(new)} new messages; at most {MAX_NEW_MESSAGES_PER_PUT} per "
-                            "PUT (use POST …/messages in batches)",
-                        )
-                    ],
-                )
-            kept = {m.id: state.stored.get(m.id, m).order for m in incoming}
-            view_from: str | None
-            if kept:
-                view_from = min(kept.values())
-            elif state.stored:  # an empty document: everything stored leaves the view
-                view_from = max(m.order for m in state.stored.values()) + "\uffff"
-            else:
-                view_from = meta.view_from
-            deleted = [
-                message_id
-                for message_id, message in state.stored.items()
-                if message_id not in kept and view_from is not None and message.order >= view_from
-            ]
-            remaining = {i: m.order for i, m in state.stored.items() if i not in set(deleted)}
-            new, pruned = self._prune(state.profile, remaining, new)
-            # The document after this write: the kept messages, stored versions first.
-            arriving = {m.id: m for m in new}
-            outcome["document"] = sorted(
-                (
-                    state.stored.get(m.id) or arriving[m.id]
-                    for m in incoming
-                    if m.id in state.stored or m.id in arriving
-                ),
-                key=lambda m: m.order,
-            )
-            user_id = meta.user_id or body.user_id or owner.user_id
-            _confine_memories(records, session_id, user_id)
-            outcome["memories"] = records
-            old_memories = dict(zip(meta.memory_ids, meta.memory_digests, strict=False))
-            digests = {r["id"]: _digest(r) for r in records}
-            fields = body.model_fields_set
-            updated = replace(
-                meta,
-                user_id=user_id,
-                data=body.data or {},
-                context=body.context,
-                tokens=body.tokens,
-                strategy=(body.long_term_memory_strategy or MemoryStrategy()).model_dump(
-                    mode="json"
-                ),
-                ttl_seconds=body.ttl_seconds if "ttl_seconds" in fields else meta.ttl_seconds,
-                title=body.title if "title" in fields else meta.title,
-                metadata=body.metadata if "metadata" in fields else meta.metadata,
-                index_messages=(
-                    body.index_messages if "index_messages" in fields else meta.index_messages
-                ),
-                profile=body.profile or meta.profile,
-                window_tokens=window if window is not None else meta.window_tokens,
-                memory_ids=tuple(digests),
-                memory_digests=tuple(digests.values()),
-                view_from=view_from,
-                message_count=len(remaining) + len(new) - len(pruned),
-            )
-            return SessionChange(
-                owner=owner,
-                meta=updated,
-                put_messages=new,
-                delete_messages=deleted + pruned,
-                put_memories=[r for r in records if old_memories.get(r["id"]) != digests[r["id"]]],
-                delete_memories=sorted(set(old_memories) - set(digests)),
-            )
-
+        replacement = _Replacement(owner, session_id, body, window, incoming, memories, self._prune)
         seed = body.scratchpad
-        outcome: dict[str, Any] = {}
-        meta, created = self._write(
+        meta, created, document = self._write(
             owner,
             session_id,
             None,
             body.profile,
             if_match,
-            change,
+            replacement.plan,
             lambda state: self._scratchpads.check_seed(state.profile, seed),
             changes_profile=True,
         )
@@ -523,13 +564,9 @@ class SessionService:
             self._scratchpads.seed(ref, seed)
         # Answer from what the write listed and wrote (no second read of the log), as a GET
         # would: the newest messages within the byte budget, then the window.
-        shown = _within_budget(outcome["document"], DOCUMENT_BYTE_BUDGET)
+        shown = _within_budget(document, DOCUMENT_BYTE_BUDGET)
         return SessionDocument(
-            meta,
-            fit(shown, window),
-            outcome["memories"],
-            self._pad_of(ref),
-            created=created,
+            meta, fit(shown, window), replacement.memories, self._pad_of(ref), created=created
         )
 
     def _pad_of(self, ref: PadRef) -> ScratchpadResult | None:
@@ -540,17 +577,13 @@ class SessionService:
             return None
 
     def patch(
-        self,
-        owner: Owner,
-        session_id: str,
-        body: SessionPatch,
-        if_match: str | None = None,
+        self, owner: Owner, session_id: str, body: SessionPatch, if_match: str | None = None
     ) -> SessionDocument:
         """Change session fields; `data` is merged (a null value deletes its key). A
         `context_window_max` becomes the session's window; null gives back the server's."""
         fields = body.model_fields_set
 
-        def change(state: SessionWriteState, meta: SessionMeta) -> SessionChange:
+        def change(state: SessionWriteState, meta: SessionMeta) -> tuple[SessionChange, None]:
             if state.meta is None:
                 raise NotFound(f"session {session_id!r} does not exist")
             data = dict(meta.data or {})
@@ -582,7 +615,7 @@ class SessionService:
                     else meta.window_tokens
                 ),
             )
-            return SessionChange(owner=owner, meta=updated)
+            return SessionChange(owner=owner, meta=updated), None
 
         self._write(owner, session_id, [], body.profile, if_match, change, changes_profile=True)
         return self.get(owner, session_id)
@@ -599,24 +632,16 @@ class SessionService:
         becomes the session's, as on a PUT."""
         window = effective_window(model_name, context_window_max)
         incoming = [stored_message(m) for m in _unique_messages(body.messages)]
-        outcome: dict[str, Any] = {}
 
-        def change(state: SessionWriteState, meta: SessionMeta) -> SessionChange:
+        def change(state: SessionWriteState, meta: SessionMeta) -> tuple[SessionChange, Appended]:
             new = [m for m in incoming if m.id not in state.stored]
-            outcome["already"] = [m.id for m in incoming if m.id in state.stored]
+            already = [m.id for m in incoming if m.id in state.stored]
             count = meta.message_count
-            if outcome["already"] and state.meta is not None:
+            if already and state.meta is not None:
                 # A retry, or an attempt that wrote its messages and then lost the race for
                 # the session item: the stored count may not include them. Count again.
                 count = self._sessions.count_messages(owner, meta)
-            pruned: list[str] = []
-            if state.profile.max_messages is not None and count + len(new) > (
-                state.profile.max_messages
-            ):
-                excess = count + len(new) - state.profile.max_messages
-                oldest = dict(self._sessions.oldest_messages(owner, meta, excess)) if count else {}
-                new, pruned = self._prune(state.profile, oldest, new, total=count + len(new))
-            outcome["new"], outcome["pruned"] = [m.id for m in new], len(pruned)
+            new, pruned = self._prune_oldest(owner, state.profile, meta, count, new)
             # A message older than the document's first brings the document back to it.
             view_from = meta.view_from
             if new and view_from is not None:
@@ -630,31 +655,46 @@ class SessionService:
                 window_tokens=window if window is not None else meta.window_tokens,
                 message_count=count + len(new) - len(pruned),
             )
-            return SessionChange(
+            written = SessionChange(
                 owner=owner, meta=updated, put_messages=new, delete_messages=pruned
             )
+            return written, Appended([m.id for m in new], already, len(pruned))
 
-        meta, created = self._write(
+        meta, created, appended = self._write(
             owner, session_id, [m.id for m in incoming], body.profile, None, change
         )
-        metrics.add_metric(name="MessagesAppended", unit="Count", value=len(outcome["new"]))
-        return AppendResult(meta, created, outcome["new"], outcome["already"], outcome["pruned"])
+        metrics.add_metric(name="MessagesAppended", unit="Count", value=len(appended.new))
+        return AppendResult(meta, created, appended.new, appended.already, appended.pruned)
+
+    def _prune_oldest(
+        self,
+        owner: Owner,
+        profile: Profile,
+        meta: SessionMeta,
+        count: int,
+        new: list[StoredMessage],
+    ) -> tuple[list[StoredMessage], list[str]]:
+        """An append's `_prune`: the stored oldest are read only when the profile's
+        max_messages is passed (`count` stored, `new` arriving)."""
+        if profile.max_messages is None or count + len(new) <= profile.max_messages:
+            return new, []
+        excess = count + len(new) - profile.max_messages
+        oldest = dict(self._sessions.oldest_messages(owner, meta, excess)) if count else {}
+        return self._prune(profile, oldest, new, total=count + len(new))
 
     def remove_messages(self, owner: Owner, session_id: str, message_ids: list[str]) -> list[str]:
         """Delete these messages of the session (those it holds); the ids deleted. The session
         stays, with its count lowered (an AgentCore DeleteEvent)."""
-        outcome: dict[str, list[str]] = {"removed": []}
 
-        def change(state: SessionWriteState, meta: SessionMeta) -> SessionChange:
+        def change(state: SessionWriteState, meta: SessionMeta) -> tuple[SessionChange, list[str]]:
             if state.meta is None:
                 raise NotFound(f"session {session_id!r} does not exist")
             removed = [message_id for message_id in message_ids if message_id in state.stored]
-            outcome["removed"] = removed
             updated = replace(meta, message_count=max(0, meta.message_count - len(removed)))
-            return SessionChange(owner=owner, meta=updated, delete_messages=removed)
+            return SessionChange(owner=owner, meta=updated, delete_messages=removed), removed
 
-        self._write(owner, session_id, list(message_ids), None, None, change)
-        return outcome["removed"]
+        _, _, removed = self._write(owner, session_id, list(message_ids), None, None, change)
+        return removed
 
     def delete(self, owner: Owner, session_id: str) -> int:
         """Remove the session and every item of it (messages, memories, its scratchpad), and
@@ -672,8 +712,7 @@ class SessionService:
             # The session is gone: whatever failed (building the index client included), the
             # stream's REMOVE records still take its vectors out.
             logger.warning(
-                "session vectors left to the stream",
-                extra={"error": type(exc).__name__},
+                "session vectors left to the stream", extra={"error": type(exc).__name__}
             )
             return deleted
         if not removed:
@@ -689,11 +728,14 @@ class SessionService:
         message_ids: list[str] | None,
         profile_hint: str | None,
         if_match: str | None,
-        change: Callable[[SessionWriteState, SessionMeta], SessionChange],
+        change: Callable[[SessionWriteState, SessionMeta], tuple[SessionChange, T]],
         check: Callable[[SessionWriteState], None] | None = None,
         changes_profile: bool = False,
-    ) -> tuple[SessionMeta, bool]:
-        """Read, compute, commit; on a lost race read again (bounded, jittered)."""
+    ) -> tuple[SessionMeta, bool, T]:
+        """Read, compute, commit; on a lost race read again (bounded, jittered). `change`
+        plans the write from what was read, with what its caller answers (that of the
+        attempt that was committed): the stored meta, whether it created the session, and
+        that answer."""
         for attempt in range(self._max_attempts):
             state = self._sessions.write_state(
                 owner, session_id, message_ids, profile_hint, hint_wins=changes_profile
@@ -712,7 +754,7 @@ class SessionService:
                 self._sessions.new_session_meta(owner, session_id, profile_hint),
                 version=state.disk_version,
             )
-            planned = change(state, base)
+            planned, answer = change(state, base)
             now = self._clock()
             meta = planned.meta
             expires, refresh = children_expiry(
@@ -739,7 +781,7 @@ class SessionService:
                 back_off(attempt, self._sleep, "SessionWriteRetries")
                 continue
             metrics.add_metric(name="SessionWrites", unit="Count", value=1)
-            return stored, created
+            return stored, created, answer
         raise VersionConflict(
             f"the session kept changing under {self._max_attempts} attempts; retry later"
         )

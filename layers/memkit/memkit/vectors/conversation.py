@@ -32,7 +32,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 
-from memkit.embeddings.wordpiece import words
+from memkit.text import words
 
 # English function words (pronouns, auxiliaries, determiners, prepositions, conjunctions,
 # wh-words): NLTK's English stop list, as keyword terms, so the pieces of "what's" and

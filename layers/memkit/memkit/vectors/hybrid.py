@@ -70,7 +70,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from memkit.embeddings.wordpiece import words
+from memkit.text import words
 from memkit.vectors.conversation import names_speaker
 from memkit.vectors.filters import Condition
 from memkit.vectors.protocol import Hit, VectorIndex

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import snowballstemmer
 
-from memkit.embeddings.wordpiece import words
+from memkit.text import words
 from memkit.vectors.filters import Condition, meets_all
 from memkit.vectors.protocol import Hit, Removal
 

@@ -5,8 +5,8 @@ imports boto3 and builds a DynamoDB client. Runs are interleaved (A, B, health, 
 a noisy neighbour slows all three alike; medians and their ratio are what to read.
 
 Two ratios: whole-process wall time, and process start until the answer is ready. The second
-leaves out interpreter teardown (freeing a large heap costs 0.1-0.25 s here), which Lambda
-never pays during a cold start.
+leaves out interpreter teardown (what freeing a large heap costs: docs/benchmarks.md), which
+Lambda never pays during a cold start.
 
 Where the `mcp` SDK is installed (the `mcp` extra), also the MCP function (functions/mcp):
 its cold start to the answer of a first tools/list (a bearer JWT verified in the function,

@@ -41,9 +41,8 @@ behind its local stand-in for DynamoDB's vector index, which ranks exactly): the
 are then prefixed `locomo.dynamodb.`, and "every message indexed" counts the vector index's
 entries.
 
-It skips (exit 0) when the dataset folder is absent. A run took about a minute and a half on
-2 shared cores with DynamoDB Local: starting the stack, 11 s of appends, 3 s more until
-every message was searchable, then 760 searches one after another.
+It skips (exit 0) when the dataset folder is absent. How long a run takes, and what it
+measured, is in docs/benchmarks.md.
 """
 
 from __future__ import annotations

@@ -29,14 +29,13 @@ curator does not summarise the session and extract from it while the prompts are
    id)"), that is what an agent without retrieval would have to send. The saving is their
    ratio; the ratio against the session alone is shown too.
 
-Latency on the local stack is mostly the stack's. On DynamoDB Local a Query takes a few
-milliseconds; on moto it walks the whole table (about 0.3 s a Query here) and its server
-answers one request at a time. The loopback OpenSearch answers the three searches of a
-prompt (recall, the user's records, the user's other messages) from postings and one
-matrix product over the rows a filter allows, and BM25 with numpy: a few milliseconds each
-over 11,000 docs. A prompt makes 15 DynamoDB requests, 10 of them the recalled messages'
-neighbours (two Queries each); on AWS each is a single-digit-millisecond request and they
-run eight at a time. A run takes about a minute on 2 cores, most of it seeding and indexing.
+Latency on the local stack is mostly the stack's: moto walks the whole table for each Query
+and its server answers one request at a time. The loopback OpenSearch answers the three
+searches of a prompt (recall, the user's records, the user's other messages) from postings
+and one matrix product over the rows a filter allows, and BM25 with numpy. Most of a
+prompt's DynamoDB requests are the recalled messages' neighbours (two Queries each); on AWS
+they run eight at a time. What a run measured, and how long it takes, is in
+docs/benchmarks.md.
 """
 
 from __future__ import annotations

@@ -13,8 +13,7 @@ whether its evidence message is among the first N hits, averaged over the questi
     semantic   index.search with the embedding of the question as asked
     keyword    index.keyword (BM25) with the question as asked
     rrf        plain reciprocal rank fusion (equal weights, constant 60) of the first 10 of
-               each: the issue's baseline (on a public long-conversation benchmark, BM25
-               found 0.56 at 10 and this fusion 0.61-0.62)
+               each: the issue's baseline
     hybrid     memkit's default: hybrid_search with the embedding of meaning_of(question)
                (memkit.vectors.conversation: no function words, no names), as the
                service searches
@@ -26,7 +25,7 @@ as asked (the fusion alone). Each doc carries what the indexer gives a message: 
 (none here: the generated turns have no speaker label) and the turn before it as context.
 
 `python -m bench.retrieval` prints the HELD-OUT figures, `--dev` the DEV ones. Nothing is timed
-(latency has its own benchmarks); a run takes 20-35 seconds on 2 shared cores.
+(latency has its own benchmarks); docs/benchmarks.md has the figures and how long a run takes.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memkit.embeddings.wordpiece import words
+from memkit.text import words
 from memkit.vectors.conversation import (
     CONTEXT_CHARS,
     context_of,

@@ -4,8 +4,8 @@ The model (models/minilm-m2v-256, distilled from all-MiniLM-L6-v2; its README ha
 provenance) is a WordPiece vocabulary (tokenized by memkit.embeddings.wordpiece) and a table
 of one 256-dimension vector per token. A text's vector is the mean of its tokens' rows,
 L2-normalised; unknown tokens are left out, and a text with no known token gets the zero
-vector. This is what model2vec's StaticModel.encode computes. Loaded on first use (about
-0.2 s), never at import.
+vector. This is what model2vec's StaticModel.encode computes. Loaded on first use (what that
+takes: docs/long-term-memory.md, "Embeddings"), never at import.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from memkit.jobs.chunks import in_chunks
+from memkit.llm.chunks import in_chunks
 from memkit.llm.protocol import Extracted, MemoryModel, Turn, fact_key
 from memkit.models.agentcore import MEMORY_ID_PATTERN, AgentMemory, MemoryStrategy, StrategyKind
 from memkit.models.domain import Owner, SessionMeta, StoredMessage, StoredRecord

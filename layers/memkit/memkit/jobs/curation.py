@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 from memkit.errors import NotFound, VersionConflict
 from memkit.ids import new_ulid
 from memkit.jobs.agentcore_extraction import StrategyExtraction, names_a_memory
-from memkit.jobs.chunks import in_chunks
+from memkit.llm.chunks import in_chunks
 from memkit.llm.protocol import (
     Extracted,
     MemoryModel,

@@ -281,13 +281,9 @@ def create_long_term_memories(
     )
 
 
-# What a search takes (SearchRequest's fields), among a tool's arguments.
-FILTERS = frozenset(SearchRequest.model_fields)
-
-
 def _search_request(**given: Any) -> SearchRequest:
-    """A search of the arguments given that are a search's."""
-    return SearchRequest.model_validate(_given(**{k: v for k, v in given.items() if k in FILTERS}))
+    """A search of the arguments given (those the model left out, None, are not)."""
+    return SearchRequest.model_validate(_given(**given))
 
 
 @_tool(READ, read_only=True)
@@ -325,9 +321,35 @@ def search_long_term_memory(
     memories by recency. Without user_id you search your own user's memories. Use the exact
     session_id of this conversation or none (never a guessed one). optimize_query is
     accepted and ignored (memkit does not rewrite queries)."""
-    asked = dict(locals())  # the parameters as called: all but optimize_query are the search's
     call = current()
-    request = _search_request(**asked)
+    request = _search_request(  # every parameter but optimize_query is the search's
+        text=text,
+        search_mode=search_mode,
+        session_id=session_id,
+        namespace=namespace,
+        topics=topics,
+        entities=entities,
+        created_at=created_at,
+        last_accessed=last_accessed,
+        user_id=user_id,
+        memory_type=memory_type,
+        event_date=event_date,
+        distance_threshold=distance_threshold,
+        limit=limit,
+        offset=offset,
+        recency_boost=recency_boost,
+        recency_semantic_weight=recency_semantic_weight,
+        recency_recency_weight=recency_recency_weight,
+        recency_freshness_weight=recency_freshness_weight,
+        recency_novelty_weight=recency_novelty_weight,
+        recency_half_life_last_access_days=recency_half_life_last_access_days,
+        recency_half_life_created_days=recency_half_life_created_days,
+        server_side_recency=server_side_recency,
+        updated_at=updated_at,
+        pinned=pinned,
+        hybrid_alpha=hybrid_alpha,
+        message_range=message_range,
+    )
     with _identity(ADMIN):
         confined = confined_search(call.caller, request)
     return call.services.long_term.search(call.caller.tenant, confined)
@@ -368,7 +390,6 @@ def memory_prompt(
     query, within a token budget. Without filters, long-term memory is your user's memories
     outside this session; with filters (topics, created_at ...), a search with them. At
     least a session_id or include_long_term_search must be given."""
-    asked = dict(locals())  # the parameters as called
     call = current()
     session = None
     if _eq(session_id) is not None:
@@ -383,8 +404,23 @@ def memory_prompt(
         )
     # The long-term search's own filters; with a session, its namespace and user are the
     # session's (the scope PromptService searches in), not filters.
-    scoped = {"session_id", "namespace", "user_id", "search_mode", "limit", "offset"}
-    filters = _given(**{k: v for k, v in asked.items() if k in FILTERS - scoped})
+    filters = _given(
+        topics=topics,
+        entities=entities,
+        created_at=created_at,
+        last_accessed=last_accessed,
+        memory_type=memory_type,
+        event_date=event_date,
+        distance_threshold=distance_threshold,
+        recency_boost=recency_boost,
+        recency_semantic_weight=recency_semantic_weight,
+        recency_recency_weight=recency_recency_weight,
+        recency_freshness_weight=recency_freshness_weight,
+        recency_novelty_weight=recency_novelty_weight,
+        recency_half_life_last_access_days=recency_half_life_last_access_days,
+        recency_half_life_created_days=recency_half_life_created_days,
+        server_side_recency=server_side_recency,
+    )
     if session is None:  # no session: the namespace and user are the search's
         filters.update(_given(namespace=namespace, user_id=user_id))
     changed = search_mode is not SearchMode.HYBRID or limit != 10 or offset != 0

@@ -23,7 +23,6 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from memkit.embeddings.protocol import Embedder, EmbeddingFailed
-from memkit.embeddings.wordpiece import words
 from memkit.errors import (
     BadRequest,
     FieldProblem,
@@ -62,6 +61,7 @@ from memkit.models.session import MemoryType, as_utc, iso
 from memkit.observability import logger, metrics
 from memkit.store.records import RecordTable
 from memkit.store.sessions import SessionTable
+from memkit.text import words
 from memkit.times import now_iso
 from memkit.vectors.conversation import drop_function_words, meaning_of
 from memkit.vectors.filters import Condition, meets_all

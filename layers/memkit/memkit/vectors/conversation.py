@@ -19,12 +19,9 @@ words ("what", "did") that say nothing of what it asks about. So memkit indexes 
   Who is asked about still counts, through the speaker and on the keyword side; other names
   ("Lisbon") are what the question is about and stay. Every embedder gets the same text.
 
-What each bought on the LoCoMo development split (bench/locomo.py's questions, the default
-search, local embedder; recall@1 / @10 overall): before 0.282 / 0.622; with keywords
-analysed as OpenSearch's `english` analyzer does (memkit.vectors.keyword) 0.289 / 0.638; the
-speakers out of the question's vector 0.346 / 0.701; the turn before as context 0.332 /
-0.728; the speaker 0.382 / 0.751. Their weights sit on plateaus: CONTEXT_WEIGHT 0.2 to 0.6
-gave recall@10 0.746 to 0.770, SPEAKER_BOOST 0.05 to 0.2 gave 0.746 to 0.755.
+What each bought on the LoCoMo development split (bench/locomo.py), and the plateaus
+CONTEXT_WEIGHT and SPEAKER_BOOST sit on, is measured in docs/benchmarks.md ("LoCoMo
+development split").
 """
 
 from __future__ import annotations
@@ -32,7 +29,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 
-from memkit.embeddings.wordpiece import words
+from memkit.text import words
 
 # English function words (pronouns, auxiliaries, determiners, prepositions, conjunctions,
 # wh-words): NLTK's English stop list, as keyword terms, so the pieces of "what's" and

@@ -2,14 +2,14 @@
 vector index answers `SearchVectors`. Nothing in it bills while idle but storage.
 
 Why a table of its own, not the vectors on the memory table's items: a vector (1,024 numbers
-as an `L` of `N`, about 12 KB) on a record or a message would be read by every Query of a
-session's messages and rewritten by every touch of the item, would ride every stream record
-the indexer and the curator read (Lambda's 6 MB batch), and would be read by every parallel
-Scan of the table (`memkit reindex`, transfers). And a vector index cannot be changed in place
-(CloudFormation: "Updates are not supported"): on a table of its own, a change of dimensions
-replaces that table (the template names it by its dimensions) and `memkit reindex` fills it,
-while the memory table is never touched. Only this module knows this table, as only store/
-knows the memory table (docs/design-long-term.md).
+as an `L` of `N`, its size in docs/design-long-term.md) on a record or a message would be
+read by every Query of a session's messages and rewritten by every touch of the item, would
+ride every stream record the indexer and the curator read (Lambda's 6 MB batch), and would be
+read by every parallel Scan of the table (`memkit reindex`, transfers). And a vector index
+cannot be changed in place (CloudFormation: "Updates are not supported"): on a table of its
+own, a change of dimensions replaces that table (the template names it by its dimensions) and
+`memkit reindex` fills it, while the memory table is never touched. Only this module knows
+this table, as only store/ knows the memory table (docs/design-long-term.md).
 
 Items (PK, SK):
 
@@ -48,7 +48,8 @@ the search (SearchConditionExpression); every other condition (ranges, dates, ne
 any/all, startswith) is applied to the hits after an over-fetch: TopK = OVER_FETCH x k (at
 most 100, DynamoDB's limit), and once more at 100 when the filter left fewer than k. Hits
 from several scopes merge by score. What the over-fetch costs in recall is measured in
-docs/benchmarks.md. A search reaches at most 100 hits per scope.
+docs/benchmarks.md ("The DynamoDB vector table's over-fetch"). A search reaches at most 100
+hits per scope.
 
 Keyword search reads the searched scopes' texts from GSI1 (one Query page per MB), at most
 KEYWORD_DOCS of each scope's newest (an older doc of a larger scope is found by its vector
@@ -138,7 +139,8 @@ WRITERS = 8
 # in all (the least recently used go first).
 KEYWORD_CACHE_SECONDS = 30.0
 KEYWORD_CACHE_DOCS = 20_000
-# Keyword search reads at most this many of a scope's newest docs (about 2.4 MB of texts).
+# Keyword search reads at most this many of a scope's newest docs (what that reads and costs:
+# docs/benchmarks.md, "On the DynamoDB vector table").
 KEYWORD_DOCS = 2_000
 THROTTLING = {
     "ProvisionedThroughputExceededException",

@@ -23,54 +23,21 @@ of Fusion Functions for Hybrid Retrieval", TOIS 2023):
 
 The query vector matters more than the fusion. With the local static embedder (a mean of
 token vectors), the function words of a question ("what", "did", "I", "my") pull its vector
-towards every other question and every chatty message. Embedding `drop_function_words(text)`
-instead of the text (what the service embedded then; it now embeds `meaning_of(text)`,
-which also leaves out the speakers the question names) raises semantic
-recall@10 from 0.56 to 0.67 on the DEV split of
-bench/retrieval.py. The keyword side keeps the text as asked: there the pronouns help (they
-mark the user's own messages), and removing even OpenSearch's `_english_` stop set lowered
-BM25 recall@10 from 0.58 to 0.55.
+towards every other question and every chatty message, so the service embeds
+`meaning_of(text)`, which leaves them out (and the speakers the question names). The keyword
+side keeps the text as asked: there the pronouns help (they mark the user's own messages).
 
-Defaults, tuned on the DEV split of bench/retrieval.py (10 generated conversations, 449
-questions, each answered by exactly one of ~370 messages; recall@10), re-measured once BM25
-took its statistics from the tenant's docs rather than the filtered ones:
-
-    vector of                          as asked   function words dropped
-    semantic alone                       0.56         0.67
-    keyword (BM25) alone                 0.60         0.60
-    plain RRF (constant 60), top 10      0.64         0.71
-    plain RRF, top 100                   -            0.68
-    this blend, alpha 0.8, 100 each      0.65         0.73
-
-On the HELD-OUT split (453 questions, never used for tuning): plain RRF 0.66, this search
-with the function-word-free vector 0.75 (recall@1 0.35, @5 0.65); with the vector as asked
-0.65, so the fusion alone is no better than RRF there: most of the gain is the query vector.
-
-Alpha 0.75 to 0.9 gave 0.72 to 0.73 (0.8 is the middle of that plateau); 0.7 gave 0.69, 0.5
-gave 0.64. 50 candidates gave 0.71, 200 gave 0.73. Tried and not kept: min-max and
-z-score normalisation (0.72 and 0.74: the same within noise, the standard error being 0.02);
-weighted RRF, which at its best (constant 30, vector weight 2, 100 candidates) matched the
-blend at 0.73 but needs depth, constant and weights tuned together (plain RRF falls from 0.72
-with 20 candidates to 0.67 with 100) and whose scores (about 1/60) say nothing of relevance;
-a saturating BM25 / (BM25 + c) (0.74 at best, but c depends on the index's BM25 scale);
-weights that change with the query's length or with the strength of the best BM25 match (no
-such feature moved the best alpha); removing stop words from the keyword query (lower, see
-above); adding inflected forms of the query's words to the keyword query (+0.01, noise).
-
-Those figures predate issue 15. Decisions are now made on real conversations, the LoCoMo
-development split (bench/locomo.py): there the steps of memkit.vectors.conversation took
-this search from recall@10 0.622 to 0.751 (recall@1 0.282 to 0.382), and alpha 0.6 to 0.8
-gave 0.751 to 0.759, so 0.8 stays. On the generated HELD-OUT split the same search now
-gives 0.715 (was 0.751): the english analysis's stop words cost 0.02 there (a custom
-analyzer without them cannot be added to an existing OpenSearch Serverless index) and the
-turn-before context 0.01 (its generated turns rarely answer the turn before).
+How the blend, alpha, the candidates and the query vector were chosen, what was tried and not
+kept, and what they measure now, are in docs/benchmarks.md ("How hybrid search was tuned",
+then "LoCoMo development split"): decisions are made on the LoCoMo development split
+(bench/locomo.py) since issue 15.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from memkit.embeddings.wordpiece import words
+from memkit.text import words
 from memkit.vectors.conversation import names_speaker
 from memkit.vectors.filters import Condition
 from memkit.vectors.protocol import Hit, VectorIndex

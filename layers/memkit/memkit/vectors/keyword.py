@@ -5,14 +5,13 @@ standard library and snowballstemmer allow (`terms`): the text lowercased, accen
 split into runs of letters and digits (the BERT normalisation the embedder uses), a
 possessive "'s" dropped, Lucene's English stop words dropped, each word Porter-stemmed
 ("painted", "painting", "paints" -> "paint"). A question asks "when did she paint" of a
-message that says "I painted"; plain words miss that, and on the LoCoMo development split
-(bench/locomo.py) BM25 alone finds an answer in its first 10 for 0.651 of the questions
-with these terms against 0.603 with plain words. `plain_terms` (words as written) stays for
-baselines. Scores are Okapi BM25 (k1 1.2, b 0.75) with the
-document frequencies and average length of the tenant's live docs, as OpenSearch takes them
-from the shard rather than from the docs a filter leaves. An inverted index (term -> docs)
-means a query reads only the docs holding one of its terms, and only those the caller
-allows when its filters already narrowed the candidates. Scores are summed with one vector
+message that says "I painted"; plain words miss that (what the analysis buys BM25 on the
+LoCoMo development split is in docs/benchmarks.md). `plain_terms` (words as written) stays
+for baselines. Scores are Okapi BM25 (k1 1.2, b 0.75) with the document frequencies and
+average length of the tenant's live docs, as OpenSearch takes them from the shard rather
+than from the docs a filter leaves. An inverted index (term -> docs) means a query reads
+only the docs holding one of its terms, and only those the caller allows when its filters
+already narrowed the candidates. Scores are summed with one vector
 operation per query term (numpy), so a common word held by every doc costs no Python loop.
 """
 
@@ -29,7 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import snowballstemmer
 
-from memkit.embeddings.wordpiece import words
+from memkit.text import words
 from memkit.vectors.filters import Condition, meets_all
 from memkit.vectors.protocol import Hit, Removal
 

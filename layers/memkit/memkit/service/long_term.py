@@ -193,31 +193,41 @@ def new_record(
 # -- filters ---------------------------------------------------------------------------------
 
 
-def _date_value(field: str, op: str, value: Any) -> Any:
-    def one(raw: Any) -> float:
-        if isinstance(raw, bool):
-            raise ValueError
-        if isinstance(raw, int | float):
-            if not math.isfinite(raw):
-                raise ValueError
-            return float(raw)
-        if isinstance(raw, str):
-            return as_utc(datetime.fromisoformat(raw.replace("Z", "+00:00"))).timestamp()
+def _number(raw: Any) -> float:
+    if isinstance(raw, bool) or not isinstance(raw, int | float) or not math.isfinite(raw):
         raise ValueError
+    return float(raw)
 
-    try:
-        if op == "between":
-            if not isinstance(value, list) or len(value) != 2:
-                raise ValueError
-            return [one(value[0]), one(value[1])]
-        return one(value)
-    except (ValueError, OverflowError) as exc:
-        reason = (
-            "takes [from, to]" if op == "between" else "takes an ISO 8601 time or epoch seconds"
-        )
-        raise ValidationFailed(
-            "a date filter is not valid", [FieldProblem(f"{field}.{op}", reason)]
-        ) from exc
+
+def _instant(raw: Any) -> float:
+    if isinstance(raw, str):
+        return as_utc(datetime.fromisoformat(raw.replace("Z", "+00:00"))).timestamp()
+    return _number(raw)
+
+
+def _range_check(
+    read: Callable[[Any], float], what: str, takes: str
+) -> Callable[[str, str, Any], Any]:
+    """The check of a range filter's operand: one value `read` reads, or [from, to]."""
+
+    def checked(field: str, op: str, value: Any) -> Any:
+        try:
+            if op == "between":
+                if not isinstance(value, list) or len(value) != 2:
+                    raise ValueError
+                return [read(value[0]), read(value[1])]
+            return read(value)
+        except (ValueError, OverflowError) as exc:
+            reason = "takes [from, to]" if op == "between" else takes
+            raise ValidationFailed(
+                f"a {what} filter is not valid", [FieldProblem(f"{field}.{op}", reason)]
+            ) from exc
+
+    return checked
+
+
+_date_value = _range_check(_instant, "date", "takes an ISO 8601 time or epoch seconds")
+_number_value = _range_check(_number, "number", "takes a number")
 
 
 def _text_value(field: str, op: str, value: Any) -> Any:
@@ -244,6 +254,7 @@ _FILTER_VALUES: dict[FieldKind, Callable[[str, str, Any], Any]] = {
     "keyword": _text_value,
     "tag": _text_value,
     "date": _date_value,
+    "number": _number_value,
 }
 
 

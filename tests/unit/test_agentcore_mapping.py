@@ -26,9 +26,9 @@ from memkit.service.agentcore_mapping import (
     under,
     wire_metadata,
 )
-from memkit.service.long_term import record_fields
 from memkit.vectors.filters import meets_all
 from memkit.vectors.opensearch import condition_clause
+from memkit.vectors.protocol import record_fields
 
 MEMORY = "support-abcdefghij"
 RECORD_ID = re.compile(r"mem-[a-zA-Z0-9_-]*")

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from memkit.models.domain import MessageRef, PendingMemoryRef, RecordRef
+from memkit.models.domain import StoredRecord as RecordValue  # a record's change: a read's record
 from memkit.store.changes import (
     MessageValue,
     PendingMemoryValue,
-    RecordValue,
     SessionValue,
     UnreadableChange,
     scanned_changes,

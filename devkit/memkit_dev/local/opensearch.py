@@ -70,7 +70,7 @@ import numpy as np
 from werkzeug.wrappers import Request, Response
 
 from memkit.vectors.keyword import KeywordIndex, terms, weighted_matches
-from memkit.vectors.protocol import BOOLEAN_FIELDS, DATE_FIELDS, KEYWORD_FIELDS, Removal
+from memkit.vectors.protocol import INDEX_TYPES, Removal
 from memkit_dev.local.loopback import LoopbackServer
 from memkit_dev.local.sigv4 import SignatureRejected, SigningKey, verify
 
@@ -91,9 +91,7 @@ EXPECTED_FIELDS: dict[str, str] = {
     "doc_id": "keyword",
     "version": "long",
     "deleted": "boolean",
-    **dict.fromkeys(KEYWORD_FIELDS, "keyword"),
-    **dict.fromkeys(DATE_FIELDS, "double"),
-    **dict.fromkeys(BOOLEAN_FIELDS, "boolean"),
+    **INDEX_TYPES,
 }
 SCALAR_TYPES = frozenset({"text", "keyword", "double", "long", "boolean"})
 # Fields memkit added to existing indexes by PUT _mapping (issue 15): a create may lack them.

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from memkit.models.api import ProfileView, ScratchpadView
-from memkit.models.memory import MemoryRecordView
+from memkit.models.memory import MemoryRecordIn, MemoryRecordView
 from memkit.models.session import MessageView, SessionView
 
 HEADER = "memkit-export"
@@ -50,25 +50,10 @@ SESSION_ANSWER_ONLY = (
 RECORD_ANSWER_ONLY = ("indexing",)
 # A search hit's additions to its record.
 HIT_ONLY = ("dist", "score", "score_type", "role", "surrounding_messages")
-# What a record takes when created (MemoryRecordIn): the times the server sets (updated_at,
-# persisted_at) are not among them, and memory_hash is computed from the text and the user.
-RECORD_WRITABLE = (
-    "id",
-    "text",
-    "memory_type",
-    "topics",
-    "entities",
-    "session_id",
-    "user_id",
-    "namespace",
-    "event_date",
-    "pinned",
-    "extracted_from",
-    "metadata",
-    "created_at",
-    "last_accessed",
-    "discrete_memory_extracted",
-)
+# What a record takes when created: MemoryRecordIn's fields (the times the server sets,
+# updated_at and persisted_at, are not among them, and memory_hash is computed from the text
+# and the user).
+RECORD_WRITABLE = tuple(MemoryRecordIn.model_fields)
 PROFILE_SPEC = ("scope", "format", "template", "schema", "array_merge", "read_only")
 PROFILE_LIMITS = ("max_tokens", "max_messages")
 

@@ -21,24 +21,14 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from memkit.models.session import Message
 from memkit_dev.transfer import format as fmt
 
 Format = Literal["auto", "memkit", "ams", "mem0"]
 FORMATS: tuple[Format, ...] = ("auto", "memkit", "ams", "mem0")
 
-# Keys of a message memkit stores (a message is strict: another key is a 422).
-MESSAGE_KEYS = (
-    "id",
-    "role",
-    "content",
-    "created_at",
-    "name",
-    "tool_call_id",
-    "tool_calls",
-    "metadata",
-    "persisted_at",
-    "discrete_memory_extracted",
-)
+# Keys of a message memkit stores: a Message's fields (a message is strict: another key is a 422).
+MESSAGE_KEYS = tuple(Message.model_fields)
 # An AMS MemoryRecord's fields that memkit keeps: every field a memkit record takes (AMS has
 # no metadata; access_count, memory_hash, persisted_at, updated_at and the extraction
 # strategy are not kept: docs/cli.md).

@@ -43,11 +43,11 @@ from memkit.llm.protocol import (
     Turn,
     fact_key,
 )
-from memkit.models.domain import Owner, SessionMeta, StoredMessage, is_instruction
+from memkit.models.domain import Owner, SessionMeta, StoredMessage, StoredRecord, is_instruction
 from memkit.models.memory import CreateMemories, MemoryEdit, MemoryRecordIn, SearchRequest
 from memkit.models.users import JobKind as DeletionJobKind
 from memkit.observability import logger, metrics
-from memkit.store.changes import ItemChange, RecordValue, SessionValue, Value
+from memkit.store.changes import ItemChange, SessionValue, Value
 from memkit.store.curation import CurationTable
 from memkit.store.sessions import SessionTable
 
@@ -225,7 +225,7 @@ def jobs_for(
     any, so the worker's own writes (a summary, a title) queue nothing. A long-term record:
     a new one without topics or entities is described (the worker's edit is not new, so it
     queues nothing)."""
-    if isinstance(new, RecordValue):
+    if isinstance(new, StoredRecord):
         return _describe_jobs(old, new) if policy.describe else []
     if not isinstance(new, SessionValue):
         return []
@@ -249,10 +249,10 @@ def jobs_for(
     return jobs
 
 
-def _describe_jobs(old: Value | None, new: RecordValue) -> list[Job]:
+def _describe_jobs(old: Value | None, new: StoredRecord) -> list[Job]:
     if old is not None or new.topics or new.entities:
         return []
-    if new.extracted:  # extraction gave it what the model found
+    if new.discrete_memory_extracted == "t":  # extraction gave it what the model found
         return []
     return [
         Job(
@@ -269,7 +269,7 @@ def _describe_jobs(old: Value | None, new: RecordValue) -> list[Job]:
 def queue_jobs(change: ItemChange, queueing: Queueing) -> list[Job]:
     """Queue what a stream record of a session or a record calls for; the jobs queued."""
     new = change.new
-    if not isinstance(new, SessionValue | RecordValue):
+    if not isinstance(new, SessionValue | StoredRecord):
         return []
     curation, sessions = queueing.curation, queueing.sessions
 

@@ -38,12 +38,11 @@ from memkit.models.domain import MessageRef, StoredRecord
 from memkit.models.memory import MemoryRecordIn
 from memkit.models.session import MemoryType
 from memkit.observability import logger, metrics
-from memkit.service.long_term import epoch_seconds, new_record
+from memkit.service.long_term import new_record
 from memkit.store.changes import (
     ItemChange,
     MessageValue,
     PendingMemoryValue,
-    RecordValue,
     UnreadableChange,
     Value,
     stream_change,
@@ -53,22 +52,28 @@ from memkit.store.sessions import SessionTable
 from memkit.vectors.conversation import context_of, speaker_of
 from memkit.vectors.protocol import (
     MESSAGE_KIND,
-    RECORD_KIND,
     Removal,
     VectorDoc,
     VectorIndex,
     doc_id_of,
+    epoch_seconds,
+    record_fields,
 )
 
-Indexed = RecordValue | MessageValue
+Indexed = StoredRecord | MessageValue
 
 
-def _wanted(value: Value) -> TypeGuard[RecordValue | MessageValue | PendingMemoryValue]:
+def _wanted(value: Value) -> TypeGuard[StoredRecord | MessageValue | PendingMemoryValue]:
     """What the stream filter should have let through; anything else is ignored here too
     (a deployment whose filters drifted must not index every message)."""
-    return isinstance(value, RecordValue | PendingMemoryValue) or (
+    return isinstance(value, StoredRecord | PendingMemoryValue) or (
         isinstance(value, MessageValue) and value.indexed
     )
+
+
+def _version(value: Indexed) -> int:
+    """The version of an item's doc: the time of its write (µs)."""
+    return value.written_us if isinstance(value, StoredRecord) else value.version
 
 
 def _without_access(doc: tuple[str, dict[str, Any]]) -> tuple[str, dict[str, Any]]:
@@ -83,27 +88,11 @@ def _touched(value: Indexed) -> int | None:
 
 def _text_and_fields(value: Indexed) -> tuple[str, dict[str, Any]]:
     """What the index holds of an item: its text and its filter fields."""
-    if isinstance(value, RecordValue):
-        fields = {
-            "tenant": value.ref.tenant,
-            "namespace": value.namespace,
-            "user_id": value.user_id,
-            "session_id": value.session_id,
-            "memory_type": value.memory_type or MemoryType.SEMANTIC.value,
-            "topics": list(value.topics),
-            "entities": list(value.entities),
-            "record_id": value.ref.record_id,
-            "kind": RECORD_KIND,
-            "created_at": epoch_seconds(value.created_at),
-            "updated_at": epoch_seconds(value.updated_at),
-            "last_accessed": epoch_seconds(value.last_accessed),
-            "event_date": epoch_seconds(value.event_date),
-            "pinned": value.pinned,
-        }
-        return value.text, fields
+    if isinstance(value, StoredRecord):
+        return value.text, record_fields(value.tenant, value)
     at = epoch_seconds(value.message_at)
     ref = value.ref
-    fields = {
+    fields: dict[str, Any] = {
         "tenant": ref.tenant,
         "namespace": ref.namespace,
         "user_id": value.user_id,
@@ -250,7 +239,7 @@ class Indexer:
         item.modified_only = item.modified_only and change.event == "MODIFY"
         if change.event == "REMOVE":
             old = change.old
-            previous = old.version if isinstance(old, RecordValue | MessageValue) else 0
+            previous = _version(old) if isinstance(old, StoredRecord | MessageValue) else 0
             item.new = None
             item.removal_version = max(previous + 1, change.at_us)
             item.ttl = change.ttl
@@ -298,7 +287,7 @@ class Indexer:
                 logger.warning("pending memory names another owner's record; not promoted")
                 outcome.skipped += len(change.sequences)
                 return
-            record = new_record(memory, self._clock(), stored)
+            record = new_record(change.tenant, memory, self._clock(), stored)
             if stored is None or self._differs(stored, record):
                 self._records.put_records(change.tenant, [record])
             self._records.mark_promoted(pending.ref, pending.record_json, record.persisted_at or "")
@@ -328,11 +317,11 @@ class Indexer:
                 continue
             new, before = change.new, change.before
             try:
-                assert isinstance(new, RecordValue | MessageValue)
+                assert isinstance(new, StoredRecord | MessageValue)
                 text, fields = _text_and_fields(new)
                 unchanged = (
                     change.modified_only
-                    and isinstance(before, RecordValue | MessageValue)
+                    and isinstance(before, StoredRecord | MessageValue)
                     and _without_access(_text_and_fields(before)) == _without_access((text, fields))
                     and _touched(before) == _touched(new)
                 )
@@ -342,7 +331,7 @@ class Indexer:
                     # access (a search's touch: not worth an embedding; filters on it are
                     # re-checked against the table).
                     continue
-                writes.append((change, text, fields, new.version))
+                writes.append((change, text, fields, _version(new)))
             except (AssertionError, KeyError, TypeError, ValueError) as exc:
                 outcome.fail(change.sequences, f"unreadable item: {type(exc).__name__}")
 
@@ -364,7 +353,7 @@ class Indexer:
             if position in embed_failures:
                 reason = embed_failures[position]
                 outcome.fail(change.sequences, f"embedding failed: {reason}")
-                if isinstance(change.subject, RecordValue) and reason not in RETRYABLE:
+                if isinstance(change.subject, StoredRecord) and reason not in RETRYABLE:
                     # the text itself is refused: say so on the record, not just in the DLQ
                     states.setdefault(change.tenant, {"ok": {}, "failed": {}})["failed"][
                         fields["record_id"]
@@ -381,7 +370,7 @@ class Indexer:
             outcome.fail(change.sequences, f"index write failed: {reason}")
         for change, version in doc_changes.values():
             outcome.indexed += 1
-            if isinstance(change.new, RecordValue):
+            if isinstance(change.new, StoredRecord):
                 states.setdefault(change.tenant, {"ok": {}, "failed": {}})["ok"][
                     change.new.ref.record_id
                 ] = version
@@ -402,7 +391,7 @@ class Indexer:
             except Exception as exc:
                 logger.warning("index state not written", extra={"error_type": type(exc).__name__})
                 for change, _ in doc_changes.values():
-                    if isinstance(change.subject, RecordValue) and change.tenant == tenant:
+                    if isinstance(change.subject, StoredRecord) and change.tenant == tenant:
                         outcome.fail(change.sequences, "index state not written")
 
     def _drop_expired_states(self, removed: Sequence[_Change]) -> None:
@@ -411,7 +400,7 @@ class Indexer:
         left behind is harmless, so a failure here is logged, not retried."""
         expired: dict[str, list[str]] = {}
         for change in removed:
-            if change.ttl and isinstance(change.subject, RecordValue):
+            if change.ttl and isinstance(change.subject, StoredRecord):
                 expired.setdefault(change.tenant, []).append(change.subject.ref.record_id)
         for tenant, record_ids in expired.items():
             try:

@@ -335,6 +335,13 @@ class StoredRecord:
     indexing: IndexState = "pending"
     # When the record expires (epoch seconds; the table's TTL): None, never.
     expires_at: int | None = None
+    # Whose it is: set on what the table (or its stream) holds and what a create writes;
+    # writes still name their tenant.
+    tenant: str = ""
+
+    @property
+    def ref(self) -> RecordRef:
+        return RecordRef(self.tenant, self.id)
 
     @property
     def created_us(self) -> int:

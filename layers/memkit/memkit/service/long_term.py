@@ -53,6 +53,7 @@ from memkit.models.memory import (
     MemoryRecordIn,
     MemoryRecordView,
     MemoryResults,
+    RecordFields,
     SearchMode,
     SearchRequest,
     SurroundingMessage,
@@ -66,7 +67,16 @@ from memkit.times import now_iso
 from memkit.vectors.conversation import drop_function_words, meaning_of
 from memkit.vectors.filters import Condition, meets_all
 from memkit.vectors.hybrid import hybrid_search
-from memkit.vectors.protocol import RECORD_KIND, Hit, VectorIndex, source_of
+from memkit.vectors.protocol import (
+    FIELDS,
+    SEARCH_FILTERS,
+    FieldKind,
+    Hit,
+    VectorIndex,
+    epoch_seconds,
+    record_fields,
+    source_of,
+)
 
 # Candidates a recency re-rank looks at (it can lift an older page's hit onto this page),
 # and how deep it may page (each candidate is read from the table).
@@ -93,11 +103,8 @@ QUERY_CACHE = 64
 # A search hit's `last_accessed` is written at most this often (seconds): enough for
 # inactivity-based forgetting measured in days, without a write per search.
 ACCESS_RESOLUTION_SECONDS = 3600
-SCOPE_FIELDS = ("session_id", "namespace", "user_id")
 # What an edit that clears an owner field means: no user; the default namespace.
 _UNSET_OWNER: dict[str, str | None] = {"user_id": None, "namespace": DEFAULT_NAMESPACE}
-TAG_FIELDS = ("topics", "entities")
-DATE_FIELDS = ("created_at", "updated_at", "last_accessed", "event_date")
 
 
 def memory_hash(text: str, user_id: str | None) -> str:
@@ -106,37 +113,12 @@ def memory_hash(text: str, user_id: str | None) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def epoch_seconds(value: str | None) -> float | None:
-    """An ISO 8601 time as epoch seconds (what the index filters dates on)."""
-    if value is None:
-        return None
-    return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-
-
-def record_fields(tenant: str, record: StoredRecord) -> dict[str, Any]:
-    """What the index stores of a record (and what a stored record is re-checked against)."""
-    return {
-        "tenant": tenant,
-        "namespace": record.namespace,
-        "user_id": record.user_id,
-        "session_id": record.session_id,
-        "memory_type": record.memory_type,
-        "topics": list(record.topics),
-        "entities": list(record.entities),
-        "record_id": record.id,
-        "kind": RECORD_KIND,
-        "created_at": epoch_seconds(record.created_at),
-        "updated_at": epoch_seconds(record.updated_at),
-        "last_accessed": epoch_seconds(record.last_accessed),
-        "event_date": epoch_seconds(record.event_date),
-        "pinned": record.pinned,
-    }
-
-
 def check_size(record: StoredRecord, where: str) -> None:
     """A record must fit one DynamoDB item (400 KB) with room for its keys: 413 before
     anything is written, never a half-written batch."""
-    size = len(json.dumps(vars(record), ensure_ascii=False, default=str).encode())
+    # The tenant is in the room left for the keys.
+    fields = {name: value for name, value in vars(record).items() if name != "tenant"}
+    size = len(json.dumps(fields, ensure_ascii=False, default=str).encode())
     if size > MAX_RECORD_BYTES:
         raise TooLarge(
             f"a long-term memory takes {size} bytes; at most {MAX_RECORD_BYTES} fit",
@@ -145,58 +127,63 @@ def check_size(record: StoredRecord, where: str) -> None:
 
 
 def record_view(record: StoredRecord) -> MemoryRecordView:
+    """A stored record as every route shows it: the view's fields, read by name."""
+    shown: dict[str, Any] = {name: getattr(record, name) for name in MemoryRecordView.model_fields}
     return MemoryRecordView(
-        id=record.id,
-        text=record.text,
-        memory_type=MemoryType(record.memory_type),
-        topics=list(record.topics),
-        entities=list(record.entities),
-        session_id=record.session_id,
-        user_id=record.user_id,
-        namespace=record.namespace,
-        event_date=record.event_date,
-        pinned=record.pinned,
-        created_at=record.created_at,
-        updated_at=record.updated_at,
-        last_accessed=record.last_accessed,
-        persisted_at=record.persisted_at,
-        memory_hash=record.memory_hash,
-        extracted_from=list(record.extracted_from),
-        metadata=record.metadata,
-        discrete_memory_extracted="t" if record.discrete_memory_extracted == "t" else "f",
-        indexing=record.indexing,
+        **{
+            **shown,
+            "memory_type": MemoryType(record.memory_type),
+            "topics": list(record.topics),
+            "entities": list(record.entities),
+            "extracted_from": list(record.extracted_from),
+            "discrete_memory_extracted": "t" if record.discrete_memory_extracted == "t" else "f",
+        }
     )
 
 
+# How a client's value of a record field is stored (the others are stored as given).
+_STORED_AS: dict[str, Callable[[Any], Any]] = {
+    "topics": lambda value: tuple(value or ()),
+    "entities": lambda value: tuple(value or ()),
+    "extracted_from": lambda value: tuple(value or ()),
+    "memory_type": lambda value: (value or MemoryType.SEMANTIC).value,
+    "event_date": lambda value: iso(value) if value is not None else None,
+    "namespace": lambda value: value or DEFAULT_NAMESPACE,
+    "pinned": bool,
+    "metadata": lambda value: dict(value or {}),
+}
+
+
+def stored_fields(given: dict[str, Any]) -> dict[str, Any]:
+    """A client's record fields (RecordFields' and the text) as a StoredRecord holds them:
+    what a create writes and what an edit changes."""
+    return {name: _STORED_AS.get(name, _as_given)(value) for name, value in given.items()}
+
+
+def _as_given(value: Any) -> Any:
+    return value
+
+
 def new_record(
-    memory: MemoryRecordIn, now: float, stored: StoredRecord | None = None
+    tenant: str, memory: MemoryRecordIn, now: float, stored: StoredRecord | None = None
 ) -> StoredRecord:
     """The record a create writes: the client's fields, the server's times. A record that
     replaces a stored one (same id) keeps its creation time unless the client gives one."""
     stamp = now_iso(now)
-    namespace = memory.namespace or DEFAULT_NAMESPACE
     if memory.created_at is not None:
         created_at = iso(memory.created_at)
     else:
         created_at = stored.created_at if stored is not None else stamp
+    given = {name: getattr(memory, name) for name in (*RecordFields.model_fields, "text")}
     return StoredRecord(
+        tenant=tenant,
         id=memory.id,
-        namespace=namespace,
-        text=memory.text,
-        memory_type=(memory.memory_type or MemoryType.SEMANTIC).value,
-        topics=tuple(memory.topics or ()),
-        entities=tuple(memory.entities or ()),
-        session_id=memory.session_id,
-        user_id=memory.user_id,
-        event_date=iso(memory.event_date) if memory.event_date else None,
-        pinned=bool(memory.pinned),
+        **stored_fields(given),
         created_at=created_at,
         updated_at=stamp,
         last_accessed=iso(memory.last_accessed) if memory.last_accessed else stamp,
         persisted_at=stamp,
         memory_hash=memory_hash(memory.text, memory.user_id),
-        extracted_from=tuple(memory.extracted_from or ()),
-        metadata=dict(memory.metadata or {}),
         discrete_memory_extracted=memory.discrete_memory_extracted,
         # Versions the vector: never behind the record it replaces, whatever the clocks.
         written_us=max(int(now * 1_000_000), stored.written_us + 1 if stored else 0),
@@ -207,31 +194,41 @@ def new_record(
 # -- filters ---------------------------------------------------------------------------------
 
 
-def _date_value(field: str, op: str, value: Any) -> Any:
-    def one(raw: Any) -> float:
-        if isinstance(raw, bool):
-            raise ValueError
-        if isinstance(raw, int | float):
-            if not math.isfinite(raw):
-                raise ValueError
-            return float(raw)
-        if isinstance(raw, str):
-            return as_utc(datetime.fromisoformat(raw.replace("Z", "+00:00"))).timestamp()
+def _number(raw: Any) -> float:
+    if isinstance(raw, bool) or not isinstance(raw, int | float) or not math.isfinite(raw):
         raise ValueError
+    return float(raw)
 
-    try:
-        if op == "between":
-            if not isinstance(value, list) or len(value) != 2:
-                raise ValueError
-            return [one(value[0]), one(value[1])]
-        return one(value)
-    except (ValueError, OverflowError) as exc:
-        reason = (
-            "takes [from, to]" if op == "between" else "takes an ISO 8601 time or epoch seconds"
-        )
-        raise ValidationFailed(
-            "a date filter is not valid", [FieldProblem(f"{field}.{op}", reason)]
-        ) from exc
+
+def _instant(raw: Any) -> float:
+    if isinstance(raw, str):
+        return as_utc(datetime.fromisoformat(raw.replace("Z", "+00:00"))).timestamp()
+    return _number(raw)
+
+
+def _range_check(
+    read: Callable[[Any], float], what: str, takes: str
+) -> Callable[[str, str, Any], Any]:
+    """The check of a range filter's operand: one value `read` reads, or [from, to]."""
+
+    def checked(field: str, op: str, value: Any) -> Any:
+        try:
+            if op == "between":
+                if not isinstance(value, list) or len(value) != 2:
+                    raise ValueError
+                return [read(value[0]), read(value[1])]
+            return read(value)
+        except (ValueError, OverflowError) as exc:
+            reason = "takes [from, to]" if op == "between" else takes
+            raise ValidationFailed(
+                f"a {what} filter is not valid", [FieldProblem(f"{field}.{op}", reason)]
+            ) from exc
+
+    return checked
+
+
+_date_value = _range_check(_instant, "date", "takes an ISO 8601 time or epoch seconds")
+_number_value = _range_check(_number, "number", "takes a number")
 
 
 def _text_value(field: str, op: str, value: Any) -> Any:
@@ -252,21 +249,30 @@ def _text_value(field: str, op: str, value: Any) -> Any:
     return value
 
 
+# How a filter's operand is checked and read, by the kind of its field.
+_FILTER_VALUES: dict[FieldKind, Callable[[str, str, Any], Any]] = {
+    "scope": _text_value,
+    "keyword": _text_value,
+    "tag": _text_value,
+    "date": _date_value,
+    "number": _number_value,
+}
+
+
 def conditions_of(request: SearchRequest) -> list[Condition]:
     """The request's filters as index conditions (the tenant is added by the caller)."""
     conditions: list[Condition] = []
-    for name in (*SCOPE_FIELDS, *TAG_FIELDS, "memory_type"):
-        value = getattr(request, name)
+    for name in SEARCH_FILTERS:
+        value, kind = getattr(request, name), FIELDS[name].kind
         if value is None:
             continue
+        if kind == "bool":
+            conditions.append(Condition(name, "eq", value))
+            continue
         operators = {"eq": value} if isinstance(value, str) else value
+        checked = _FILTER_VALUES[kind]
         for op, operand in operators.items():
-            conditions.append(Condition(name, op, _text_value(name, op, operand)))
-    for name in DATE_FIELDS:
-        for op, operand in (getattr(request, name) or {}).items():
-            conditions.append(Condition(name, op, _date_value(name, op, operand)))
-    if request.pinned is not None:
-        conditions.append(Condition("pinned", "eq", request.pinned))
+            conditions.append(Condition(name, op, checked(name, op, operand)))
     return conditions
 
 
@@ -412,7 +418,7 @@ class LongTermService:
             ],
             confined,
         )
-        records = [new_record(m, now, stored.get(m.id)) for m in body.memories]
+        records = [new_record(tenant, m, now, stored.get(m.id)) for m in body.memories]
         for index, record in enumerate(records):
             check_size(record, f"memories.{index}")
         skipped: list[str] = []
@@ -504,23 +510,7 @@ class LongTermService:
             named = [("session_id", record.namespace, changes["session_id"], record.user_id)]
             self._check_sessions(tenant, named, confined)
         now = self._clock()
-        values: dict[str, Any] = {}
-        for name, value in changes.items():
-            if name in ("topics", "entities", "extracted_from"):
-                values[name] = tuple(value or ())
-            elif name == "memory_type":
-                values[name] = (value or MemoryType.SEMANTIC).value
-            elif name == "event_date":
-                values[name] = iso(value) if value is not None else None
-            elif name == "namespace":
-                values[name] = value or DEFAULT_NAMESPACE
-            elif name == "pinned":
-                values[name] = bool(value)
-            elif name == "metadata":
-                values[name] = dict(value or {})
-            else:
-                values[name] = value
-        edited = replace(record, **values)
+        edited = replace(record, **stored_fields(changes))
         edited = replace(
             edited,
             memory_hash=memory_hash(edited.text, edited.user_id),

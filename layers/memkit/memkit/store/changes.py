@@ -2,17 +2,17 @@
 
 The table's stream (and a rebuild's Scan) speaks in DynamoDB items: `NewImage`/`OldImage`,
 typed attribute values, table keys. Only this module reads them. It hands the jobs an
-`ItemChange`: which item (by memkit's ids), what it was and is now as plain values
-(`RecordValue`, `MessageValue`, `PendingMemoryValue`, `SessionValue`), and whether a TTL
-expiry removed it. Items the jobs do not follow (profiles, scratchpads, index states, system
-items) decode to None.
+`ItemChange`: which item (by memkit's ids), what it was and is now as plain values (a
+record as the `StoredRecord` a table read gives, through the table's own item class;
+`MessageValue`, `PendingMemoryValue`, `SessionValue`), and whether a TTL expiry removed it.
+Items the jobs do not follow (profiles, scratchpads, index states, system items) decode to
+None.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from decimal import Decimal
 from typing import Any, Literal
 
@@ -22,9 +22,10 @@ from memkit.models.domain import (
     DEFAULT_NAMESPACE,
     MessageRef,
     PendingMemoryRef,
-    RecordRef,
+    StoredRecord,
     is_instruction,
 )
+from memkit.store.items import read_item, stored_record, write_version
 
 # Who deletes an item whose TTL passed (a stream record's userIdentity.principalId).
 TTL_PRINCIPAL = "dynamodb.amazonaws.com"
@@ -40,29 +41,6 @@ class UnreadableChange(ValueError):
     def __init__(self, reason: str, sequence: str = "") -> None:
         super().__init__(reason)
         self.sequence = sequence
-
-
-@dataclass(frozen=True)
-class RecordValue:
-    """A long-term record as the index holds it, and what curation asks of it."""
-
-    ref: RecordRef
-    namespace: str
-    user_id: str | None
-    session_id: str | None
-    memory_type: str | None
-    topics: tuple[str, ...]
-    entities: tuple[str, ...]
-    text: str
-    created_at: str | None
-    updated_at: str | None
-    last_accessed: str | None
-    event_date: str | None
-    pinned: bool
-    # What extraction gave it (it was made from what the model found).
-    extracted: bool
-    # The write time in µs (older items without written_us: their updated_at).
-    version: int
 
 
 @dataclass(frozen=True)
@@ -110,7 +88,7 @@ class SessionValue:
     window_tokens: int | None = None
 
 
-Value = RecordValue | MessageValue | PendingMemoryValue | SessionValue
+Value = StoredRecord | MessageValue | PendingMemoryValue | SessionValue
 
 
 @dataclass(frozen=True)
@@ -143,8 +121,8 @@ def stream_change(record: Mapping[str, Any]) -> ItemChange | None:
     try:
         if event not in ("INSERT", "MODIFY", "REMOVE"):
             raise ValueError("unknown event")
-        new = _value(_plain(dynamodb.get("NewImage")))
-        old = _value(_plain(dynamodb.get("OldImage")))
+        new = _value(dynamodb.get("NewImage"))
+        old = _value(dynamodb.get("OldImage"))
         at = float(dynamodb.get("ApproximateCreationDateTime") or 0)
     except (KeyError, TypeError, ValueError, ArithmeticError) as exc:
         raise UnreadableChange(type(exc).__name__, sequence) from exc
@@ -169,7 +147,7 @@ def scanned_changes(items: Sequence[Mapping[str, Any]]) -> tuple[list[ItemChange
     unreadable = 0
     for number, item in enumerate(items):
         try:
-            value = _value(_plain(item))
+            value = _value(item)
         except (KeyError, TypeError, ValueError, ArithmeticError):
             unreadable += 1
             continue
@@ -178,9 +156,7 @@ def scanned_changes(items: Sequence[Mapping[str, Any]]) -> tuple[list[ItemChange
     return changes, unreadable
 
 
-def _plain(raw: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    if not raw:
-        return None
+def _plain(raw: Mapping[str, Any]) -> dict[str, Any]:
     return {name: _deserializer.deserialize(value) for name, value in raw.items()}
 
 
@@ -193,43 +169,27 @@ def _whole(value: Any) -> int | None:
     return int(value) if isinstance(value, Decimal | int) else None
 
 
-def _iso_us(value: str | None) -> int:
-    if not value:
-        return 0
-    return int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1_000_000)
-
-
 def _version(image: dict[str, Any]) -> int:
-    written = image.get("written_us")
-    if isinstance(written, Decimal | int):
-        return int(written)
-    return _iso_us(_text(image, "updated_at"))
+    return write_version(image.get("written_us"), _text(image, "updated_at"))
 
 
-def _value(image: dict[str, Any] | None) -> Value | None:
-    if image is None:
+def _record(raw: Mapping[str, Any]) -> StoredRecord:
+    item = read_item(dict(raw))
+    for name in ("tenant", "record_id", "text"):  # what every record of memkit's holds
+        if getattr(item, name) is None:
+            raise KeyError(name)
+    return stored_record(item)
+
+
+def _value(raw: Mapping[str, Any] | None) -> Value | None:
+    if not raw:
         return None
+    if raw.get("kind") == {"S": "record"}:
+        return _record(raw)
+    image = _plain(raw)
     kind = image.get("kind")
-    tenant = str(image["tenant"]) if kind in ("record", "message", "memory", "session") else ""
+    tenant = str(image["tenant"]) if kind in ("message", "memory", "session") else ""
     namespace = str(image.get("namespace") or DEFAULT_NAMESPACE)
-    if kind == "record":
-        return RecordValue(
-            ref=RecordRef(tenant, str(image["record_id"])),
-            namespace=namespace,
-            user_id=_text(image, "user_id"),
-            session_id=_text(image, "session_id"),
-            memory_type=_text(image, "memory_type"),
-            topics=tuple(sorted(str(t) for t in image.get("topics") or [])),
-            entities=tuple(sorted(str(e) for e in image.get("entities") or [])),
-            text=str(image["text"]),
-            created_at=_text(image, "created_at"),
-            updated_at=_text(image, "updated_at"),
-            last_accessed=_text(image, "last_accessed"),
-            event_date=_text(image, "event_date"),
-            pinned=bool(image.get("pinned")),
-            extracted=image.get("extracted") == "t",
-            version=_version(image),
-        )
     if kind == "message":
         return MessageValue(
             ref=MessageRef(tenant, namespace, str(image["session_id"]), str(image["message_id"])),

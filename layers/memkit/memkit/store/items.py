@@ -3,12 +3,16 @@
 One table, one base class with a `kind` discriminator; each kind is a subclass. The base
 carries what every item has: keys, version (optimistic locking), timestamps and `expires_at`
 (the TTL attribute). Content and specs are stored as JSON strings so floats and empty values
-round-trip exactly.
+round-trip exactly. The same classes read the items of a stream or a Scan (`read_item`), and
+a record item becomes a StoredRecord in one place (`stored_record`).
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
 from functools import lru_cache
 from typing import Any, cast
 
@@ -28,6 +32,8 @@ from pynamodb.indexes import (
     LocalSecondaryIndex,
 )
 from pynamodb.models import Model
+
+from memkit.models.domain import DEFAULT_NAMESPACE, IndexState, StoredRecord
 
 # What the listing indexes carry besides their keys (template.yaml: NonKeyAttributes).
 LISTING_ATTRIBUTES = ["kind", "session_id", "expires_at"]
@@ -84,6 +90,28 @@ def bind_items(
         "read_timeout_seconds": read_timeout_seconds,
         "max_retry_attempts": max_retry_attempts,
     }
+    classes = _declared(meta)
+    # Connect the base class first: PynamoDB gives each subclass that connects before its base
+    # a connection of its own, and each connection builds a botocore client (~60 ms).
+    connection = classes["base"]._get_connection().connection
+    return ItemClasses(**classes, connection=connection)
+
+
+@lru_cache(maxsize=1)
+def _unbound_base() -> Any:
+    # Reading an image needs the classes, not a table: none is named, none is connected.
+    return _declared({"table_name": "-"})["base"]
+
+
+def read_item(image: dict[str, Any]) -> Any:
+    """An item image (typed attribute values, as a stream record or a Scan holds them) as
+    an instance of the item class its `kind` names. KeyError, TypeError or ValueError: the
+    image is not what these classes write."""
+    return _unbound_base().from_raw_data(image)
+
+
+def _declared(meta: dict[str, Any]) -> dict[str, Any]:
+    """The item classes, declared with `meta` as their table's (ItemClasses' names)."""
 
     def index_meta(name: str, projection: Any) -> Any:
         return type("Meta", (), {"index_name": name, "projection": projection})
@@ -272,20 +300,67 @@ def bind_items(
         memory_id = UnicodeAttribute()
         actor_id = UnicodeAttribute()
 
-    # Connect the base class first: PynamoDB gives each subclass that connects before its base
-    # a connection of its own, and each connection builds a botocore client (~60 ms).
-    connection = TableItem._get_connection().connection
-    return ItemClasses(
-        TableItem,
-        ProfileItem,
-        SessionItem,
-        ScratchpadItem,
-        MessageItem,
-        MemoryItem,
-        RecordItem,
-        IndexStateItem,
-        AgentMemoryItem,
-        AgentNameItem,
-        AgentActorItem,
-        connection,
+    return {
+        "base": TableItem,
+        "profile": ProfileItem,
+        "session": SessionItem,
+        "scratchpad": ScratchpadItem,
+        "message": MessageItem,
+        "memory": MemoryItem,
+        "record": RecordItem,
+        "index_state": IndexStateItem,
+        "agent_memory": AgentMemoryItem,
+        "agent_name": AgentNameItem,
+        "agent_actor": AgentActorItem,
+    }
+
+
+def write_version(written_us: Any, updated_at: str | None) -> int:
+    """The version of an item's last write: its written_us (µs), or for an item written
+    before written_us existed, its updated_at's µs (0: it has neither)."""
+    if isinstance(written_us, Decimal | int | float):
+        return int(written_us)
+    if not updated_at:
+        return 0
+    return int(datetime.fromisoformat(updated_at.replace("Z", "+00:00")).timestamp() * 1_000_000)
+
+
+def _index_state(item: Any | None, written_us: int) -> IndexState:
+    if item is None:
+        return "pending"
+    if int(item.indexed_us or 0) >= written_us:
+        return "indexed"
+    if item.failed_us is not None and int(item.failed_us) >= written_us:
+        return "failed"
+    return "pending"
+
+
+def stored_record(item: Any, state: Any | None = None) -> StoredRecord:
+    """A record item as a StoredRecord, with its index state (`state`: the item beside it,
+    None: none is read, or there is none)."""
+    written_us = write_version(item.written_us, item.updated_at)
+    return StoredRecord(
+        tenant=item.tenant,
+        id=item.record_id,
+        namespace=item.namespace or DEFAULT_NAMESPACE,
+        text=item.text,
+        memory_type=item.memory_type,
+        topics=tuple(item.topics or ()),
+        entities=tuple(item.entities or ()),
+        session_id=item.session_id,
+        user_id=item.user_id,
+        event_date=item.event_date,
+        pinned=bool(item.pinned),
+        created_at=item.created_at,
+        updated_at=item.updated_at,
+        last_accessed=item.last_accessed or item.updated_at,
+        persisted_at=item.persisted_at,
+        memory_hash=item.memory_hash,
+        extracted_from=tuple(item.extracted_from or ()),
+        metadata=json.loads(item.metadata) if item.metadata else {},
+        discrete_memory_extracted=item.extracted or "f",
+        written_us=written_us,
+        version=int(item.version or 0),
+        indexing=_index_state(state, written_us),
+        expires_at=int(item.expires_at) if item.expires_at is not None else None,
     )

@@ -16,7 +16,6 @@ from pynamodb.models import BatchWrite
 
 from memkit.errors import NotFound, VersionConflict
 from memkit.models.domain import (
-    IndexState,
     MessageRef,
     PendingMemoryRef,
     StoredMessage,
@@ -26,6 +25,7 @@ from memkit.models.lifecycle import Listing, RecordEntry, Unchanged
 from memkit.store import keys
 from memkit.store.base import BATCH_GET_LIMIT, Table
 from memkit.store.failures import translated
+from memkit.store.items import stored_record
 from memkit.store.sessions import to_message
 
 # Entries a listing Query asks for at a time (a GSI3 entry takes ~300 bytes).
@@ -49,16 +49,6 @@ def _concurrently(work: Callable[[T], R], args: Sequence[T]) -> list[R]:
 
 def _dumps(value: Any) -> str | None:
     return None if value is None else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-def _index_state(item: Any | None, written_us: int) -> IndexState:
-    if item is None:
-        return "pending"
-    if int(item.indexed_us or 0) >= written_us:
-        return "indexed"
-    if item.failed_us is not None and int(item.failed_us) >= written_us:
-        return "failed"
-    return "pending"
 
 
 class RecordTable:
@@ -105,31 +95,7 @@ class RecordTable:
 
     @staticmethod
     def _to_record(item: Any, state: Any | None) -> StoredRecord:
-        written_us = int(item.written_us)
-        return StoredRecord(
-            id=item.record_id,
-            namespace=item.namespace,
-            text=item.text,
-            memory_type=item.memory_type,
-            topics=tuple(item.topics or ()),
-            entities=tuple(item.entities or ()),
-            session_id=item.session_id,
-            user_id=item.user_id,
-            event_date=item.event_date,
-            pinned=bool(item.pinned),
-            created_at=item.created_at,
-            updated_at=item.updated_at,
-            last_accessed=item.last_accessed or item.updated_at,
-            persisted_at=item.persisted_at,
-            memory_hash=item.memory_hash,
-            extracted_from=tuple(item.extracted_from or ()),
-            metadata=json.loads(item.metadata) if item.metadata else {},
-            discrete_memory_extracted=item.extracted or "f",
-            written_us=written_us,
-            version=int(item.version or 0),
-            indexing=_index_state(state, written_us),
-            expires_at=int(item.expires_at) if item.expires_at is not None else None,
-        )
+        return stored_record(item, state)
 
     # -- reads -------------------------------------------------------------------------------
 

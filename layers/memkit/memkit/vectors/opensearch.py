@@ -69,8 +69,8 @@ from memkit.vectors.filters import Condition, meets
 from memkit.vectors.protocol import (
     BOOLEAN_FIELDS,
     CONTEXT_WEIGHT,
-    DATE_FIELDS,
     FILTERABLE,
+    INDEX_TYPES,
     KEYWORD_FIELDS,
     Failures,
     Hit,
@@ -142,11 +142,7 @@ def scalar_properties() -> dict[str, dict[str, Any]]:
         "version": {"type": "long"},
         "deleted": {"type": "boolean"},
     }
-    properties.update({name: {"type": "keyword"} for name in KEYWORD_FIELDS})
-    # Epoch seconds as doubles: range filters compare the exact floats the table holds
-    # (a `date` keeps milliseconds only).
-    properties.update({name: {"type": "double"} for name in DATE_FIELDS})
-    properties.update({name: {"type": "boolean"} for name in BOOLEAN_FIELDS})
+    properties.update({name: {"type": kind} for name, kind in INDEX_TYPES.items()})
     return properties
 
 
@@ -247,7 +243,7 @@ def _keyword_clause(condition: Condition) -> dict[str, Any] | None:
     return MATCH_NONE  # gt, gte, lt, lte, between: strings are never numbers
 
 
-def _date_clause(condition: Condition) -> dict[str, Any] | None:
+def _number_clause(condition: Condition) -> dict[str, Any] | None:
     field, op, value = condition.field, condition.op, condition.value
     listed = _listed(value)
     numbers = [n for n in (_number(v) for v in listed) if n is not None]
@@ -289,9 +285,9 @@ def condition_clause(condition: Condition) -> dict[str, Any] | None:
         raise ValueError(f"cannot filter on {condition.field!r}")
     if condition.field in KEYWORD_FIELDS:
         return _keyword_clause(condition)
-    if condition.field in DATE_FIELDS:
-        return _date_clause(condition)
-    return _boolean_clause(condition)
+    if condition.field in BOOLEAN_FIELDS:
+        return _boolean_clause(condition)
+    return _number_clause(condition)  # dates are numbers too (epoch seconds)
 
 
 def filter_query(

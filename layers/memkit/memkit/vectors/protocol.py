@@ -5,13 +5,9 @@ A doc is one indexed item of the table: a long-term record or a session message.
 opaque and unique across tenants: a digest of memkit's ids (`record_doc_id`, `message_doc_id`),
 never of the table's key strings, so a change of the table's key format needs no reindex, and
 one OpenSearch index can hold every tenant. `fields` are what filters read and what a hit
-carries back so the service can find the item in the table again (`source_of`):
-
-    keyword  tenant, namespace, user_id, session_id, memory_type, topics[], entities[],
-             record_id (the id a client sees: a record's, or a message's), kind (record |
-             message)
-    dates    created_at, updated_at, last_accessed, event_date (epoch seconds, float)
-    boolean  pinned
+carries back so the service can find the item in the table again (`source_of`). FIELDS
+describes them once, each by its kind; the index mapping, the search filters and their
+validation, a record's doc (`record_fields`) and the backends' filter clauses derive from it.
 
 Writes are versioned (OpenSearch's external versioning): a write or a removal at a version
 older than the one the index holds changes nothing, so replays and out-of-order deliveries
@@ -28,26 +24,73 @@ import hashlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from datetime import datetime
+from typing import Any, Literal, Protocol
 
-from memkit.models.domain import ItemRef, MessageRef, RecordRef
+from memkit.models.domain import ItemRef, MessageRef, RecordRef, StoredRecord
+from memkit.models.session import MemoryType
 from memkit.vectors.filters import Condition
 
-KEYWORD_FIELDS = (
-    "tenant",
-    "namespace",
-    "user_id",
-    "session_id",
-    "memory_type",
-    "topics",
-    "entities",
-    "record_id",
-    "kind",
-    "speaker",
-)
-DATE_FIELDS = ("created_at", "updated_at", "last_accessed", "event_date")
-BOOLEAN_FIELDS = ("pinned",)
-FILTERABLE = frozenset(KEYWORD_FIELDS + DATE_FIELDS + BOOLEAN_FIELDS)
+# What a field holds: "scope" (whose and where: a string a search may give as it is),
+# "keyword" (one string), "tag" (a list of strings), "date" (epoch seconds, a float),
+# "number" (a float) or "bool".
+FieldKind = Literal["scope", "keyword", "tag", "date", "number", "bool"]
+
+
+@dataclass(frozen=True)
+class IndexField:
+    """A field of the index's docs. `searched`: a search request filters on it, and a
+    record holds it under the same name; the others the indexer sets (the tenant, the id a
+    client sees, the doc's kind, a message's speaker)."""
+
+    kind: FieldKind
+    searched: bool = True
+
+
+FIELDS: dict[str, IndexField] = {
+    "tenant": IndexField("keyword", searched=False),
+    "namespace": IndexField("scope"),
+    "user_id": IndexField("scope"),
+    "session_id": IndexField("scope"),
+    "memory_type": IndexField("keyword"),
+    "topics": IndexField("tag"),
+    "entities": IndexField("tag"),
+    # the id a client sees: a record's, or a message's
+    "record_id": IndexField("keyword", searched=False),
+    "kind": IndexField("keyword", searched=False),  # record | message
+    "speaker": IndexField("keyword", searched=False),  # a message's (vectors.conversation)
+    "created_at": IndexField("date"),
+    "updated_at": IndexField("date"),
+    "last_accessed": IndexField("date"),
+    "event_date": IndexField("date"),
+    "pinned": IndexField("bool"),
+}
+
+
+def fields_of(*kinds: FieldKind) -> tuple[str, ...]:
+    """The fields of these kinds, in FIELDS' order."""
+    return tuple(name for name, spec in FIELDS.items() if spec.kind in kinds)
+
+
+KEYWORD_FIELDS = fields_of("scope", "keyword", "tag")
+DATE_FIELDS = fields_of("date")
+NUMBER_FIELDS = fields_of("number")
+BOOLEAN_FIELDS = fields_of("bool")
+FILTERABLE = frozenset(FIELDS)
+# What a search request filters on (memkit.models.memory.SearchRequest; a unit test holds
+# the request, this table and the MCP search tools to the same fields).
+SEARCH_FILTERS = tuple(name for name, spec in FIELDS.items() if spec.searched)
+# Each field's type in the index's mapping: numbers (dates too) are doubles, so range
+# filters compare the exact floats the table holds (a `date` keeps milliseconds only).
+MAPPED_TYPES: dict[FieldKind, str] = {
+    "scope": "keyword",
+    "keyword": "keyword",
+    "tag": "keyword",
+    "date": "double",
+    "number": "double",
+    "bool": "boolean",
+}
+INDEX_TYPES = {name: MAPPED_TYPES[spec.kind] for name, spec in FIELDS.items()}
 
 # A keyword search scores a doc by BM25 on its own text plus this share of its BM25 on its
 # `context` (for a message, the turn it follows): "Congrats on the promotion!" is what makes
@@ -76,6 +119,35 @@ def message_doc_id(ref: MessageRef) -> str:
 
 def doc_id_of(ref: ItemRef) -> str:
     return record_doc_id(ref) if isinstance(ref, RecordRef) else message_doc_id(ref)
+
+
+def epoch_seconds(value: str | None) -> float | None:
+    """An ISO 8601 time as epoch seconds (what the index filters dates on)."""
+    if value is None:
+        return None
+    return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+
+
+def _field_value(kind: FieldKind, value: Any) -> Any:
+    if kind == "tag":
+        return sorted(value or ())
+    if kind == "date":
+        return epoch_seconds(value)
+    if kind == "bool":
+        return bool(value)
+    return value
+
+
+def record_fields(tenant: str, record: StoredRecord) -> dict[str, Any]:
+    """A record's doc fields: what the indexer writes, and what the service re-checks a
+    stored record against (a search's filters)."""
+    fields: dict[str, Any] = {
+        name: _field_value(spec.kind, getattr(record, name))
+        for name, spec in FIELDS.items()
+        if spec.searched
+    }
+    fields["memory_type"] = fields["memory_type"] or MemoryType.SEMANTIC.value
+    return {"tenant": tenant, **fields, "record_id": record.id, "kind": RECORD_KIND}
 
 
 def is_message(fields: dict[str, Any]) -> bool:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from memkit.api.context import confined_memories, confined_search
+from memkit.app.access import confined_memories, confined_search
 from memkit.errors import Forbidden, Unauthenticated
 from memkit.identity import ADMIN, READ, SCOPES, WRITE, Caller, IdentitySettings, caller_of
 from memkit.models.memory import CreateMemories, MemoryRecordIn, SearchRequest

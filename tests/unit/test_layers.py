@@ -1,6 +1,6 @@
 """The package layering: no upward imports, no cycles, raw keys and the key module stay in store/.
 
-Layers, top to bottom: handlers > {api, mcp_server} > jobs > service > {store, vectors,
+Layers, top to bottom: handlers > {api, mcp_server} > app > jobs > service > {store, vectors,
 embeddings, llm} > {models, scratchpad} > base modules. Every import counts (lazy and
 type-only ones too).
 The checkers take (module name, source text) and return (module, line, what) violations.
@@ -28,6 +28,7 @@ SIBLINGS = {"store", "vectors", "embeddings", "llm"}  # one layer, but kept apar
 LAYERS = [
     "handlers",
     "api mcp_server",
+    "app",
     "jobs",
     "service",
     " ".join(SIBLINGS),
@@ -407,3 +408,80 @@ def test_the_protocol_and_table_checkers_report_what_they_look_for() -> None:
     assert check_store_tables("memkit.store.x", chained)
     assert not check_store_tables("memkit.store.x", "class SessionTable:\n    pass\n")
     assert not check_store_tables("memkit.jobs.x", chained)
+
+
+# -- rule 10: one application layer under both front doors ----------------------------------
+
+# What decides the scope a caller acts in (memkit.app.access), and the identity's own rule.
+CONFINEMENT = {
+    "owner_for",
+    "confined_search",
+    "confined_memories",
+    "confined_prompt",
+    "charge",
+    "pad_ref",
+    "acting_for",
+}
+EDGES = ("memkit.api", "memkit.mcp_server")
+# AgentCore's translator routes confine an actor themselves until AgentCore becomes a wing of
+# its own (issue 27 point 4); nothing else at the edges may.
+NOT_YET_A_WING = {"memkit.api.routes.agentcore"}
+
+
+def check_edge_confinement(module: str, source: str) -> list[Violation]:
+    """Rule 10: an edge module neither calls nor imports a confinement function: it passes
+    the names its request gives to an operation (memkit.app.operations), which confines."""
+    if not module.startswith(EDGES) or module in NOT_YET_A_WING:
+        return []
+    found = [
+        (module, line, f"imports {name}")
+        for line, name, _ in imports(ast.parse(source))
+        if name.rsplit(".", 1)[-1] in CONFINEMENT or name.startswith("memkit.app.access")
+    ]
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call):
+            called = getattr(node.func, "id", getattr(node.func, "attr", None))
+            if called in CONFINEMENT:
+                found.append((module, node.lineno, f"calls {called}"))
+    return found
+
+
+def test_no_edge_confines_a_caller() -> None:
+    """Rule 10: 0 confinement calls in api/ and mcp_server/ (the operations confine)."""
+    violations = run(check_edge_confinement, sources(LIBRARY))
+    assert not violations, report(violations)
+
+
+def test_the_mcp_server_imports_nothing_from_the_http_api() -> None:
+    """Rule 10: both edges stand on memkit.app; neither imports the other."""
+    violations = [
+        (module, line, f"imports {name}")
+        for module, source in sources(LIBRARY).items()
+        if module.startswith("memkit.mcp_server")
+        for line, name, _ in imports(ast.parse(source))
+        if name.startswith("memkit.api")
+    ]
+    assert not violations, report(violations)
+
+
+def test_prompt_hydration_is_built_in_one_place() -> None:
+    """Rule 10: PromptService is built once, by the services (memkit.app.services)."""
+    built = [
+        (module, node.lineno)
+        for module, source in sources(LIBRARY).items()
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "PromptService"
+    ]
+    assert [module for module, _ in built] == ["memkit.app.services"], built
+
+
+def test_the_edge_checker_reports_confinement() -> None:
+    """Rule 10 is not vacuous."""
+    assert check_edge_confinement(
+        "memkit.api.routes.x", "from memkit.app.access import owner_for\nowner_for(c, n, u)\n"
+    ) == [
+        ("memkit.api.routes.x", 1, "imports memkit.app.access.owner_for"),
+        ("memkit.api.routes.x", 2, "calls owner_for"),
+    ]
+    assert check_edge_confinement("memkit.mcp_server.x", "caller.acting_for(user)\n")
+    assert not check_edge_confinement("memkit.app.x", "caller.acting_for(user)\n")

@@ -67,6 +67,12 @@ class Forbidden(MemkitError):
     code = "forbidden"
 
 
+class OutOfScope(Forbidden):
+    """A scope the credential does not hold: another user, or no user, named without admin
+    (memkit.app.access). The HTTP API answers it as any 403; an MCP tool call as
+    insufficient_scope."""
+
+
 class NotFound(MemkitError):
     status = 404
     code = "not_found"

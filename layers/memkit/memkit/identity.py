@@ -36,7 +36,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from memkit.errors import FieldProblem, Forbidden, Unauthenticated
+from memkit.errors import FieldProblem, Forbidden, OutOfScope, Unauthenticated
 from memkit.ids import MAX_ID_LENGTH, id_problem
 
 AuthMode = Literal["none", "jwt", "iam", "apikey"]
@@ -66,7 +66,7 @@ class Caller:
         """403 unless the caller holds `scope` (admin implies read and write)."""
         if scope in self.scopes or self.admin:
             return
-        raise Forbidden(
+        raise OutOfScope(
             f"this credential lacks the {scope} scope",
             [FieldProblem("authorization", f"needs scope {scope}")],
         )
@@ -79,14 +79,14 @@ class Caller:
         if named is not None:
             if self.admin or named == self.user_id:
                 return named
-            raise Forbidden(
+            raise OutOfScope(
                 "this credential may act only for its own user",
                 [FieldProblem(field, "names another user (memory:admin may)")],
             )
         if self.admin:
             return None
         if self.user_id is None:
-            raise Forbidden(
+            raise OutOfScope(
                 "this credential names no user and is not an admin",
                 [FieldProblem("authorization", "a key or token without a user needs memory:admin")],
             )

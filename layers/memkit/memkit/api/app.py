@@ -17,7 +17,7 @@ from aws_lambda_powertools.shared.json_encoder import Encoder
 
 from memkit import __version__
 from memkit.api.agentcore_errors import agentcore_error, speaks_agentcore
-from memkit.api.context import charge, services_of
+from memkit.api.context import services_of
 from memkit.api.responses import error_response
 from memkit.api.routes import (
     agentcore,
@@ -197,7 +197,7 @@ def authorize(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> R
     caller = caller_of_event(app.current_event.raw_event, services.settings.identity)
     app.append_context(caller=caller)
     caller.require(scope)
-    charge(services, caller)
+    services.operations.admit(caller)
     return next_middleware(app)
 
 

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from aws_lambda_powertools.event_handler import Response, content_types
 
-from memkit.api.views import session_view
+from memkit.app.views import session_view
 from memkit.errors import FieldProblem, MemkitError
 from memkit.models.api import ErrorBody, FieldError, GatewayAnswer, ProfileView, ScratchpadView
 from memkit.models.domain import Profile

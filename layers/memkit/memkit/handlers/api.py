@@ -10,10 +10,10 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from memkit.api.agentcore_errors import agentcore_refusal, speaks_agentcore
 from memkit.api.app import app
-from memkit.api.context import Services
 from memkit.api.guard import body_problem, too_large_to_return
 from memkit.api.responses import refusal
 from memkit.api.routes.agentcore import routable
+from memkit.app.services import Services
 from memkit.errors import MemkitError
 from memkit.handlers.http import after_invocation, answering_in_time, warned
 from memkit.handlers.wiring import production_identity, production_services

@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from memkit.api.context import Services, charge
 from memkit.api.guard import too_large_to_return
 from memkit.api.scopes import MCP_ROUTE_SCOPES
+from memkit.app.services import Services
 from memkit.config import McpSettings, mcp_settings
 from memkit.errors import Forbidden, MemkitError, Misconfigured, Unauthenticated
 from memkit.handlers.http import after_invocation, answering_in_time, warned
@@ -148,7 +148,7 @@ def _post(
         challenge = {"www-authenticate": resource.insufficient_scope(scope)}
         return _refused(403, INSUFFICIENT_SCOPE, f"insufficient_scope: {exc.detail}", challenge)
     built = services()
-    charge(built, caller)
+    built.operations.admit(caller)
     call = Call(caller, built)
     transport = functools.partial(serve, call, asgi.host_of(event), asgi.base_url(event))
     try:

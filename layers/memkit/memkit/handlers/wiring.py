@@ -40,7 +40,7 @@ from memkit.config import (
 from memkit.errors import Misconfigured, StoreUnavailable
 
 if TYPE_CHECKING:
-    from memkit.api.context import Lifecycle, Services
+    from memkit.app.services import Lifecycle, Services
     from memkit.embeddings.protocol import Embedder
     from memkit.identity import IdentitySettings
     from memkit.jobs.agentcore_deletion import MemoryDeletion
@@ -241,7 +241,7 @@ def api_services(
     """The routes' services over `store`; the index and embedder default to the configured
     ones, built on first use (a session route never loads a model), and the deletions'
     work queue to the configured one (`send`), their time to `clock`."""
-    from memkit.api.context import Services
+    from memkit.app.services import Services
     from memkit.service.profiles import ProfileService
     from memkit.service.scratchpad import ScratchpadService
     from memkit.service.sessions import SessionService
@@ -274,7 +274,7 @@ def _api_lifecycle(
     """Forgetting, compaction, policies, a user's and an AgentCore memory's deletion, each
     built on the first request that needs it (their modules load then, not at cold start,
     and so does the work queue's client, unless `send` is given)."""
-    from memkit.api.context import Lifecycle
+    from memkit.app.services import Lifecycle
 
     def forgetting() -> Forgetting:
         from memkit.jobs.forget import Forgetting

@@ -3,7 +3,7 @@ with JSON responses, for the verified caller.
 
 Each tool is the Agent Memory Server's tool of the same name and parameters where memkit has
 the same operation (docs/mcp.md lists them), and runs the service the REST route of that
-operation runs, through the same identity rules (memkit.api.context): a tool never takes a
+operation runs, through the same operations (memkit.app.operations): a tool never takes a
 tenant or a user from its arguments without `Caller.acting_for` agreeing. The scratchpad's
 tools keep their model-facing behaviour (memkit.service.tools) under names that do not
 collide with the sessions' get/set_working_memory: get_scratchpad, update_scratchpad,
@@ -47,20 +47,16 @@ from mcp_types import ToolAnnotations
 from pydantic import Field, ValidationError
 
 from memkit import __version__
-from memkit.api.context import (
-    Services,
-    confined_memories,
-    confined_prompt,
-    confined_search,
-    owner_for,
-)
-from memkit.api.views import session_view
-from memkit.errors import FieldProblem, Forbidden, MemkitError, ValidationFailed
+from memkit.app.operations import Operations
+from memkit.app.scratchpads import PadName
+from memkit.app.services import Services
+from memkit.app.views import session_view
+from memkit.errors import MemkitError, OutOfScope
 from memkit.identity import ADMIN, READ, WRITE, Caller
 from memkit.ids import new_ulid
 from memkit.mcp_server.asgi import Message, Receive, Scope, Send
 from memkit.mcp_server.resource import INSUFFICIENT_SCOPE
-from memkit.models.domain import PROFILE_PATTERN, Id, Owner, PadRef, StoredId
+from memkit.models.domain import PROFILE_PATTERN, Id, StoredId
 from memkit.models.lifecycle import DEFAULT_NEAR_DISTANCE, CompactResult
 from memkit.models.memory import (
     MAX_CREATE,
@@ -88,7 +84,6 @@ from memkit.models.session import (
 )
 from memkit.models.session import Message as SessionMessage
 from memkit.observability import logger
-from memkit.service.prompt import PromptService
 from memkit.service.tools import failure_text, problem_text
 
 P = ParamSpec("P")
@@ -115,6 +110,11 @@ class Call:
     services: Services
     refused_scope: str | None = None
 
+    @property
+    def operations(self) -> Operations:
+        """What the caller may do (memkit.app.operations)."""
+        return self.services.operations
+
 
 _current: ContextVar[Call] = ContextVar("memkit_mcp_call")
 
@@ -133,11 +133,12 @@ class InsufficientScope(MCPError):
 
 @contextmanager
 def _identity(scope: str) -> Iterator[None]:
-    """An identity check whose refusal (Forbidden) is a call this credential may not make
-    without `scope` (naming another user, or no user, takes memory:admin)."""
+    """An operation whose refusal of a scope (OutOfScope: naming another user, or no user,
+    takes memory:admin) is a call this credential may not make without `scope`; its other
+    refusals are the tool's errors."""
     try:
         yield
-    except Forbidden as exc:
+    except OutOfScope as exc:
         raise InsufficientScope(scope, exc) from exc
 
 
@@ -244,11 +245,6 @@ def _eq(value: dict[Literal["eq"], str] | str | None) -> str | None:
     return value.get("eq") if isinstance(value, dict) else value
 
 
-def _owner(caller: Caller, namespace: str | None, user_id: str | None) -> Owner:
-    with _identity(ADMIN):
-        return owner_for(caller, namespace, user_id)
-
-
 # -- tools ----------------------------------------------------------------------------------
 
 
@@ -275,10 +271,7 @@ def create_long_term_memories(
     records = [m.model_copy(update={"id": m.id or new_ulid()}) for m in memories]
     body = CreateMemories(memories=list(records), deduplicate=deduplicate)
     with _identity(ADMIN):
-        confined = confined_memories(call.caller, body)
-    return call.services.long_term.create(
-        call.caller.tenant, confined, confined=not call.caller.admin
-    )
+        return call.operations.memories.create(call.caller, body)
 
 
 def _search_request(**given: Any) -> SearchRequest:
@@ -351,8 +344,7 @@ def search_long_term_memory(
         message_range=message_range,
     )
     with _identity(ADMIN):
-        confined = confined_search(call.caller, request)
-    return call.services.long_term.search(call.caller.tenant, confined)
+        return call.operations.memories.search(call.caller, request, access=True)
 
 
 @_tool(READ, read_only=True)
@@ -433,11 +425,7 @@ def memory_prompt(
         _given(query=query, session=session, long_term_search=long_term, token_budget=token_budget)
     )
     with _identity(ADMIN):
-        owner, confined = confined_prompt(call.caller, body)
-    services = call.services
-    return PromptService(services.sessions, services.long_term, services.store.records).hydrate(
-        owner, confined
-    )
+        return call.operations.memories.prompt(call.caller, body)
 
 
 @_tool(WRITE, destructive=True)
@@ -471,8 +459,11 @@ def set_working_memory(
             long_term_memory_strategy=long_term_memory_strategy,
         )
     )
-    owner = _owner(call.caller, namespace, user_id)
-    return session_view(call.services.sessions.put(owner, session_id, body))
+    with _identity(ADMIN):
+        document = call.operations.sessions.put(
+            call.caller, session_id, body, user_id=user_id, namespace=namespace
+        )
+    return session_view(document)
 
 
 @_tool(READ, read_only=True)
@@ -488,10 +479,16 @@ def get_working_memory(
     data, pending memories and scratchpad. recent_messages_limit keeps the newest N;
     model_name or context_window_max trims to a model's window."""
     call = current()
-    owner = _owner(call.caller, namespace, user_id)
-    document = call.services.sessions.get(
-        owner, session_id, recent_messages_limit, model_name, context_window_max
-    )
+    with _identity(ADMIN):
+        document = call.operations.sessions.get(
+            call.caller,
+            session_id,
+            user_id=user_id,
+            namespace=namespace,
+            recent_messages_limit=recent_messages_limit,
+            model_name=model_name,
+            context_window_max=context_window_max,
+        )
     return session_view(document)
 
 
@@ -499,7 +496,7 @@ def get_working_memory(
 def get_long_term_memory(memory_id: Id) -> MemoryRecordView:
     """Read one long-term memory by its id (with whether it is searchable yet)."""
     call = current()
-    return call.services.long_term.get(call.caller.tenant, memory_id, reader=call.caller)
+    return call.operations.memories.get(call.caller, memory_id)
 
 
 @_tool(WRITE)
@@ -520,9 +517,6 @@ def edit_long_term_memory(
     create a new one instead. For a time-bound memory set event_date (get_current_datetime
     resolves "today")."""
     call = current()
-    if user_id is not None:  # naming a user takes memory:admin unless it is the caller's own
-        with _identity(ADMIN):
-            call.caller.acting_for(user_id)
     edit = MemoryEdit.model_validate(
         _given(
             text=text,
@@ -536,7 +530,9 @@ def edit_long_term_memory(
             pinned=pinned,
         )
     )
-    return call.services.long_term.edit(call.caller.tenant, memory_id, edit, reader=call.caller)
+    # Naming a user takes memory:admin unless it is the caller's own (claim_user).
+    with _identity(ADMIN):
+        return call.operations.memories.edit(call.caller, memory_id, edit, claim_user=True)
 
 
 @_tool(WRITE, destructive=True)
@@ -546,7 +542,7 @@ def delete_long_term_memories(
     """Delete long-term memories by id, for good (their search entries follow). Ids you may
     not see count as absent."""
     call = current()
-    return call.services.long_term.delete(call.caller.tenant, memory_ids, reader=call.caller)
+    return call.operations.memories.delete(call.caller, memory_ids)
 
 
 @_tool(ADMIN, destructive=True)
@@ -562,13 +558,18 @@ def compact_long_term_memories(
     """Merge duplicate long-term memories (exact copies into the oldest; near duplicates when
     the model confirms, else flagged) among the `limit` records after `cursor`, as the
     reference server does; dry_run=true only reports what would merge. Needs memory:admin."""
-    from memkit.api.routes.lifecycle import compact  # loads on first use
-
     call = current()
-    owner = _owner(call.caller, namespace, user_id)
-    return compact(
-        call.services, owner, limit, dry_run, near_duplicates, distance_threshold, cursor
-    )
+    with _identity(ADMIN):
+        return call.operations.upkeep.compact(
+            call.caller,
+            limit=limit,
+            dry_run=dry_run,
+            near_duplicates=near_duplicates,
+            distance_threshold=distance_threshold,
+            cursor=cursor,
+            user_id=user_id,
+            namespace=namespace,
+        )
 
 
 def _scratchpad(
@@ -581,14 +582,11 @@ def _scratchpad(
 ) -> dict[str, Any]:
     """A scratchpad tool call run as the REST API's tool calls run (memkit.service.tools)."""
     call = current()
-    owner = _owner(call.caller, namespace, user_id)
-    if session_id is None and owner.user_id is None:
-        raise ValidationFailed(
-            "session_id or user_id is required",
-            [FieldProblem("session_id", "name the session (or the user) of the scratchpad")],
+    named = PadName(session_id, user_id, namespace, profile)
+    with _identity(ADMIN):
+        outcome = call.operations.scratchpads.call_tool(
+            call.caller, named, tool, arguments, about="of the scratchpad"
         )
-    ref = PadRef(owner=owner, session_id=session_id, profile=profile)
-    outcome = call.services.tools.call(ref, tool, arguments)
     if "error" in outcome:
         raise ToolError(str(outcome["error"]))
     result = outcome["result"]

@@ -8,12 +8,12 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from memkit.api.context import Services, owner_of, services_of
+from memkit.api.context import caller_of, operations_of
 from memkit.api.params import NamespaceQuery, SessionIdQuery, UserIdQuery
 from memkit.api.responses import documented_errors
 from memkit.errors import FieldProblem, ValidationFailed
 from memkit.models.api import Status
-from memkit.models.domain import Id, Owner
+from memkit.models.domain import Id
 from memkit.models.lifecycle import (
     DEFAULT_NEAR_DISTANCE,
     MAX_SCAN,
@@ -23,15 +23,11 @@ from memkit.models.lifecycle import (
     ForgetResult,
     LifecyclePolicy,
     LifecyclePolicyView,
-    Listing,
 )
 
 router = APIGatewayHttpRouter()
 TAGS = ["lifecycle"]
 MAX_COMPACT = 1_000
-# Near duplicates judged by the model in one request (each a model call; the rest are
-# flagged, and the scheduled run judges them without this limit).
-API_JUDGEMENTS = 10
 
 NamespacePath = Annotated[Id, Path()]
 # Each route keeps AMS's default: forgetting is a dry run unless told otherwise, compaction
@@ -72,15 +68,15 @@ def forget_memories(
     limit: Annotated[int, Query(ge=1, le=MAX_SCAN, description="records scanned")] = 1000,
     dry_run: ForgetDryRun = None,
 ) -> ForgetResult:
-    services = services_of(router)
-    owner = owner_of(router, namespace, user_id)
-    return services.forgetting.forget(
-        owner,
+    return operations_of(router).upkeep.forget(
+        caller_of(router),
         body.policy,
         pinned_ids=body.pinned_ids or (),
-        session_id=session_id,
         limit=limit,
         dry_run=chosen_dry_run(dry_run, body.dry_run, default=True),
+        namespace=namespace,
+        user_id=user_id,
+        session_id=session_id,
     )
 
 
@@ -113,36 +109,18 @@ def compact_memories(
     ] = DEFAULT_NEAR_DISTANCE,
     cursor: Annotated[str | None, Query(max_length=4096)] = None,
 ) -> CompactResult:
-    owner = owner_of(router, namespace, user_id)
+    caller = caller_of(router)
     chosen = chosen_dry_run(dry_run, body.dry_run if body else None, default=False)
-    return compact(
-        services_of(router), owner, limit, chosen, near_duplicates, distance_threshold, cursor
-    )
-
-
-def compact(
-    services: Services,
-    owner: Owner,
-    limit: int,
-    dry_run: bool,
-    near_duplicates: bool,
-    distance_threshold: float,
-    cursor: str | None = None,
-) -> CompactResult:
-    """One request's compaction of `owner`'s records (this route's, and the MCP tool's)."""
-    from memkit.jobs.compact import CompactOptions, decode_cursor  # loads on first use
-
-    listing = Listing(owner.tenant, owner.namespace, owner.user_id, owner.user_id is not None)
-    after = decode_cursor(cursor, listing)
-    options = CompactOptions(
+    return operations_of(router).upkeep.compact(
+        caller,
         limit=limit,
-        dry_run=dry_run,
+        dry_run=chosen,
         near_duplicates=near_duplicates,
-        distance=distance_threshold,
-        judgements=API_JUDGEMENTS,
+        distance_threshold=distance_threshold,
+        cursor=cursor,
+        namespace=namespace,
+        user_id=user_id,
     )
-    result, _ = services.compaction.compact(owner, options, after)
-    return result
 
 
 @router.put(
@@ -154,9 +132,7 @@ def compact(
 def put_lifecycle_policy(
     namespace: NamespacePath, body: Annotated[LifecyclePolicy, Body()]
 ) -> LifecyclePolicyView:
-    services = services_of(router)
-    owner = owner_of(router, namespace, None)
-    return services.policies.put(owner.tenant, owner.namespace, body)
+    return operations_of(router).upkeep.put_policy(caller_of(router), namespace, body)
 
 
 @router.get(
@@ -166,9 +142,7 @@ def put_lifecycle_policy(
     responses=documented_errors(404),
 )
 def get_lifecycle_policy(namespace: NamespacePath) -> LifecyclePolicyView:
-    services = services_of(router)
-    owner = owner_of(router, namespace, None)
-    return services.policies.get(owner.tenant, owner.namespace)
+    return operations_of(router).upkeep.get_policy(caller_of(router), namespace)
 
 
 @router.delete(
@@ -178,7 +152,5 @@ def get_lifecycle_policy(namespace: NamespacePath) -> LifecyclePolicyView:
     responses=documented_errors(404),
 )
 def delete_lifecycle_policy(namespace: NamespacePath) -> Status:
-    services = services_of(router)
-    owner = owner_of(router, namespace, None)
-    services.policies.delete(owner.tenant, owner.namespace)
+    operations_of(router).upkeep.delete_policy(caller_of(router), namespace)
     return Status()

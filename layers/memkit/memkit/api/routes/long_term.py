@@ -8,7 +8,7 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from memkit.api.context import caller_of, confined_memories, confined_search, services_of
+from memkit.api.context import caller_of, operations_of
 from memkit.api.responses import documented_errors
 from memkit.models.domain import Id, StoredId
 from memkit.models.memory import (
@@ -40,11 +40,7 @@ OptimizeQuery = Annotated[
     responses=documented_errors(413),
 )
 def create_memories(body: Annotated[CreateMemories, Body()]) -> CreatedAck:
-    services = services_of(router)
-    caller = caller_of(router)
-    return services.long_term.create(
-        caller.tenant, confined_memories(caller, body), confined=not caller.admin
-    )
+    return operations_of(router).memories.create(caller_of(router), body)
 
 
 @router.post(
@@ -56,10 +52,7 @@ def create_memories(body: Annotated[CreateMemories, Body()]) -> CreatedAck:
 def search_memories(
     body: Annotated[SearchRequest, Body()], optimize_query: OptimizeQuery = False
 ) -> MemoryResults:
-    services = services_of(router)
-    caller = caller_of(router)
-    request = confined_search(caller, body)
-    return services.long_term.search(caller.tenant, request, access=request.track_access)
+    return operations_of(router).memories.search(caller_of(router), body)
 
 
 @router.get(
@@ -69,9 +62,7 @@ def search_memories(
     responses=documented_errors(404),
 )
 def get_memory(memory_id: MemoryId) -> MemoryRecordView:
-    services = services_of(router)
-    caller = caller_of(router)
-    return services.long_term.get(caller.tenant, memory_id, reader=caller)
+    return operations_of(router).memories.get(caller_of(router), memory_id)
 
 
 @router.patch(
@@ -81,9 +72,7 @@ def get_memory(memory_id: MemoryId) -> MemoryRecordView:
     responses=documented_errors(404, 409),
 )
 def edit_memory(memory_id: MemoryId, body: Annotated[MemoryEdit, Body()]) -> MemoryRecordView:
-    services = services_of(router)
-    caller = caller_of(router)
-    return services.long_term.edit(caller.tenant, memory_id, body, reader=caller)
+    return operations_of(router).memories.edit(caller_of(router), memory_id, body)
 
 
 @router.delete(
@@ -102,6 +91,4 @@ def delete_memories(
         ),
     ] = None,
 ) -> Ack:
-    services = services_of(router)
-    caller = caller_of(router)
-    return services.long_term.delete(caller.tenant, memory_ids or [], reader=caller)
+    return operations_of(router).memories.delete(caller_of(router), memory_ids or [])

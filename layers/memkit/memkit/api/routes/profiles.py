@@ -8,7 +8,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from memkit.api.context import owner_of, services_of
+from memkit.api.context import caller_of, operations_of
 from memkit.api.params import IfMatch, NamespaceQuery, ProfileNamePath
 from memkit.api.responses import documented_errors, profile_response, profile_view
 from memkit.models.api import ProfileList, ProfileView, Status
@@ -30,9 +30,8 @@ def put_profile(
     namespace: NamespaceQuery = None,
     if_match: IfMatch = None,
 ) -> Response[ProfileView]:
-    services = services_of(router)
-    owner = owner_of(router, namespace, None)
-    profile = services.profiles.put(owner.tenant, owner.namespace, name, spec, if_match)
+    profiles = operations_of(router).profiles
+    profile = profiles.put(caller_of(router), name, spec, if_match, namespace)
     return profile_response(profile)
 
 
@@ -43,9 +42,8 @@ def put_profile(
     responses=documented_errors(404),
 )
 def get_profile(name: ProfileNamePath, namespace: NamespaceQuery = None) -> Response[ProfileView]:
-    services = services_of(router)
-    owner = owner_of(router, namespace, None)
-    return profile_response(services.profiles.get(owner.tenant, owner.namespace, name))
+    profiles = operations_of(router).profiles
+    return profile_response(profiles.get(caller_of(router), name, namespace))
 
 
 @router.get(
@@ -59,9 +57,7 @@ def list_profiles(
     limit: Annotated[int, Query(ge=1, le=100)] = 50,
     cursor: Annotated[str | None, Query(max_length=2048)] = None,
 ) -> ProfileList:
-    services = services_of(router)
-    owner = owner_of(router, namespace, None)
-    page = services.profiles.list(owner.tenant, owner.namespace, limit, cursor)
+    page = operations_of(router).profiles.list(caller_of(router), limit, cursor, namespace)
     return ProfileList(
         profiles=[profile_view(p) for p in page.profiles], next_cursor=page.next_cursor
     )
@@ -76,7 +72,5 @@ def list_profiles(
 def delete_profile(
     name: ProfileNamePath, namespace: NamespaceQuery = None, if_match: IfMatch = None
 ) -> Status:
-    services = services_of(router)
-    owner = owner_of(router, namespace, None)
-    services.profiles.delete(owner.tenant, owner.namespace, name, if_match)
+    operations_of(router).profiles.delete(caller_of(router), name, if_match, namespace)
     return Status()

@@ -8,10 +8,9 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from memkit.api.context import caller_of, confined_prompt, services_of
+from memkit.api.context import caller_of, operations_of
 from memkit.api.responses import documented_errors
 from memkit.models.prompt import HydratedPrompt, PromptRequest
-from memkit.service.prompt import PromptService
 
 router = APIGatewayHttpRouter()
 TAGS = ["prompt hydration"]
@@ -31,7 +30,4 @@ OptimizeQuery = Annotated[
 def hydrate_prompt(
     body: Annotated[PromptRequest, Body()], optimize_query: OptimizeQuery = False
 ) -> HydratedPrompt:
-    services = services_of(router)
-    owner, body = confined_prompt(caller_of(router), body)
-    prompts = PromptService(services.sessions, services.long_term, services.store.records)
-    return prompts.hydrate(owner, body)
+    return operations_of(router).memories.prompt(caller_of(router), body)

@@ -9,7 +9,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from memkit.api.context import owner_of, services_of
+from memkit.api.context import caller_of, one, operations_of
 from memkit.api.params import (
     IfMatch,
     NamespaceQuery,
@@ -19,8 +19,8 @@ from memkit.api.params import (
     UserIdQuery,
 )
 from memkit.api.responses import documented_errors, scratchpad_response
+from memkit.app.scratchpads import PadName
 from memkit.models.api import PromptView, ScratchpadView, ScratchpadWrite
-from memkit.models.domain import PadRef
 
 router = APIGatewayHttpRouter()
 TAGS = ["scratchpad"]
@@ -38,23 +38,22 @@ def _ref(
     profile: str | None,
     body: ScratchpadWrite | None = None,
     session_id: str | None = None,
-) -> PadRef:
+) -> PadName:
     """The scratchpad a request names; scoping may come in the query or in the body."""
-    owner = owner_of(
-        router, namespace, user_id, body.namespace if body else None, body.user_id if body else None
-    )
-    return PadRef(owner=owner, session_id=session_id, profile=profile)
+    named_user = one("user_id", user_id, body.user_id if body else None)
+    named_namespace = one("namespace", namespace, body.namespace if body else None)
+    return PadName(session_id, named_user, named_namespace, profile)
 
 
-def _read(ref: PadRef, render: str | None) -> Response[ScratchpadView | PromptView]:
-    scratchpads = services_of(router).scratchpads
+def _read(named: PadName, render: str | None) -> Response[ScratchpadView | PromptView]:
+    scratchpads, caller = operations_of(router).scratchpads, caller_of(router)
     if render == "prompt":
         return Response(
             status_code=200,
             content_type="application/json",
-            body=PromptView(prompt=scratchpads.prompt(ref)),
+            body=PromptView(prompt=scratchpads.prompt(caller, named)),
         )
-    return scratchpad_response(scratchpads.get(ref))  # type: ignore[return-value]
+    return scratchpad_response(scratchpads.get(caller, named))  # type: ignore[return-value]
 
 
 @router.get(
@@ -88,7 +87,8 @@ def put_session_pad(
     if_match: IfMatch = None,
 ) -> Response[ScratchpadView]:
     ref = _ref(namespace, user_id, profile, body, session_id)
-    return scratchpad_response(services_of(router).scratchpads.replace(ref, body.content, if_match))
+    scratchpads = operations_of(router).scratchpads
+    return scratchpad_response(scratchpads.replace(caller_of(router), ref, body.content, if_match))
 
 
 @router.patch(
@@ -106,7 +106,8 @@ def patch_session_pad(
     if_match: IfMatch = None,
 ) -> Response[ScratchpadView]:
     ref = _ref(namespace, user_id, profile, body, session_id)
-    return scratchpad_response(services_of(router).scratchpads.patch(ref, body.content, if_match))
+    scratchpads = operations_of(router).scratchpads
+    return scratchpad_response(scratchpads.patch(caller_of(router), ref, body.content, if_match))
 
 
 @router.delete(
@@ -123,7 +124,8 @@ def delete_session_pad(
     if_match: IfMatch = None,
 ) -> Response[ScratchpadView]:
     ref = _ref(namespace, user_id, profile, session_id=session_id)
-    return scratchpad_response(services_of(router).scratchpads.clear(ref, if_match))
+    scratchpads = operations_of(router).scratchpads
+    return scratchpad_response(scratchpads.clear(caller_of(router), ref, if_match))
 
 
 @router.get(
@@ -155,7 +157,8 @@ def put_user_pad(
     if_match: IfMatch = None,
 ) -> Response[ScratchpadView]:
     ref = _ref(namespace, user_id, profile, body)
-    return scratchpad_response(services_of(router).scratchpads.replace(ref, body.content, if_match))
+    scratchpads = operations_of(router).scratchpads
+    return scratchpad_response(scratchpads.replace(caller_of(router), ref, body.content, if_match))
 
 
 @router.patch(
@@ -172,7 +175,8 @@ def patch_user_pad(
     if_match: IfMatch = None,
 ) -> Response[ScratchpadView]:
     ref = _ref(namespace, user_id, profile, body)
-    return scratchpad_response(services_of(router).scratchpads.patch(ref, body.content, if_match))
+    scratchpads = operations_of(router).scratchpads
+    return scratchpad_response(scratchpads.patch(caller_of(router), ref, body.content, if_match))
 
 
 @router.delete(
@@ -188,4 +192,5 @@ def delete_user_pad(
     if_match: IfMatch = None,
 ) -> Response[ScratchpadView]:
     ref = _ref(namespace, user_id, profile)
-    return scratchpad_response(services_of(router).scratchpads.clear(ref, if_match))
+    scratchpads = operations_of(router).scratchpads
+    return scratchpad_response(scratchpads.clear(caller_of(router), ref, if_match))

@@ -9,10 +9,10 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from memkit.api.context import owner_of, services_of
+from memkit.api.context import caller_of, one, operations_of
 from memkit.api.params import IfMatch, NamespaceQuery, SessionId, UserIdQuery
 from memkit.api.responses import documented_errors, session_response
-from memkit.api.views import message_view
+from memkit.app.views import message_view
 from memkit.models.api import Status
 from memkit.models.session import (
     MAX_WINDOW_TOKENS,
@@ -80,10 +80,11 @@ def list_sessions(
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
     offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
 ) -> SessionList:
-    services = services_of(router)
-    owner = owner_of(router, namespace, user_id)
-    # A caller that is not an admin lists its own user's sessions only (owner.user_id).
-    ids, total = services.sessions.list_ids(owner, owner.user_id, limit, offset)
+    sessions = operations_of(router).sessions
+    # A caller that is not an admin lists its own user's sessions only.
+    ids, total = sessions.list(
+        caller_of(router), limit, offset, namespace=namespace, user_id=user_id
+    )
     return SessionList(sessions=ids, total=total)
 
 
@@ -103,10 +104,14 @@ def get_session(
     model_name: ModelName = None,
     context_window_max: WindowMax = None,
 ) -> Response[SessionView]:
-    services = services_of(router)
-    owner = owner_of(router, namespace, user_id)
-    document = services.sessions.get(
-        owner, session_id, recent_messages_limit, model_name, context_window_max
+    document = operations_of(router).sessions.get(
+        caller_of(router),
+        session_id,
+        namespace=namespace,
+        user_id=user_id,
+        recent_messages_limit=recent_messages_limit,
+        model_name=model_name,
+        context_window_max=context_window_max,
     )
     return session_response(document)
 
@@ -126,10 +131,15 @@ def put_session(
     context_window_max: WriteWindowMax = None,
     if_match: IfMatch = None,
 ) -> Response[SessionView]:
-    services = services_of(router)
-    owner = owner_of(router, namespace, user_id, body.namespace, body.user_id)
-    document = services.sessions.put(
-        owner, session_id, body, if_match, model_name, context_window_max
+    document = operations_of(router).sessions.put(
+        caller_of(router),
+        session_id,
+        body,
+        user_id=one("user_id", user_id, body.user_id),
+        namespace=one("namespace", namespace, body.namespace),
+        if_match=if_match,
+        model_name=model_name,
+        context_window_max=context_window_max,
     )
     return session_response(document)
 
@@ -147,9 +157,15 @@ def patch_session(
     user_id: UserIdQuery = None,
     if_match: IfMatch = None,
 ) -> Response[SessionView]:
-    services = services_of(router)
-    owner = owner_of(router, namespace, user_id, body.namespace, body.user_id)
-    return session_response(services.sessions.patch(owner, session_id, body, if_match))
+    document = operations_of(router).sessions.patch(
+        caller_of(router),
+        session_id,
+        body,
+        user_id=one("user_id", user_id, body.user_id),
+        namespace=one("namespace", namespace, body.namespace),
+        if_match=if_match,
+    )
+    return session_response(document)
 
 
 @router.delete(
@@ -163,8 +179,8 @@ def delete_session(
     namespace: NamespaceQuery = None,
     user_id: UserIdQuery = None,
 ) -> Status:
-    services = services_of(router)
-    services.sessions.delete(owner_of(router, namespace, user_id), session_id)
+    sessions = operations_of(router).sessions
+    sessions.delete(caller_of(router), session_id, namespace=namespace, user_id=user_id)
     return Status()
 
 
@@ -182,12 +198,18 @@ def append_messages(
     model_name: WriteModelName = None,
     context_window_max: WriteWindowMax = None,
 ) -> Response[AppendView]:
-    services = services_of(router)
-    owner = owner_of(router, namespace, user_id, body.namespace, body.user_id)
-    result = services.sessions.append(owner, session_id, body, model_name, context_window_max)
+    result = operations_of(router).sessions.append(
+        caller_of(router),
+        session_id,
+        body,
+        user_id=one("user_id", user_id, body.user_id),
+        namespace=one("namespace", namespace, body.namespace),
+        model_name=model_name,
+        context_window_max=context_window_max,
+    )
     view = AppendView(
         session_id=session_id,
-        namespace=owner.namespace,
+        namespace=result.meta.namespace,
         created=result.created,
         appended=result.appended,
         already_stored=result.already_stored,
@@ -223,11 +245,16 @@ def list_messages(
         Query(max_length=1_000, description="only these roles, comma-separated: user,assistant"),
     ] = None,
 ) -> MessagePage:
-    services = services_of(router)
-    owner = owner_of(router, namespace, user_id)
     wanted = frozenset(r.strip() for r in roles.split(",") if r.strip()) if roles else None
-    page = services.sessions.messages(
-        owner, session_id, limit, cursor, order == "asc", wanted or None
+    page = operations_of(router).sessions.messages(
+        caller_of(router),
+        session_id,
+        limit,
+        cursor,
+        order == "asc",
+        wanted or None,
+        namespace=namespace,
+        user_id=user_id,
     )
     return MessagePage(
         messages=[message_view(m) for m in page.messages], next_cursor=page.next_cursor

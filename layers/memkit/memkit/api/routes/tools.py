@@ -7,12 +7,12 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from memkit.api.context import owner_of, services_of
+from memkit.api.context import caller_of, operations_of
 from memkit.api.params import NamespaceQuery, ProfileQuery, SessionIdQuery, UserIdQuery
 from memkit.api.responses import documented_errors
+from memkit.app.scratchpads import PadName
 from memkit.errors import FieldProblem, ValidationFailed
 from memkit.models.api import ToolCall, ToolFailure, ToolSuccess, ToolsView
-from memkit.models.domain import PadRef
 from memkit.scratchpad.tools import ToolFormat
 
 router = APIGatewayHttpRouter()
@@ -32,9 +32,9 @@ def list_tools(
     namespace: NamespaceQuery = None,
     profile: ProfileQuery = None,
 ) -> ToolsView:
-    services = services_of(router)
-    ref = PadRef(owner=owner_of(router, namespace, user_id), session_id=session_id, profile=profile)
-    return ToolsView(format=format.value, tools=services.tools.definitions(ref, format))
+    named = PadName(session_id, user_id, namespace, profile)
+    tools = operations_of(router).scratchpads.tool_definitions(caller_of(router), named, format)
+    return ToolsView(format=format.value, tools=tools)
 
 
 @router.post(
@@ -44,16 +44,12 @@ def list_tools(
     responses=documented_errors(415),
 )
 def call_tool(call: Annotated[ToolCall, Body()]) -> ToolSuccess | ToolFailure:
-    services = services_of(router)
     if call.session_id is None and call.user_id is None:
         raise ValidationFailed(
             "session_id or user_id is required",
             [FieldProblem("session_id", "name the session (or the user) the tool acts on")],
         )
-    ref = PadRef(
-        owner=owner_of(router, call.namespace, call.user_id),
-        session_id=call.session_id,
-        profile=call.profile,
-    )
-    outcome = services.tools.call(ref, call.name, call.arguments)
+    named = PadName(call.session_id, call.user_id, call.namespace, call.profile)
+    scratchpads = operations_of(router).scratchpads
+    outcome = scratchpads.call_tool(caller_of(router), named, call.name, call.arguments)
     return ToolFailure(**outcome) if "error" in outcome else ToolSuccess(**outcome)

@@ -9,7 +9,7 @@ from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.openapi.params import Path
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from memkit.api.context import caller_of, owner_of, services_of
+from memkit.api.context import caller_of, operations_of
 from memkit.api.params import NamespaceQuery, UserIdPath
 from memkit.api.responses import documented_errors
 from memkit.ids import ID_PATTERN
@@ -51,9 +51,7 @@ def delete_user(
     user_id: UserIdPath,
     namespace: NamespaceQuery = None,
 ) -> Response[UserDeleted | UserDeletionRunning]:
-    services = services_of(router)
-    owner = owner_of(router, namespace, user_id)
-    outcome = services.deletion.delete(owner, services.settings.user_deletion_budget_seconds)
+    outcome = operations_of(router).upkeep.delete_user(caller_of(router), user_id, namespace)
     if outcome.job is None:
         return Response(
             status_code=200,
@@ -76,5 +74,4 @@ def delete_user(
     responses=documented_errors(404),
 )
 def get_job(job_id: JobId) -> JobView:
-    services = services_of(router)
-    return job_view(services.deletion.job(caller_of(router).tenant, job_id))
+    return job_view(operations_of(router).upkeep.job(caller_of(router), job_id))

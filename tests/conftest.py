@@ -16,8 +16,32 @@ ROOT = Path(__file__).resolve().parents[1]
 TABLE = "memkit-test"
 
 
+# The test files that keep a worker busy for a minute or more (`make test` prints the slowest
+# tests: --durations), longest first. They start first: with `--dist loadfile` the workers
+# take files in collection order, and one of these started last kept one worker running it
+# alone for minutes while the other sat idle.
+HEAVY_FIRST = (
+    "test_local_restart_vectors.py",
+    "test_local_restart.py",
+    "test_delete_user.py",
+    "test_sdk_wheel.py",
+    "test_doc_examples.py",
+    "test_local_stack_volume.py",
+    "test_transfer.py",
+    "test_sdk.py",
+    "test_local_stack_dynamodb_vectors.py",
+    "test_dynamodb_local.py",
+)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     _share_botocore_models()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The heavy files first (HEAVY_FIRST's order), the rest in their order."""
+    rank = {name: place for place, name in enumerate(HEAVY_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
 
 
 def _share_botocore_models() -> None:

@@ -121,7 +121,8 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _openapi(args: argparse.Namespace) -> int:
-    from memkit.api.app import app, openapi_json
+    from memkit.api.app import openapi_json
+    from memkit.handlers.api import app
 
     document = openapi_json(app) + "\n"
     if args.output:

@@ -15,11 +15,13 @@ from typing import Any
 import boto3
 import pytest
 
+from memkit.agentcore.deletion import MemoryDeletion
+from memkit.agentcore.extraction import StrategyExtraction
+from memkit.agentcore.table import agentcore_table
+from memkit.agentcore.wing import DELETE_MEMORY
 from memkit.config import ApiSettings
 from memkit.handlers.wiring import job_sender
 from memkit.handlers.worker import make_lambda_handler as make_worker_handler
-from memkit.jobs.agentcore_deletion import MemoryDeletion
-from memkit.jobs.agentcore_extraction import StrategyExtraction
 from memkit.jobs.curation import Curator, Job
 from memkit.jobs.users import UserDeletion
 from memkit.llm.local import LocalModel
@@ -104,7 +106,7 @@ class Deleting:
         curator = _curator(world)
         users = UserDeletion(world.store, lambda: world.vector_index, None)
         chosen = deletion or self.deletion()
-        return make_worker_handler(lambda: curator, lambda: users, lambda: chosen)
+        return make_worker_handler(lambda: curator, lambda: users, {DELETE_MEMORY: lambda: chosen})
 
     def handle(self, job: Job) -> dict[str, Any]:
         """The worker's response to a batch of one message, `job` (the queue is not read)."""
@@ -169,8 +171,10 @@ def _curator(world: MemoryWorld, model: LocalModel | None = None, records: Any =
         store.records, store.sessions, lambda: world.vector_index, lambda: world.embedder
     )
     model = model or LocalModel()
-    strategies = StrategyExtraction(store.agentcore, records or store.records, long_term, model)
-    return Curator(store.curation, store.sessions, long_term, model, agentcore=strategies)
+    strategies = StrategyExtraction(
+        agentcore_table(store), records or store.records, long_term, model
+    )
+    return Curator(store.curation, store.sessions, long_term, model, strategies=[strategies])
 
 
 def _deleting(table: str, clock: Clock | None = None) -> Deleting:
@@ -379,7 +383,7 @@ def test_a_deletion_whose_job_failed_starts_again_with_the_next_delete_memory(
     # Given its job failed every attempt the queue allows (the index refused every removal,
     # and the stream's removals have not reached it yet)
     deleting.work(deleting.deletion(RefusingIndex(deleting.world.vector_index)), stream=False)
-    marked = deleting.world.store.agentcore.get_agent_memory(TENANT, doomed)
+    marked = agentcore_table(deleting.world.store).get_agent_memory(TENANT, doomed)
     failed = deleting.world.store.users.get_job(TENANT, marked.deletion_job)
     assert failed.status == "failed"
     shown = _ok(deleting.api("GET", f"/memories/{doomed}/details"))["memory"]

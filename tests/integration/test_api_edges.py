@@ -62,7 +62,7 @@ def test_health_reads_the_table_at_most_once_in_its_interval(
 
 
 def test_the_openapi_document_describes_every_route(api: Call) -> None:
-    from memkit.api.app import app
+    from memkit.handlers.api import app
 
     response = api("GET", "/v1/openapi.json")
 

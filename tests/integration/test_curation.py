@@ -13,9 +13,9 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
+from memkit.agentcore.wing import strategy
 from memkit.handlers.curator import make_lambda_handler as make_curator_handler
 from memkit.handlers.worker import make_lambda_handler as make_worker_handler
-from memkit.jobs.agentcore_extraction import StrategyExtraction
 from memkit.jobs.curation import Curator, Job, Policy, Queueing
 from memkit.service.long_term import LongTermService
 from memkit.service.windows import message_tokens
@@ -78,11 +78,9 @@ class Curation:
         )
         chosen = model or self.model
         # As production wires it: an AgentCore memory's sessions run its strategies.
-        agentcore = StrategyExtraction(
-            store.agentcore, store.records, long_term, chosen, self.policy.merge_distance
-        )
+        strategies = [strategy(store, long_term, chosen, self.policy.merge_distance)]
         curator = Curator(
-            store.curation, store.sessions, long_term, chosen, self.policy, agentcore=agentcore
+            store.curation, store.sessions, long_term, chosen, self.policy, strategies=strategies
         )
         handler = make_worker_handler(lambda: curator)
         messages = self.sqs.receive_message(

@@ -13,13 +13,13 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
+from memkit.agentcore.mapping import record_tags
 from memkit.jobs.compact import Compaction, CompactOptions
 from memkit.jobs.forget import Forgetting
 from memkit.jobs.phases import Deadline
 from memkit.jobs.policies import PolicyPhase
 from memkit.llm.local import LocalModel
 from memkit.models.domain import Owner
-from memkit.service.agentcore_mapping import record_tags
 from memkit.service.long_term import LongTermService
 from tests.integration.memory_world import MemoryWorld
 

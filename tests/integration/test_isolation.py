@@ -27,9 +27,8 @@ from typing import Any
 import boto3
 import pytest
 
-from memkit.api.app import app
-from memkit.api.scopes import ROUTE_SCOPES
 from memkit.config import ApiSettings
+from memkit.handlers.api import ROUTE_SCOPES, app
 from memkit.identity import ADMIN, READ, SCOPES, WRITE
 from tests.conftest import ApiResponse, call_api
 from tests.events import jwt_authorizer

@@ -10,7 +10,7 @@ import botocore.session
 import pytest
 from botocore.parsers import create_parser
 
-from memkit.api.agentcore_errors import agentcore_error, agentcore_refusal, speaks_agentcore
+from memkit.agentcore.errors import agentcore_error, agentcore_refusal, speaks_agentcore
 from memkit.errors import (
     BadRequest,
     FieldProblem,

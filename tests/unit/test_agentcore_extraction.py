@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from memkit.jobs.agentcore_extraction import mined, names_a_memory, plan_of
-from memkit.models.agentcore import MemoryStrategy, StrategyKind
+from memkit.agentcore.extraction import mined, names_a_memory, plan_of
+from memkit.agentcore.models import MemoryStrategy, StrategyKind
 from memkit.models.domain import StoredMessage
 
 

@@ -9,9 +9,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from memkit.models.agentcore_records import CREATED_AT_KEY
-from memkit.models.domain import StoredRecord
-from memkit.service.agentcore_mapping import (
+from memkit.agentcore.mapping import (
     MetadataFilter,
     Template,
     actors_at,
@@ -26,6 +24,8 @@ from memkit.service.agentcore_mapping import (
     under,
     wire_metadata,
 )
+from memkit.agentcore.record_models import CREATED_AT_KEY
+from memkit.models.domain import StoredRecord
 from memkit.vectors.filters import meets_all
 from memkit.vectors.opensearch import condition_clause
 from memkit.vectors.protocol import record_fields

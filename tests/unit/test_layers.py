@@ -1,8 +1,9 @@
 """The package layering: no upward imports, no cycles, raw keys and the key module stay in store/.
 
-Layers, top to bottom: handlers > {api, mcp_server} > app > jobs > service > {store, vectors,
-embeddings, llm} > {models, scratchpad} > base modules. Every import counts (lazy and
-type-only ones too).
+Layers, top to bottom: handlers > agentcore > {api, mcp_server} > app > jobs > service >
+{store, vectors, embeddings, llm} > {models, scratchpad} > base modules. Every import counts
+(lazy and type-only ones too). AgentCore is a wing (rule 11): it stands on the core, and only
+the composition root (memkit.handlers.wiring) imports it.
 The checkers take (module name, source text) and return (module, line, what) violations.
 The SDK (memkit.client, sdk/) sits on the models beside the dev kit, outside the layer.
 """
@@ -27,6 +28,7 @@ SIBLINGS = {"store", "vectors", "embeddings", "llm"}  # one layer, but kept apar
 # The MCP server is an edge beside the HTTP API's resolver: it runs the same services.
 LAYERS = [
     "handlers",
+    "agentcore",
     "api mcp_server",
     "app",
     "jobs",
@@ -50,6 +52,9 @@ BASE_MODULES = {
 }
 RAW_KEYS = {"PK", "SK", "NewImage", "OldImage", "Keys", "LSI1SK", "dynamodb"}
 RAW_KEYS |= {f"GSI{n}{k}" for n in (1, 2, 3) for k in ("PK", "SK")}
+# A wing's table: its items live in the one table beside the core's, so its table module
+# keys them with the store's key parts (rules 3 and 4), as the store's own tables do.
+WING_STORAGE = {"memkit.agentcore.table"}
 
 Violation = tuple[str, int, str]
 
@@ -157,8 +162,8 @@ def find_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def check_keys_import(module: str, source: str) -> list[Violation]:
-    """Rule 3: only modules under memkit.store may import memkit.store.keys."""
-    if module == "memkit.store" or module.startswith("memkit.store."):
+    """Rule 3: only modules under memkit.store (and a wing's table) may import its keys."""
+    if module == "memkit.store" or module.startswith("memkit.store.") or module in WING_STORAGE:
         return []
     return [
         (module, line, f"imports {name}")
@@ -168,8 +173,9 @@ def check_keys_import(module: str, source: str) -> list[Violation]:
 
 
 def check_raw_keys(module: str, source: str) -> list[Violation]:
-    """Rule 4: outside store/, no raw item or stream key as a subscript or a .get() key."""
-    if module == "memkit.store" or module.startswith("memkit.store."):
+    """Rule 4: outside store/ (and a wing's table), no raw item or stream key as a subscript
+    or a .get() key."""
+    if module == "memkit.store" or module.startswith("memkit.store.") or module in WING_STORAGE:
         return []
     found = []
     for node in ast.walk(ast.parse(source)):
@@ -422,16 +428,19 @@ CONFINEMENT = {
     "pad_ref",
     "acting_for",
 }
-EDGES = ("memkit.api", "memkit.mcp_server")
-# AgentCore's translator routes confine an actor themselves until AgentCore becomes a wing of
-# its own (issue 27 point 4); nothing else at the edges may.
-NOT_YET_A_WING = {"memkit.api.routes.agentcore"}
+# The front doors: the HTTP API's, the MCP server's, and the AgentCore wing's routes.
+EDGES = (
+    "memkit.api",
+    "memkit.mcp_server",
+    "memkit.agentcore.routes",
+    "memkit.agentcore.record_routes",
+)
 
 
 def check_edge_confinement(module: str, source: str) -> list[Violation]:
     """Rule 10: an edge module neither calls nor imports a confinement function: it passes
     the names its request gives to an operation (memkit.app.operations), which confines."""
-    if not module.startswith(EDGES) or module in NOT_YET_A_WING:
+    if not module.startswith(EDGES):
         return []
     found = [
         (module, line, f"imports {name}")
@@ -485,3 +494,44 @@ def test_the_edge_checker_reports_confinement() -> None:
     ]
     assert check_edge_confinement("memkit.mcp_server.x", "caller.acting_for(user)\n")
     assert not check_edge_confinement("memkit.app.x", "caller.acting_for(user)\n")
+
+
+# -- rule 11: AgentCore is a wing ------------------------------------------------------------
+
+WING = "memkit.agentcore"
+# The composition root: it plugs the wing into the core's hooks (memkit.api.wings' Wing,
+# curation's strategies and Policy.extracted_anyway, compaction's scope_of, the worker's jobs).
+PLUGS_WINGS = {"memkit.handlers.wiring"}
+
+
+def check_wing_imports(module: str, source: str) -> list[Violation]:
+    """Rule 11: a core module (outside the wing and the composition root) imports nothing
+    of the wing's, lazily or for types either."""
+    if module == WING or module.startswith(WING + ".") or module in PLUGS_WINGS:
+        return []
+    return [
+        (module, line, f"imports {name}")
+        for line, name, _ in imports(ast.parse(source))
+        if name == WING or name.startswith(WING + ".")
+    ]
+
+
+def test_only_the_composition_root_imports_the_agentcore_wing() -> None:
+    """Rule 11: AgentCore lives in memkit/agentcore/ and touches the core only through the
+    hooks the composition root fills; no other core module names it."""
+    library = sources(LIBRARY)
+    assert {"memkit.agentcore.wing", "memkit.agentcore.table", "memkit.agentcore.routes"} <= set(
+        library
+    )
+    violations = run(check_wing_imports, library)
+    assert not violations, report(violations)
+
+
+def test_the_wing_checker_reports_a_core_import_of_the_wing() -> None:
+    """Rule 11 is not vacuous: a lazy import of the wing in a core module is reported."""
+    lazy = "def f():\n    from memkit.agentcore.table import agentcore_table\n"
+    assert check_wing_imports("memkit.jobs.x", lazy) == [
+        ("memkit.jobs.x", 2, "imports memkit.agentcore.table.agentcore_table")
+    ]
+    assert not check_wing_imports("memkit.handlers.wiring", lazy)
+    assert not check_wing_imports("memkit.agentcore.wing", lazy)

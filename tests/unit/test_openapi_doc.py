@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from memkit.api.app import app, openapi_json
+from memkit.api.app import openapi_json
+from memkit.handlers.api import app
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "openapi.json"
 
@@ -38,7 +39,8 @@ def test_every_route_that_reaches_storage_documents_429_and_503_with_retry_after
 
 
 def test_every_operation_but_the_public_ones_asks_for_a_jwt_or_an_api_key() -> None:
-    from memkit.api.scopes import PUBLIC, ROUTE_SCOPES
+    from memkit.api.scopes import PUBLIC
+    from memkit.handlers.api import ROUTE_SCOPES
 
     served = json.loads(openapi_json(app))
     schemes = served["components"]["securitySchemes"]

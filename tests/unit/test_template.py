@@ -38,7 +38,7 @@ def _wired_routes(template: dict[str, Any]) -> set[tuple[str, str]]:
 
 
 def test_every_route_of_the_app_is_wired_through_the_template(template: dict[str, Any]) -> None:
-    from memkit.api.app import app
+    from memkit.handlers.api import app
 
     # API Gateway routes /a/ to the route /a (route paths cannot end with a slash), so the
     # app's /v1/working-memory/ (agent-memory-client's exact path) is wired as /v1/working-memory.
@@ -976,7 +976,7 @@ def test_allowed_origins_become_the_http_apis_cors_configuration(
 def test_cors_allows_every_method_and_request_header_the_api_uses(
     template: dict[str, Any],
 ) -> None:
-    from memkit.api.app import app
+    from memkit.handlers.api import app
     from memkit_dev.local.gateway import http_api_routes
 
     cors = _cors(template, CorsAllowedOrigins="*")
@@ -1709,7 +1709,8 @@ def test_the_functions_that_delete_users_know_how_long_the_gateway_caches_a_key(
 def test_every_route_is_authorized_as_auth_mode_says_with_the_scope_the_app_declares(
     template: dict[str, Any], mode: str
 ) -> None:
-    from memkit.api.scopes import ALL_ROUTE_SCOPES, MCP_ROUTE_SCOPES, VERIFIED_BY_FUNCTION
+    from memkit.api.scopes import MCP_ROUTE_SCOPES, VERIFIED_BY_FUNCTION
+    from memkit.handlers.api import ALL_ROUTE_SCOPES
 
     parameters = _parameters(template, AuthMode=mode, **JWT_ISSUER)
     expected_type = {"jwt": "JWT", "iam": "AWS_IAM", "apikey": "CUSTOM", "none": "NONE"}[mode]

@@ -23,7 +23,8 @@ from urllib.parse import unquote_to_bytes
 
 from werkzeug.wrappers import Request, Response
 
-from memkit.api.scopes import ALL_ROUTE_SCOPES, PUBLIC, VERIFIED_BY_FUNCTION
+from memkit.api.scopes import PUBLIC, VERIFIED_BY_FUNCTION
+from memkit.handlers.api import ALL_ROUTE_SCOPES
 from memkit_dev.local.auth import (
     AuthorizerFailed,
     Denied,

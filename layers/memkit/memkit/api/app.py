@@ -16,12 +16,9 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from aws_lambda_powertools.shared.json_encoder import Encoder
 
 from memkit import __version__
-from memkit.api.agentcore_errors import agentcore_error, speaks_agentcore
 from memkit.api.context import services_of
 from memkit.api.responses import error_response
 from memkit.api.routes import (
-    agentcore,
-    agentcore_records,
     health,
     lifecycle,
     long_term,
@@ -33,6 +30,7 @@ from memkit.api.routes import (
     users,
 )
 from memkit.api.scopes import PUBLIC, ROUTE_SCOPES
+from memkit.api.wings import Wing, wing_of
 from memkit.errors import FieldProblem, Forbidden, MemkitError
 from memkit.identity import caller_of as caller_of_event
 from memkit.models.problems import field_problems
@@ -53,8 +51,6 @@ ROUTERS = (
     prompt.router,
     users.router,
     lifecycle.router,
-    agentcore.router,
-    agentcore_records.router,
 )
 
 
@@ -97,7 +93,8 @@ def _invalid_fields(route: Any, errors: Sequence[Mapping[str, Any]]) -> list[Fie
 
 
 class HttpApiResolver(APIGatewayHttpResolver):
-    """Powertools' HTTP API resolver, whose path parameters take what API Gateway delivers.
+    """Powertools' HTTP API resolver, whose path parameters take what API Gateway delivers,
+    with its wings (memkit.api.wings) and the scope of every route, the wings' too (`scopes`).
 
     API Gateway decodes the path before the function sees it (`rawPath`), so an id arrives
     as itself: `tea☕`, `a"b`, a letter and its combining accent. Powertools matches a
@@ -105,6 +102,13 @@ class HttpApiResolver(APIGatewayHttpResolver):
     route (a 404). Here a
     parameter is any text up to the next `/`, as API Gateway routes it; the ids themselves
     are checked by their models (memkit.ids)."""
+
+    def __init__(self, wings: Sequence[Wing] = (), **options: Any) -> None:
+        super().__init__(**options)
+        self.wings = tuple(wings)
+        self.scopes: dict[str, str | None] = dict(ROUTE_SCOPES)
+        for wing in self.wings:
+            self.scopes.update(wing.scopes)
 
     @staticmethod
     def _compile_regex(rule: str, base_regex: str = "^{}$") -> re.Pattern[str]:
@@ -122,7 +126,7 @@ SCOPES_SAID = (
 )
 
 
-def openapi_json(app: APIGatewayHttpResolver) -> str:
+def openapi_json(app: HttpApiResolver) -> str:
     """The OpenAPI document of `app` (served at /v1/openapi.json, written to docs/): every
     operation takes a JWT or an API key, but the public ones (memkit.api.scopes)."""
     # Imported here: Powertools' OpenAPI models cost cold start, and only the docs need them.
@@ -153,24 +157,25 @@ def openapi_json(app: APIGatewayHttpResolver) -> str:
         for method in ("get", "put", "post", "patch", "delete"):
             operation = getattr(item, method)
             key = f"{method.upper()} {path}"
-            if operation is not None and key in ROUTE_SCOPES and ROUTE_SCOPES[key] is PUBLIC:
+            if operation is not None and key in app.scopes and app.scopes[key] is PUBLIC:
                 operation.security = []  # no credential asked: overrides the global one
     return str(model_json(schema, by_alias=True, exclude_none=True, indent=2))
 
 
 def refuse(
-    app: APIGatewayHttpResolver,
+    app: HttpApiResolver,
     status: int,
     code: str,
     detail: str,
     problems: list[FieldProblem] | None = None,
     retry_after: int | None = None,
 ) -> Response[str]:
-    """The one error body of memkit's routes, or AgentCore's error shape on AgentCore's
-    routes (memkit.api.agentcore_errors): whatever failed, a client reads it as it expects."""
+    """The one error body of memkit's routes, or a wing's error shape on the wing's routes
+    (memkit.api.wings): whatever failed, a client reads it as it expects."""
     path = app.current_event.path
-    if speaks_agentcore(path):
-        shaped = agentcore_error(path, status, code, detail, problems, retry_after)
+    wing = wing_of(app.wings, path)
+    if wing is not None:
+        shaped = wing.error(path, status, code, detail, problems, retry_after)
         return Response(
             status_code=shaped.status,
             content_type="application/json",
@@ -180,17 +185,17 @@ def refuse(
     return error_response(status, code, detail, problems, retry_after=retry_after)
 
 
-def authorize(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Response[Any]:
+def authorize(app: HttpApiResolver, next_middleware: NextMiddleware) -> Response[Any]:
     """Before every route: the caller from the verified request context (memkit.identity)
     and the scope the route needs (memkit.api.scopes). A route the table does not list is
     refused: a new route cannot ship without a decision."""
     route = app.context.get("_route")
     key = f"{route.method} {route.openapi_path}" if route is not None else ""
-    if key not in ROUTE_SCOPES:
+    if key not in app.scopes:
         if route is not None and route.rule.pattern == NO_ROUTE:
             return next_middleware(app)  # the resolver's catch-all for an unknown path: 404
         raise Forbidden("this route has no declared scope")
-    scope = ROUTE_SCOPES[key]
+    scope = app.scopes[key]
     if scope is None:
         return next_middleware(app)
     services = services_of(app)
@@ -201,13 +206,14 @@ def authorize(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> R
     return next_middleware(app)
 
 
-def build_app() -> APIGatewayHttpResolver:
-    """A resolver with every route of memkit's HTTP API."""
+def build_app(wings: Sequence[Wing] = ()) -> HttpApiResolver:
+    """A resolver with every core route of memkit's HTTP API and its wings' (the API
+    function's: memkit.handlers.api)."""
     # UTF-8 as is, not \u-escaped: a non-English text takes 2 to 3 bytes a character, not
     # 6 to 12, so more of it fits Lambda's 6 MB (the byte budgets count UTF-8 bytes).
     serializer = partial(json.dumps, separators=(",", ":"), ensure_ascii=False, cls=Encoder)
-    app = HttpApiResolver(enable_validation=True, serializer=serializer)
-    for router in ROUTERS:
+    app = HttpApiResolver(wings, enable_validation=True, serializer=serializer)
+    for router in (*ROUTERS, *(r for wing in app.wings for r in wing.routers)):
         app.include_router(router)
     app.use(middlewares=[authorize])
 
@@ -268,6 +274,3 @@ def build_app() -> APIGatewayHttpResolver:
         return refuse(app, 500, "internal_error", "internal error")
 
     return app
-
-
-app = build_app()

@@ -1,7 +1,7 @@
 """The scope each route needs, by its route key ("METHOD /path/{param}", as API Gateway names
-routes). One table for every route of the API function, one for the MCP function's: a route
-missing from them is refused (403) and a test fails, so a new route cannot ship without a
-decision.
+routes). One table for the core routes of the API function, one for the MCP function's, and
+one for each wing's (memkit.api.wings: the resolver adds them, `app.scopes`): a route missing
+from them is refused (403) and a test fails, so a new route cannot ship without a decision.
 
 - memory:read: reads, searches and prompt hydration (POST bodies that only ask);
 - memory:write: what changes a session, a scratchpad or a record, and tool calls (a model's
@@ -64,33 +64,6 @@ ROUTE_SCOPES: dict[str, str | None] = {
     "DELETE /v1/namespaces/{namespace}/lifecycle": ADMIN,
     "DELETE /v1/users/{user_id}": ADMIN,
     "GET /v1/jobs/{job_id}": ADMIN,
-    # AgentCore Memory: the control plane's memory configuration (an agent reads its memory's
-    # strategies; making and deleting memories is an admin's) ...
-    "POST /memories/create": ADMIN,
-    "POST /memories": READ,
-    "POST /memories/": READ,
-    "GET /memories/{memory_id}/details": READ,
-    "DELETE /memories/{memory_id}/delete": ADMIN,
-    "PUT /memories/{memory_id}/update": ADMIN,
-    # ... and the data plane's events, sessions and actors (actorId is a user: memory:admin
-    # may name any of its tenant's)
-    "POST /memories/{memory_id}/events": WRITE,
-    "GET /memories/{memory_id}/actor/{actor_id}/sessions/{session_id}/events/{event_id}": READ,
-    "DELETE /memories/{memory_id}/actor/{actor_id}/sessions/{session_id}/events/{event_id}": WRITE,
-    "POST /memories/{memory_id}/actor/{actor_id}/sessions/{session_id}": READ,
-    "POST /memories/{memory_id}/actor/{actor_id}/sessions": READ,
-    "POST /memories/{memory_id}/actors": READ,
-    "POST /memories/{memory_id}/ingest": WRITE,
-    "POST /memories/{memory_id}/extractionJobs": READ,
-    "POST /memories/{memory_id}/extractionJobs/start": WRITE,
-    # ... and its long-term records (a caller without memory:admin: its own actor's)
-    "POST /memories/{memory_id}/retrieve": READ,
-    "POST /memories/{memory_id}/memoryRecords": READ,
-    "GET /memories/{memory_id}/memoryRecord/{record_id}": READ,
-    "DELETE /memories/{memory_id}/memoryRecords/{record_id}": WRITE,
-    "POST /memories/{memory_id}/memoryRecords/batchCreate": WRITE,
-    "POST /memories/{memory_id}/memoryRecords/batchUpdate": WRITE,
-    "POST /memories/{memory_id}/memoryRecords/batchDelete": WRITE,
 }
 
 # The MCP function's routes (memkit.handlers.mcp). POST /mcp needs memory:read;
@@ -107,5 +80,3 @@ MCP_ROUTE_SCOPES: dict[str, str | None] = {
 # client's first 401 must carry `WWW-Authenticate: Bearer resource_metadata=...` and a gateway
 # authorizer's own 401 cannot. With iam the gateway verifies them as every other route.
 VERIFIED_BY_FUNCTION = frozenset({"POST /mcp"})
-# Every route of the HTTP API, whichever function serves it.
-ALL_ROUTE_SCOPES: dict[str, str | None] = {**ROUTE_SCOPES, **MCP_ROUTE_SCOPES}

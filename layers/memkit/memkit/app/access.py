@@ -18,13 +18,15 @@ if TYPE_CHECKING:
     from memkit.app.services import Services
 
 
-def owner_for(caller: Caller, namespace: str | None, user_id: str | None) -> Owner:
+def owner_for(
+    caller: Caller, namespace: str | None, user_id: str | None, field: str = "user_id"
+) -> Owner:
     """The scope `caller` acts in when it names `namespace` and `user_id`: the caller's tenant
     (never the request's), the namespace named, and the user it may act for (memkit.identity:
     its own, or for an admin any of its tenant's, or none). A caller that is not an admin is
     confined to its user: items of another user, or of no user, are not its to read or
-    change."""
-    user = caller.acting_for(user_id)
+    change. `field`: what the request calls the user it names (its 403 names it)."""
+    user = caller.acting_for(user_id, field)
     return Owner(
         tenant=caller.tenant,
         namespace=namespace or DEFAULT_NAMESPACE,

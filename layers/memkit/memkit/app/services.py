@@ -17,12 +17,11 @@ from memkit.service.sessions import SessionService
 if TYPE_CHECKING:
     from memkit.app.operations import Operations
     from memkit.embeddings.protocol import Embedder
-    from memkit.jobs.agentcore_deletion import MemoryDeletion
     from memkit.jobs.compact import Compaction
+    from memkit.jobs.curation import Job
     from memkit.jobs.forget import Forgetting
     from memkit.jobs.policies import PolicyService
     from memkit.jobs.users import UserDeletion
-    from memkit.service.agentcore import AgentCoreService
     from memkit.service.long_term import LongTermService
     from memkit.service.prompt import PromptService
     from memkit.service.tools import ToolService
@@ -32,16 +31,20 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Lifecycle:
-    """Background work that a request may start, each built on first use (memkit.jobs)."""
+    """Background work that a request may start, each built on first use (memkit.jobs), and
+    what a wing's background work is built with: the work queue's sender (None: no queue;
+    the work runs within its request) and the clock."""
 
     forgetting: Callable[[], Forgetting]
     compaction: Callable[[LongTermService], Compaction]
     policies: Callable[[], PolicyService]
     deletion: Callable[[], UserDeletion]
-    memory_deletion: Callable[[], MemoryDeletion]
+    queue: Callable[[], Callable[[Job], None] | None]
+    clock: Callable[[], float]
 
 
-@dataclass(frozen=True)
+# eq=False: compared and hashed by identity (a wing keeps its own services per Services).
+@dataclass(frozen=True, eq=False)
 class Services:
     """The services, built once per execution environment by the wiring; the front doors
     reach them through `operations`, which confine each call to its caller."""
@@ -63,13 +66,6 @@ class Services:
         from memkit.service.long_term import LongTermService
 
         return LongTermService(self.store.records, self.store.sessions, self.index, self.embedder)
-
-    @cached_property
-    def agentcore(self) -> AgentCoreService:
-        """AgentCore Memory's operations (memkit.service.agentcore), built on first use."""
-        from memkit.service.agentcore import AgentCoreService
-
-        return AgentCoreService(self.store.agentcore, self.sessions)
 
     @cached_property
     def prompts(self) -> PromptService:
@@ -106,7 +102,3 @@ class Services:
     @cached_property
     def deletion(self) -> UserDeletion:
         return self.lifecycle.deletion()
-
-    @cached_property
-    def memory_deletion(self) -> MemoryDeletion:
-        return self.lifecycle.memory_deletion()

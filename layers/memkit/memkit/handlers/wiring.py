@@ -14,7 +14,7 @@ cold start pays only for what it uses, the API's only for what its first route u
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Iterable
 from functools import lru_cache
 from typing import TYPE_CHECKING, TypeVar
 
@@ -40,13 +40,14 @@ from memkit.config import (
 from memkit.errors import Misconfigured, StoreUnavailable
 
 if TYPE_CHECKING:
+    from memkit.api.wings import Wing
     from memkit.app.services import Lifecycle, Services
     from memkit.embeddings.protocol import Embedder
     from memkit.identity import IdentitySettings
-    from memkit.jobs.agentcore_deletion import MemoryDeletion
     from memkit.jobs.cleanup import CleanupRun
     from memkit.jobs.compact import Compaction
     from memkit.jobs.curation import Curator, Job, Policy, Queueing
+    from memkit.jobs.deletion import BackgroundDeletion
     from memkit.jobs.forget import Forgetting
     from memkit.jobs.indexing import Indexer
     from memkit.jobs.phases import Phase
@@ -271,9 +272,9 @@ def _api_lifecycle(
     send: JobSender | None,
     clock: Callable[[], float],
 ) -> Lifecycle:
-    """Forgetting, compaction, policies, a user's and an AgentCore memory's deletion, each
-    built on the first request that needs it (their modules load then, not at cold start,
-    and so does the work queue's client, unless `send` is given)."""
+    """Forgetting, compaction, policies and a user's deletion, each built on the first
+    request that needs it (their modules load then, not at cold start, and so does the work
+    queue's client, unless `send` is given), and the queue and clock a wing's work uses."""
     from memkit.app.services import Lifecycle
 
     def forgetting() -> Forgetting:
@@ -287,7 +288,7 @@ def _api_lifecycle(
         def model() -> MemoryModel:
             return memory_model_for(checked(llm_settings), settings.region)
 
-        return Compaction(store.records, long_term, model)
+        return Compaction(store.records, long_term, model, scope_of=compaction_scope())
 
     def policies() -> PolicyService:
         from memkit.jobs.policies import PolicyService
@@ -300,14 +301,24 @@ def _api_lifecycle(
         queue = send or configured_job_sender(settings)
         return UserDeletion(store, index, queue, settings.api_key_cache_seconds, clock=clock)
 
-    def memory_deletion() -> MemoryDeletion:
-        from memkit.jobs.agentcore_deletion import MemoryDeletion
+    def queue() -> JobSender | None:
+        return send or configured_job_sender(settings)
 
-        queue = send or configured_job_sender(settings)
-        grace = settings.agentcore_deletion_grace_seconds
-        return MemoryDeletion(store, index, queue, grace, clock=clock)
+    return Lifecycle(forgetting, compaction, policies, deletion, queue, clock)
 
-    return Lifecycle(forgetting, compaction, policies, deletion, memory_deletion)
+
+def api_wings() -> tuple[Wing, ...]:
+    """The wings of the HTTP API (memkit.api.wings): AgentCore's routes."""
+    from memkit.agentcore.wing import api_wing
+
+    return (api_wing(),)
+
+
+def compaction_scope() -> Callable[[Iterable[str]], Hashable]:
+    """The scope compaction merges records within (a wing's records carry theirs)."""
+    from memkit.agentcore.wing import compaction_scope as agentcore_scope
+
+    return agentcore_scope
 
 
 def production_identity() -> IdentitySettings:
@@ -360,6 +371,7 @@ def production_indexer() -> Indexer:
 
 
 def curation_policy(settings: CurationSettings) -> Policy:
+    from memkit.agentcore.wing import names_a_memory
     from memkit.jobs.curation import Policy
 
     return Policy(
@@ -370,6 +382,9 @@ def curation_policy(settings: CurationSettings) -> Policy:
         # topics are frequent words, not worth re-indexing every new record for.
         extract=settings.llm_provider != "local",
         describe=settings.llm_provider != "local",
+        # An AgentCore memory's sessions are extracted by its strategies, whose summaries
+        # any model can write.
+        extracted_anyway=names_a_memory,
     )
 
 
@@ -387,7 +402,7 @@ def production_queueing() -> Queueing:
 
 @lru_cache(maxsize=1)
 def production_curator() -> Curator:
-    from memkit.jobs.agentcore_extraction import StrategyExtraction
+    from memkit.agentcore.wing import strategy
     from memkit.jobs.curation import Curator
     from memkit.service.long_term import LongTermService
 
@@ -398,10 +413,8 @@ def production_curator() -> Curator:
     long_term = LongTermService(store.records, store.sessions, index, lambda: embedder)
     model = memory_model_for(settings, settings.region)
     policy = curation_policy(settings)
-    agentcore = StrategyExtraction(
-        store.agentcore, store.records, long_term, model, policy.merge_distance
-    )
-    return Curator(store.curation, store.sessions, long_term, model, policy, agentcore=agentcore)
+    strategies = [strategy(store, long_term, model, policy.merge_distance)]
+    return Curator(store.curation, store.sessions, long_term, model, policy, strategies=strategies)
 
 
 @lru_cache(maxsize=1)
@@ -415,12 +428,20 @@ def production_deletions() -> UserDeletion:
 
 
 @lru_cache(maxsize=1)
-def production_memory_deletions() -> MemoryDeletion:
-    from memkit.jobs.agentcore_deletion import MemoryDeletion
+def production_memory_deletions() -> BackgroundDeletion:
+    """An AgentCore memory's deletion, resumed by the worker (DeleteMemory started it)."""
+    from memkit.agentcore.wing import deletion
 
     settings = checked(curation_settings)
     index = configured_index(settings, settings.region)
-    return MemoryDeletion(dynamo_store(settings), index, configured_job_sender(settings))
+    return deletion(dynamo_store(settings), index, configured_job_sender(settings))
+
+
+def production_wing_jobs() -> dict[str, Callable[[], BackgroundDeletion]]:
+    """The worker's jobs of wings, by kind: an AgentCore memory's deletion."""
+    from memkit.agentcore.wing import DELETE_MEMORY
+
+    return {DELETE_MEMORY: production_memory_deletions}
 
 
 # -- the scheduled cleanup -------------------------------------------------------------------

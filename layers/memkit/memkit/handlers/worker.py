@@ -1,14 +1,15 @@
 """The memory worker's entry point (functions/worker): the work queue's messages -> jobs run
 with the configured MemoryModel (memkit.jobs.curation), the rest of a user's deletion that
-did not finish within its request (memkit.jobs.users), and AgentCore memories' deletions
-(memkit.jobs.agentcore_deletion). A job that fails is reported in
+did not finish within its request (memkit.jobs.users), and wings' jobs by their kind (an
+AgentCore memory's deletion: memkit.handlers.wiring.production_wing_jobs). A job that fails
+is reported in
 batchItemFailures; SQS retries it after its visibility timeout and, after maxReceiveCount
 tries, moves it to the DLQ.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.utilities.batch import (
@@ -19,16 +20,12 @@ from aws_lambda_powertools.utilities.batch import (
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from memkit.handlers.wiring import (
-    production_curator,
-    production_deletions,
-    production_memory_deletions,
-)
+from memkit.handlers.wiring import production_curator, production_deletions, production_wing_jobs
 from memkit.jobs.curation import Curator, Job
 from memkit.observability import drop_disabled_metrics, logger, metrics
 
 if TYPE_CHECKING:
-    from memkit.jobs.agentcore_deletion import MemoryDeletion
+    from memkit.jobs.deletion import BackgroundDeletion
     from memkit.jobs.users import UserDeletion
 
 Handler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
@@ -41,11 +38,12 @@ DELETION_SHARE = 0.75
 def make_lambda_handler(
     curator: Callable[[], Curator] = production_curator,
     deletions: Callable[[], UserDeletion] = production_deletions,
-    memory_deletions: Callable[[], MemoryDeletion] = production_memory_deletions,
+    wing_jobs: Mapping[str, Callable[[], BackgroundDeletion]] | None = None,
 ) -> Handler:
     """The memory worker over `curator`, `deletions` for a user's deletion that did not
-    finish within its request, and `memory_deletions` for AgentCore memories' (production:
-    from settings)."""
+    finish within its request, and `wing_jobs` for wings' jobs by kind (production: from
+    settings)."""
+    resumed = production_wing_jobs() if wing_jobs is None else wing_jobs
 
     @logger.inject_lambda_context(clear_state=True)
     @metrics.log_metrics
@@ -58,8 +56,8 @@ def make_lambda_handler(
             budget = DELETION_SHARE * context.get_remaining_time_in_millis() / 1000
             if job.kind == "delete_user":
                 outcome = deletions().resume(job, budget)
-            elif job.kind == "delete_memory":
-                outcome = memory_deletions().resume(job, budget)
+            elif job.kind in resumed:
+                outcome = resumed[job.kind]().resume(job, budget)
             else:
                 outcome = worker.run(job)
             logger.info("curation job", extra={"job": job.kind, "outcome": outcome})

@@ -23,7 +23,7 @@ import binascii
 import json
 import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -41,7 +41,6 @@ from memkit.models.lifecycle import (
 )
 from memkit.models.memory import MAX_TAGS, SearchMode, SearchRequest
 from memkit.observability import logger, metrics
-from memkit.service.agentcore_mapping import agentcore_scope
 from memkit.service.long_term import LongTermService, check_size
 from memkit.store.protocol import user_records_start
 from memkit.store.records import RecordTable
@@ -136,8 +135,15 @@ def keeper_of(records: Sequence[StoredRecord]) -> tuple[StoredRecord, list[Store
     return keeper, others
 
 
+def one_scope(topics: Iterable[str]) -> Hashable:
+    """Every record of a user in a namespace is in one scope: any two may merge."""
+    return None
+
+
 class Compaction:
-    """Compaction over the table and long-term memory, with the configured model."""
+    """Compaction over the table and long-term memory, with the configured model.
+    `scope_of`: the scope a record's topics put it in (a wing's records carry theirs:
+    memkit.agentcore.mapping.agentcore_scope); only records of one scope merge."""
 
     def __init__(
         self,
@@ -145,11 +151,13 @@ class Compaction:
         long_term: LongTermService,
         model: Callable[[], MemoryModel],
         clock: Callable[[], float] = time.time,
+        scope_of: Callable[[Iterable[str]], Hashable] = one_scope,
     ) -> None:
         self._records = records
         self._long_term = long_term
         self._model = model  # built on first use: most windows have no near duplicate
         self._clock = clock
+        self._scope_of = scope_of
 
     def compact(
         self,
@@ -281,15 +289,16 @@ class Compaction:
             ),
             access=False,
         )
-        # An AgentCore record's near duplicates are in its own namespace and strategy.
-        scope = agentcore_scope(record.topics)
+        # A wing's record's near duplicates are in its own scope (an AgentCore record's:
+        # its namespace and strategy).
+        scope = self._scope_of(record.topics)
         return [
             hit
             for hit in found.memories
             if hit.id != record.id
             and hit.user_id == record.user_id
             and hit.memory_type != "message"
-            and agentcore_scope(hit.topics) == scope
+            and self._scope_of(hit.topics) == scope
         ]
 
     def _merge(

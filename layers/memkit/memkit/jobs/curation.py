@@ -34,7 +34,6 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from memkit.errors import NotFound, VersionConflict
 from memkit.ids import new_ulid
-from memkit.jobs.agentcore_extraction import StrategyExtraction, names_a_memory
 from memkit.llm.chunks import in_chunks
 from memkit.llm.protocol import (
     Extracted,
@@ -89,6 +88,9 @@ class Policy:
     # and descriptions of new records (each one re-indexes its record).
     extract: bool = True
     describe: bool = True
+    # Namespaces whose sessions are extracted whatever `extract` says: a wing's, whose
+    # extraction needs no model's facts (an AgentCore memory's strategies write summaries).
+    extracted_anyway: Callable[[str], bool] = lambda namespace: False
 
     def window_for(self, session_window: int | None) -> int:
         """The window a session is summarised against: its own, else the server's."""
@@ -110,7 +112,7 @@ class Job:
     delay_seconds: int = 0
     record_id: str | None = None  # describe: the record
     # delete_user (memkit.jobs.users): the user and the job that reports on it;
-    # delete_memory (memkit.jobs.agentcore_deletion): the job (`namespace` is the memory).
+    # delete_memory (memkit.agentcore.deletion): the job (`namespace` is the memory).
     user_id: str | None = None
     job_id: str | None = None
     # A deletion's follow-up sweep (delete_user, delete_memory): not before this time (epoch
@@ -238,9 +240,7 @@ def jobs_for(
     def job(kind: JobKind, delay: int = 0) -> Job:
         return Job(kind, new.tenant, new.namespace, new.session_id, new.updated_at, delay)
 
-    # An AgentCore memory's sessions are extracted by its strategies, whose summaries any
-    # model can write (memkit.jobs.agentcore_extraction).
-    extract = policy.extract or names_a_memory(new.namespace)
+    extract = policy.extract or policy.extracted_anyway(new.namespace)
     jobs = [job("extract", policy.quiet_seconds)] if extract and added else []
     if added and not new.title and new.message_count >= 2:
         jobs.append(job("title"))
@@ -290,8 +290,14 @@ def queue_jobs(change: ItemChange, queueing: Queueing) -> list[Job]:
 # -- the worker: running a job ------------------------------------------------------------------
 
 
+# A wing's extraction of a session (memkit.agentcore.extraction): what came of it in a word,
+# or None when the session is not the wing's (the curator's own extraction runs then).
+WingExtraction = Callable[[Owner, SessionMeta, CurationTable], str | None]
+
+
 class Curator:
-    """Runs curation jobs over the table, long-term memory and a MemoryModel."""
+    """Runs curation jobs over the table, long-term memory and a MemoryModel; `strategies`:
+    wings' extractions, asked first whether a session is theirs."""
 
     def __init__(
         self,
@@ -301,7 +307,7 @@ class Curator:
         model: MemoryModel,
         policy: Policy = Policy(),
         clock: Callable[[], float] = time.time,
-        agentcore: StrategyExtraction | None = None,
+        strategies: Sequence[WingExtraction] = (),
     ) -> None:
         self._curation = curation
         self._sessions = sessions
@@ -309,7 +315,7 @@ class Curator:
         self._model = model
         self._policy = policy
         self._clock = clock
-        self._agentcore = agentcore
+        self._strategies = tuple(strategies)
 
     def run(self, job: Job) -> str:
         """Do the job; what came of it, in a word (for logs and metrics, no content)."""
@@ -424,10 +430,10 @@ class Curator:
     def _extract(self, owner: Owner, meta: SessionMeta, job: Job) -> str:
         if meta.updated_at > job.stamp:
             return "not quiet"  # a newer write queued its own job
-        if self._agentcore is not None:
-            agent_memory = self._agentcore.memory_of(owner.tenant, meta.namespace)
-            if agent_memory is not None:
-                return self._agentcore.extract(owner, meta, agent_memory, self._curation)
+        for wing_extraction in self._strategies:  # a wing's session: the wing extracts it
+            outcome = wing_extraction(owner, meta, self._curation)
+            if outcome is not None:
+                return outcome
         if not self._model.capabilities.extract:
             return "unsupported"
         strategy, instructions = _strategy(meta.strategy)

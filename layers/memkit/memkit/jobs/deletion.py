@@ -1,5 +1,5 @@
 """What memkit's full deletions share: a user's in a namespace (memkit.jobs.users) and an
-AgentCore memory's, every user's in its namespace (memkit.jobs.agentcore_deletion).
+AgentCore memory's, every user's in its namespace (memkit.agentcore.deletion).
 
 The sweep walks a scope's items as the table lists them now (its sessions, the users' own
 scratchpads, its long-term records) and deletes each, a page at a time; a rerun finds only

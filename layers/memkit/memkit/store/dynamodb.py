@@ -8,7 +8,6 @@ import time
 from collections.abc import Callable
 
 from memkit.config import StoreSettings
-from memkit.store.agentcore import AgentCoreTable
 from memkit.store.base import Table
 from memkit.store.curation import CurationTable
 from memkit.store.expiry import ExpiryTable
@@ -25,8 +24,9 @@ from memkit.store.users import UserTable
 class DynamoStore:
     """memkit's single table as the parts that use it see it: sessions and their messages,
     long-term records, scratchpads, profiles, background curation's reads and marks, the
-    lifecycle's (expiry, namespace policies, a user's deletion, the index rebuild), quotas,
-    and AgentCore's memories and event reads. Jobs and services take the tables they use."""
+    lifecycle's (expiry, namespace policies, a user's deletion, the index rebuild) and
+    quotas. Jobs and services take the tables they use; a wing composes its own over the
+    shared `table` (memkit.agentcore.table)."""
 
     def __init__(
         self,
@@ -46,7 +46,6 @@ class DynamoStore:
         self.users = UserTable(self.table)
         self.reindex = ReindexTable(self.table)
         self.quota = QuotaTable(self.table)
-        self.agentcore = AgentCoreTable(self.table, self.sessions)
 
     def reachable(self) -> None:
         """One eventually consistent read of a key no item has (the health check)."""

@@ -65,9 +65,6 @@ class ItemClasses:
     memory: Any
     record: Any
     index_state: Any
-    agent_memory: Any
-    agent_name: Any
-    agent_actor: Any
     # For TransactWrite: the same botocore client, timeouts and retries as the items.
     connection: Connection
 
@@ -279,27 +276,6 @@ def _declared(meta: dict[str, Any]) -> dict[str, Any]:
         failed_us = NumberAttribute(null=True)
         reason = UnicodeAttribute(null=True)
 
-    class AgentMemoryItem(TableItem, discriminator="agentcore_memory"):
-        """An AgentCore memory's configuration (memkit.service.agentcore), its spec as JSON;
-        `deletion_job` is set once DeleteMemory has started its deletion."""
-
-        memory_id = UnicodeAttribute()
-        name = UnicodeAttribute()
-        spec = UnicodeAttribute()
-        deletion_job = UnicodeAttribute(null=True)
-
-    class AgentNameItem(TableItem, discriminator="agentcore_name"):
-        """The claim on an AgentCore memory's name: the memory that holds it."""
-
-        memory_id = UnicodeAttribute()
-        name = UnicodeAttribute()
-
-    class AgentActorItem(TableItem, discriminator="agentcore_actor"):
-        """An actor (a user) of an AgentCore memory: what ListActors lists."""
-
-        memory_id = UnicodeAttribute()
-        actor_id = UnicodeAttribute()
-
     return {
         "base": TableItem,
         "profile": ProfileItem,
@@ -309,9 +285,6 @@ def _declared(meta: dict[str, Any]) -> dict[str, Any]:
         "memory": MemoryItem,
         "record": RecordItem,
         "index_state": IndexStateItem,
-        "agent_memory": AgentMemoryItem,
-        "agent_name": AgentNameItem,
-        "agent_actor": AgentActorItem,
     }
 
 

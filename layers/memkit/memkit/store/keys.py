@@ -12,15 +12,9 @@
     session by expiry   GSI3PK EXP#<shard>                 GSI3SK <expires_at>#<PK>
     record by namespace GSI3PK T#<tenant>#RECS#<namespace> GSI3SK <user_id>#<created µs>#<id>
     request quota       PK T#<tenant>#QUOTA                       SK M#<epoch minute>
-    AgentCore memory    PK T#<tenant>#ACMEM                       SK M#<memory_id>
-    its name's claim    PK T#<tenant>#ACNAME                      SK N#<name>
-    its actor           PK T#<tenant>#ACACT#<memory_id>           SK A#<actor_id>
 
-An AgentCore memory (memkit.service.agentcore) is a tenant's configuration item; its events are
-a session's messages in the namespace named by the memory id, its actors are users, each
-listed once in the memory's actor partition (ListActors) when its first session is written.
-A memory's name is unique in its tenant: the claim item is written in the same transaction
-as the memory, in a partition of its own (ListMemories reads only the memories').
+The AgentCore wing keeps its own items in this table, under partitions of its own named from
+these parts (memkit.agentcore.table: T#<tenant>#AC...).
 
 GSI3 is the lifecycle index: a session document that expires is listed by its expiry time
 (sharded, so no one partition takes every session's writes) and a cleanup run reads only the
@@ -218,32 +212,6 @@ def user_records_prefix(user_id: str | None) -> str:
 def record_listing_sk(user_id: str | None, created_us: int, record_id: str) -> str:
     head = f"{user_records_prefix(user_id)}{created_us:0{TIME_DIGITS}d}#"
     return sort_key(head, part(record_id))
-
-
-# -- AgentCore (memkit.service.agentcore) ----------------------------------------------------
-
-
-def agent_memories_pk(tenant: str) -> str:
-    """The partition of a tenant's AgentCore memories (ListMemories is one Query of it)."""
-    return f"T#{part(tenant)}#ACMEM"
-
-
-def agent_memory_key(tenant: str, memory_id: str) -> Key:
-    return agent_memories_pk(tenant), f"M#{part(memory_id)}"
-
-
-def agent_name_key(tenant: str, name: str) -> Key:
-    """The claim on a memory name (one memory a name in a tenant)."""
-    return f"T#{part(tenant)}#ACNAME", f"N#{part(name)}"
-
-
-def agent_actors_pk(tenant: str, memory_id: str) -> str:
-    """The partition listing the actors of one AgentCore memory."""
-    return f"T#{part(tenant)}#ACACT#{part(memory_id)}"
-
-
-def agent_actor_key(tenant: str, memory_id: str, actor_id: str) -> Key:
-    return agent_actors_pk(tenant, memory_id), f"A#{part(actor_id)}"
 
 
 def message_order_prefix(created_at_us: int, message_id_prefix: str) -> str:

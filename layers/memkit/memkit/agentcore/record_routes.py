@@ -1,7 +1,7 @@
 """AgentCore Memory's record operations (boto3 `bedrock-agentcore`): RetrieveMemoryRecords,
 ListMemoryRecords, GetMemoryRecord, DeleteMemoryRecord and the batch operations, at
 botocore's paths, in its shapes, each failure in AgentCore's error shape. The mapping onto
-memkit's long-term records is memkit.service.agentcore_records'.
+memkit's long-term records is memkit.agentcore.records'.
 """
 
 from __future__ import annotations
@@ -13,10 +13,7 @@ from urllib.parse import unquote
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from memkit.api.context import caller_of, services_of
-from memkit.api.routes.agentcore import MEMORY, _answer, _body, _clean, _memory
-from memkit.errors import FieldProblem, ValidationFailed
-from memkit.models.agentcore_records import (
+from memkit.agentcore.record_models import (
     NAMESPACE_PATTERN,
     RECORD_ID_PATTERN,
     BatchCreateInput,
@@ -25,12 +22,16 @@ from memkit.models.agentcore_records import (
     ListRecordsInput,
     RetrieveInput,
 )
-from memkit.service.agentcore_records import (
+from memkit.agentcore.records import (
     AgentCoreRecords,
     AgentRecord,
     BatchResult,
     RecordPage,
 )
+from memkit.agentcore.routes import MEMORY, _answer, _body, _clean, _memory
+from memkit.agentcore.wing import AgentCore
+from memkit.api.context import caller_of, services_of
+from memkit.errors import FieldProblem, ValidationFailed
 
 router = APIGatewayHttpRouter()
 
@@ -38,8 +39,7 @@ RECORDS = f"{MEMORY}/memoryRecords"
 
 
 def _records() -> AgentCoreRecords:
-    services = services_of(router)
-    return AgentCoreRecords(services.store.records, services.long_term)
+    return AgentCore.of(services_of(router)).records
 
 
 def record_view(record: AgentRecord, *, summary: bool = True) -> dict[str, Any]:

@@ -26,6 +26,8 @@ from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from memkit.agentcore.models import AgentMemory
+from memkit.agentcore.table import agentcore_table
 from memkit.errors import NotFound
 from memkit.ids import new_ulid
 from memkit.jobs.curation import Job
@@ -35,7 +37,6 @@ from memkit.jobs.deletion import (
     DeletionRun,
     paged,
 )
-from memkit.models.agentcore import AgentMemory
 from memkit.models.domain import Owner
 from memkit.models.users import DeletionCounts
 from memkit.times import Deadline
@@ -64,7 +65,7 @@ class MemoryDeletion(BackgroundDeletion):
     ) -> None:
         """`options`: BackgroundDeletion's (clock, monotonic, window, wait)."""
         super().__init__(store, index, send, **options)
-        self._agentcore = store.agentcore
+        self._agentcore = agentcore_table(store)
         self._users = store.users
         self._policies = store.policies
         self._grace = grace_seconds

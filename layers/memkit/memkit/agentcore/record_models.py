@@ -1,6 +1,6 @@
 """AgentCore memory records' wire shapes (RetrieveMemoryRecords, ListMemoryRecords,
 BatchCreate/Update/DeleteMemoryRecords), with the service model's lengths, patterns and
-enums as constraints. Shared members (`Wire`, keys, tokens) are memkit.models.agentcore's.
+enums as constraints. Shared members (`Wire`, keys, tokens) are memkit.agentcore.models's.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pydantic import (
     model_validator,
 )
 
-from memkit.models.agentcore import (
+from memkit.agentcore.models import (
     METADATA_PATTERN,
     MaxResults,
     MetadataKey,

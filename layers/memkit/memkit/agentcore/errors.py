@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from typing import Any
 
+from memkit.api.wings import WireError
 from memkit.errors import FieldProblem, MemkitError
 
 # Every AgentCore route, data and control plane, starts here; memkit's own are under /v1.
@@ -72,25 +72,6 @@ def _reason(status: int, code: str, problems: list[FieldProblem]) -> str:
     return FIELD_VALIDATION_FAILED
 
 
-@dataclass(frozen=True)
-class AgentCoreError:
-    """A failure as AgentCore answers it: status, headers (the error type) and JSON body."""
-
-    status: int
-    headers: dict[str, str]
-    body: str
-
-    def as_lambda(self) -> dict[str, Any]:
-        """As an HTTP API (payload 2.0) Lambda response."""
-        headers = {"Content-Type": "application/json", **self.headers}
-        return {
-            "statusCode": self.status,
-            "headers": headers,
-            "body": self.body,
-            "isBase64Encoded": False,
-        }
-
-
 def agentcore_error(
     path: str,
     status: int,
@@ -98,7 +79,7 @@ def agentcore_error(
     detail: str,
     problems: list[FieldProblem] | None = None,
     retry_after: int | None = None,
-) -> AgentCoreError:
+) -> WireError:
     """A memkit error of `status` and `code` on AgentCore route `path`, in AgentCore's shape."""
     problems = problems or []
     wire_status, name = _exception(status, code, CONTROL_PLANE.match(path) is not None)
@@ -111,7 +92,7 @@ def agentcore_error(
     if retry_after is not None:
         headers["Retry-After"] = str(retry_after)
     text = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
-    return AgentCoreError(wire_status, headers, text)
+    return WireError(wire_status, headers, text)
 
 
 def agentcore_refusal(path: str, error: MemkitError) -> dict[str, Any]:

@@ -29,18 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from memkit.errors import (
-    FieldProblem,
-    Forbidden,
-    IdempotencyMismatch,
-    NameTaken,
-    NotFound,
-    ResourceConflict,
-    TooLarge,
-    ValidationFailed,
-    VersionConflict,
-)
-from memkit.models.agentcore import (
+from memkit.agentcore.models import (
     MEMORY_ARN_PREFIX,
     AgentMemory,
     CreateEventInput,
@@ -55,12 +44,23 @@ from memkit.models.agentcore import (
     Role,
     StrategyKind,
 )
+from memkit.agentcore.table import AgentCoreTable
+from memkit.errors import (
+    FieldProblem,
+    Forbidden,
+    IdempotencyMismatch,
+    NameTaken,
+    NotFound,
+    ResourceConflict,
+    TooLarge,
+    ValidationFailed,
+    VersionConflict,
+)
 from memkit.models.budget import LIST_BYTE_BUDGET
 from memkit.models.domain import Owner, StoredMessage
 from memkit.models.session import MAX_FUTURE_SECONDS, AppendMessages, Message
 from memkit.observability import metrics
 from memkit.service.sessions import SessionService
-from memkit.store.agentcore import AgentCoreTable
 
 # The key of a message's metadata that holds its event's fields.
 EVENT_KEY = "agentcore"

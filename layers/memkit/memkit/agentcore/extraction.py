@@ -32,25 +32,25 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from memkit.llm.chunks import in_chunks
-from memkit.llm.protocol import Extracted, MemoryModel, Turn, fact_key
-from memkit.models.agentcore import MEMORY_ID_PATTERN, AgentMemory, MemoryStrategy, StrategyKind
-from memkit.models.domain import Owner, SessionMeta, StoredMessage, StoredRecord
-from memkit.observability import logger, metrics
-from memkit.service.agentcore_mapping import (
+from memkit.agentcore.mapping import (
     Template,
     derived_record_id,
     record_tags,
     scope_conditions,
     scope_hash,
 )
+from memkit.agentcore.models import MEMORY_ID_PATTERN, AgentMemory, MemoryStrategy, StrategyKind
+from memkit.agentcore.table import AgentCoreTable
+from memkit.llm.chunks import in_chunks
+from memkit.llm.protocol import Extracted, MemoryModel, Turn, fact_key
+from memkit.models.domain import Owner, SessionMeta, StoredMessage, StoredRecord
+from memkit.observability import logger, metrics
 from memkit.service.long_term import LongTermService
-from memkit.store.agentcore import AgentCoreTable
 from memkit.store.curation import CurationTable
 from memkit.store.records import RecordTable
 from memkit.times import now_iso
 
-# The key of a message's metadata holding its event's fields (memkit.service.agentcore).
+# The key of a message's metadata holding its event's fields (memkit.agentcore.service).
 EVENT_KEY = "agentcore"
 MINED_ROLES = frozenset({"user", "assistant"})
 CHUNK = 40
@@ -127,6 +127,12 @@ class StrategyExtraction:
         self._model = model
         self._merge_distance = merge_distance
         self._clock = clock
+
+    def __call__(self, owner: Owner, meta: SessionMeta, log: CurationTable) -> str | None:
+        """The curator's hook (memkit.jobs.curation.WingExtraction): a memory's session is
+        extracted by its strategies; None when the session is no memory's."""
+        memory = self.memory_of(owner.tenant, meta.namespace)
+        return None if memory is None else self.extract(owner, meta, memory, log)
 
     def memory_of(self, tenant: str, namespace: str) -> AgentMemory | None:
         """The memory whose sessions live in `namespace` (None: it is no memory's)."""

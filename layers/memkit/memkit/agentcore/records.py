@@ -20,34 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from memkit.errors import (
-    FieldProblem,
-    Forbidden,
-    IdempotencyMismatch,
-    MemkitError,
-    NotFound,
-    ValidationFailed,
-    VersionConflict,
-)
-from memkit.identity import Caller
-from memkit.models.agentcore import AgentMemory, StrategyKind
-from memkit.models.agentcore_records import (
-    SYSTEM_KEYS,
-    BatchCreateInput,
-    BatchDeleteInput,
-    BatchUpdateInput,
-    FilterExpression,
-    ListRecordsInput,
-    RecordCreate,
-    RecordExpiry,
-    RecordUpdate,
-    RetrieveInput,
-)
-from memkit.models.domain import StoredRecord
-from memkit.models.memory import MAX_OFFSET
-from memkit.models.session import MAX_FUTURE_SECONDS
-from memkit.observability import metrics
-from memkit.service.agentcore_mapping import (
+from memkit.agentcore.mapping import (
     MetadataFilter,
     PostFilter,
     Template,
@@ -65,6 +38,33 @@ from memkit.service.agentcore_mapping import (
     stored_metadata,
     wire_metadata,
 )
+from memkit.agentcore.models import AgentMemory, StrategyKind
+from memkit.agentcore.record_models import (
+    SYSTEM_KEYS,
+    BatchCreateInput,
+    BatchDeleteInput,
+    BatchUpdateInput,
+    FilterExpression,
+    ListRecordsInput,
+    RecordCreate,
+    RecordExpiry,
+    RecordUpdate,
+    RetrieveInput,
+)
+from memkit.errors import (
+    FieldProblem,
+    Forbidden,
+    IdempotencyMismatch,
+    MemkitError,
+    NotFound,
+    ValidationFailed,
+    VersionConflict,
+)
+from memkit.identity import Caller
+from memkit.models.domain import StoredRecord
+from memkit.models.memory import MAX_OFFSET
+from memkit.models.session import MAX_FUTURE_SECONDS
+from memkit.observability import metrics
 from memkit.service.long_term import LongTermService, check_size
 from memkit.store.records import RecordTable
 from memkit.times import now_iso

@@ -1,7 +1,7 @@
 """AgentCore Memory's routes: the data plane's event operations (boto3 `bedrock-agentcore`)
 and the control plane's memory configuration (`bedrock-agentcore-control`), at the paths and
 in the shapes botocore's service models give them (docs/agentcore.md). Every failure here
-leaves in AgentCore's error shape (memkit.api.agentcore_errors).
+leaves in AgentCore's error shape (memkit.agentcore.errors).
 
 They are left out of memkit's OpenAPI document: AgentCore's clients are generated from
 botocore's model, which is the contract these routes keep.
@@ -20,9 +20,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
 
-from memkit.api.context import caller_of, services_of
-from memkit.errors import FieldProblem, NotServed, ValidationFailed
-from memkit.models.agentcore import (
+from memkit.agentcore.models import (
     ACTOR_ID_PATTERN,
     EVENT_ID_PATTERN,
     MEMORY_ARN_PREFIX,
@@ -36,9 +34,12 @@ from memkit.models.agentcore import (
     ListMemoriesInput,
     ListSessionsInput,
 )
+from memkit.agentcore.service import AgentEvent
+from memkit.agentcore.wing import AgentCore, actor_owner, listed_actor
+from memkit.api.context import caller_of, services_of
+from memkit.errors import FieldProblem, NotServed, ValidationFailed
 from memkit.models.domain import Owner
 from memkit.models.problems import field_problems
-from memkit.service.agentcore import AgentEvent
 
 router = APIGatewayHttpRouter()
 Input = TypeVar("Input", bound=BaseModel)
@@ -59,7 +60,7 @@ LENGTHS = {"memoryId": 2_048, "actorId": 255, "sessionId": 100, "eventId": 128}
 
 def _path(value: str, name: str) -> str:
     """A path parameter as the client sent it (the handler escaped what the resolver cannot
-    match: memkit.api.agentcore_errors), checked against the service model's pattern."""
+    match: memkit.agentcore.errors), checked against the service model's pattern."""
     text = unquote(value)
     bare = text
     if name == "memoryId":
@@ -144,25 +145,22 @@ def event_view(event: AgentEvent) -> dict[str, Any]:
     )
 
 
-def _memory(memory_id: str) -> tuple[Any, AgentMemory]:
-    """The services and the caller's memory `memory_id` names (404 when its tenant has none
+def _wing() -> AgentCore:
+    """The wing's services for this request's (built on first use)."""
+    return AgentCore.of(services_of(router))
+
+
+def _memory(memory_id: str) -> tuple[AgentCore, AgentMemory]:
+    """The wing and the caller's memory `memory_id` names (404 when its tenant has none
     such: another tenant's memory is as unknown as one never made)."""
-    services = services_of(router)
+    wing = _wing()
     caller = caller_of(router)
-    return services, services.agentcore.memory(caller.tenant, _path(memory_id, "memoryId"))
+    return wing, wing.memories.memory(caller.tenant, _path(memory_id, "memoryId"))
 
 
 def _actor_owner(memory: AgentMemory, actor_id: str) -> Owner:
-    """The scope an operation on `actor_id`'s data acts in: the actor is a memkit user, so a
-    caller without memory:admin may name only its own (403 otherwise)."""
-    caller = caller_of(router)
-    actor = _path(actor_id, "actorId")
-    return Owner(
-        tenant=caller.tenant,
-        namespace=memory.memory_id,
-        user_id=caller.acting_for(actor, "actorId"),
-        confined=not caller.admin,
-    )
+    """The scope an operation on `actor_id`'s data acts in (memkit.agentcore.wing)."""
+    return actor_owner(caller_of(router), memory.memory_id, _path(actor_id, "actorId"))
 
 
 # -- the control plane -----------------------------------------------------------------------
@@ -172,29 +170,29 @@ def _actor_owner(memory: AgentMemory, actor_id: str) -> Owner:
 def create_memory() -> Response[str]:
     """CreateMemory: a memory, ACTIVE at once (202, as AgentCore answers)."""
     body = _body(CreateMemoryInput)
-    services = services_of(router)
+    wing = _wing()
     tenant = caller_of(router).tenant
-    memory = services.agentcore.create_memory(tenant, body)
-    return _answer({"memory": memory_view(memory, tenant, services.settings.region)}, 202)
+    memory = wing.memories.create_memory(tenant, body)
+    return _answer({"memory": memory_view(memory, tenant, wing.region)}, 202)
 
 
 @router.get(f"{MEMORY}/details", include_in_schema=False)
 def get_memory(memory_id: str) -> Response[str]:
     """GetMemory: DELETING while its deletion runs, then ResourceNotFoundException."""
-    services = services_of(router)
+    wing = _wing()
     tenant = caller_of(router).tenant
-    memory = services.agentcore.described(tenant, _path(memory_id, "memoryId"))
-    return _answer({"memory": memory_view(memory, tenant, services.settings.region)})
+    memory = wing.memories.described(tenant, _path(memory_id, "memoryId"))
+    return _answer({"memory": memory_view(memory, tenant, wing.region)})
 
 
 @router.delete(f"{MEMORY}/delete", include_in_schema=False)
 def delete_memory(memory_id: str) -> Response[str]:
     """DeleteMemory: DELETING at once (202); a job deletes everything the memory holds
-    (memkit.jobs.agentcore_deletion), then the memory."""
-    services = services_of(router)
+    (memkit.agentcore.deletion), then the memory."""
+    wing = _wing()
     tenant = caller_of(router).tenant
-    memory = services.agentcore.described(tenant, _path(memory_id, "memoryId"))
-    deleting = services.memory_deletion.start(tenant, memory)
+    memory = wing.memories.described(tenant, _path(memory_id, "memoryId"))
+    deleting = wing.deletion.start(tenant, memory)
     return _answer({"memoryId": deleting.memory_id, "status": deleting.status}, 202)
 
 
@@ -204,14 +202,14 @@ def delete_memory(memory_id: str) -> Response[str]:
 @router.post("/memories/", include_in_schema=False)
 def list_memories() -> Response[str]:
     body = _body(ListMemoriesInput)
-    services = services_of(router)
+    wing = _wing()
     tenant = caller_of(router).tenant
-    page = services.agentcore.list_memories(tenant, body.max_results, body.next_token)
+    page = wing.memories.list_memories(tenant, body.max_results, body.next_token)
     summaries = [
         {
             key: view[key]
             for key in ("arn", "id", "status", "createdAt", "updatedAt")
-            if key in (view := memory_view(memory, tenant, services.settings.region))
+            if key in (view := memory_view(memory, tenant, wing.region))
         }
         for memory in page.memories
     ]
@@ -224,17 +222,17 @@ def list_memories() -> Response[str]:
 @router.post(f"{MEMORY}/events", include_in_schema=False)
 def create_event(memory_id: str) -> Response[str]:
     body = _body(CreateEventInput)
-    services, memory = _memory(memory_id)
+    wing, memory = _memory(memory_id)
     owner = _actor_owner(memory, body.actor_id)
-    event = services.agentcore.create_event(owner, memory, body)
+    event = wing.memories.create_event(owner, memory, body)
     return _answer({"event": event_view(event)}, 201)
 
 
 @router.get(EVENT, include_in_schema=False)
 def get_event(memory_id: str, actor_id: str, session_id: str, event_id: str) -> Response[str]:
-    services, memory = _memory(memory_id)
+    wing, memory = _memory(memory_id)
     owner = _actor_owner(memory, actor_id)
-    event = services.agentcore.get_event(
+    event = wing.memories.get_event(
         owner, memory, _path(session_id, "sessionId"), _path(event_id, "eventId")
     )
     return _answer({"event": event_view(event)})
@@ -242,9 +240,9 @@ def get_event(memory_id: str, actor_id: str, session_id: str, event_id: str) -> 
 
 @router.delete(EVENT, include_in_schema=False)
 def delete_event(memory_id: str, actor_id: str, session_id: str, event_id: str) -> Response[str]:
-    services, memory = _memory(memory_id)
+    wing, memory = _memory(memory_id)
     owner = _actor_owner(memory, actor_id)
-    deleted = services.agentcore.delete_event(
+    deleted = wing.memories.delete_event(
         owner, memory, _path(session_id, "sessionId"), _path(event_id, "eventId")
     )
     return _answer({"eventId": deleted})
@@ -253,9 +251,9 @@ def delete_event(memory_id: str, actor_id: str, session_id: str, event_id: str) 
 @router.post(SESSION, include_in_schema=False)
 def list_events(memory_id: str, actor_id: str, session_id: str) -> Response[str]:
     body = _body(ListEventsInput)
-    services, memory = _memory(memory_id)
+    wing, memory = _memory(memory_id)
     owner = _actor_owner(memory, actor_id)
-    page = services.agentcore.list_events(owner, memory, _path(session_id, "sessionId"), body)
+    page = wing.memories.list_events(owner, memory, _path(session_id, "sessionId"), body)
     events = [event_view(event) for event in page.events]
     return _answer(_clean({"events": events, "nextToken": page.next_token}))
 
@@ -263,10 +261,10 @@ def list_events(memory_id: str, actor_id: str, session_id: str) -> Response[str]
 @router.post(f"{MEMORY}/actor/<actor_id>/sessions", include_in_schema=False)
 def list_sessions(memory_id: str, actor_id: str) -> Response[str]:
     body = _body(ListSessionsInput)
-    services, memory = _memory(memory_id)
+    wing, memory = _memory(memory_id)
     owner = _actor_owner(memory, actor_id)
     with_events = body.filter is not None and body.filter.event_filter == "HAS_EVENTS"
-    page = services.agentcore.list_sessions(owner, body.max_results, body.next_token, with_events)
+    page = wing.memories.list_sessions(owner, body.max_results, body.next_token, with_events)
     summaries = [
         {"sessionId": s.session_id, "actorId": s.actor_id, "createdAt": s.created_at}
         for s in page.items
@@ -277,11 +275,10 @@ def list_sessions(memory_id: str, actor_id: str) -> Response[str]:
 @router.post(f"{MEMORY}/actors", include_in_schema=False)
 def list_actors(memory_id: str) -> Response[str]:
     body = _body(ListActorsInput)
-    services, memory = _memory(memory_id)
+    wing, memory = _memory(memory_id)
     caller = caller_of(router)
-    only = None if caller.admin else caller.acting_for(None)
-    page = services.agentcore.list_actors(
-        caller.tenant, memory, only, body.max_results, body.next_token
+    page = wing.memories.list_actors(
+        caller.tenant, memory, listed_actor(caller), body.max_results, body.next_token
     )
     actors = [{"actorId": actor} for actor in page.items]
     return _answer(_clean({"actorSummaries": actors, "nextToken": page.next_token}))

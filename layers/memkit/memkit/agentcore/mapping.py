@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from memkit.models.agentcore_records import CREATED_AT_KEY, UPDATED_AT_KEY
+from memkit.agentcore.record_models import CREATED_AT_KEY, UPDATED_AT_KEY
 from memkit.models.domain import StoredRecord
 from memkit.vectors.filters import Condition
 from memkit.vectors.protocol import RECORD_KIND
@@ -333,7 +333,7 @@ class PostFilter:
 
 @dataclass(frozen=True)
 class MetadataFilter:
-    """One metadataFilters expression, validated (memkit.models.agentcore_records)."""
+    """One metadataFilters expression, validated (memkit.agentcore.record_models)."""
 
     key: str
     operator: str

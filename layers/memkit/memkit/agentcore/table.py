@@ -1,6 +1,20 @@
 """AgentCore memories on DynamoDB: their configuration items, their actors, and the reads of
 a session's log that AgentCore's events need (an event is a run of a session's messages:
-memkit.service.agentcore). Keys in keys.py; items never leave this module."""
+memkit.agentcore.service). The wing's items live in memkit's one table beside the core's,
+under partitions of their own, and never leave this module:
+
+    AgentCore memory    PK T#<tenant>#ACMEM                       SK M#<memory_id>
+    its name's claim    PK T#<tenant>#ACNAME                      SK N#<name>
+    its actor           PK T#<tenant>#ACACT#<memory_id>           SK A#<actor_id>
+
+An AgentCore memory is a tenant's configuration item; its events are a session's messages in
+the namespace named by the memory id, its actors are users, each listed once in the memory's
+actor partition (ListActors) when its first session is written. A memory's name is unique in
+its tenant: the claim item is written in the same transaction as the memory, in a partition
+of its own (ListMemories reads only the memories'). Sessions and messages are the core's
+(memkit.store.keys); their item classes are the store's, and the wing's item classes are
+declared as kinds of the store's bound base class (`agent_items`).
+"""
 
 from __future__ import annotations
 
@@ -8,14 +22,16 @@ import json
 import random
 import time
 from collections.abc import Iterator
-from dataclasses import replace
-from typing import Any
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
+from pynamodb.attributes import UnicodeAttribute
 from pynamodb.exceptions import DoesNotExist
 
+from memkit.agentcore.models import AgentMemory, Listing, MemoryPage, SessionSummary
 from memkit.errors import BadRequest, FieldProblem, NameTaken, VersionConflict
-from memkit.models.agentcore import AgentMemory, Listing, MemoryPage, SessionSummary
 from memkit.models.domain import Owner, SessionMeta, StoredMessage
 from memkit.store import keys
 from memkit.store.base import PageCursor, Table
@@ -23,6 +39,9 @@ from memkit.store.cursor import decode_cursor, encode_cursor
 from memkit.store.failures import translated
 from memkit.store.sessions import SessionTable, to_message, to_meta
 from memkit.times import now_iso
+
+if TYPE_CHECKING:
+    from memkit.store.dynamodb import DynamoStore
 
 LOG_PAGE = 200
 NEW_ITEM = "attribute_not_exists(PK)"
@@ -32,6 +51,67 @@ TRANSACTION_CONFLICT = "TransactionConflict"
 # name at once) tries this many times, pausing up to this long between tries.
 CREATE_ATTEMPTS = 5
 CONFLICT_PAUSE_SECONDS = 0.05
+
+
+def agent_memories_pk(tenant: str) -> str:
+    """The partition of a tenant's AgentCore memories (ListMemories is one Query of it)."""
+    return f"T#{keys.part(tenant)}#ACMEM"
+
+
+def agent_memory_key(tenant: str, memory_id: str) -> keys.Key:
+    return agent_memories_pk(tenant), f"M#{keys.part(memory_id)}"
+
+
+def agent_name_key(tenant: str, name: str) -> keys.Key:
+    """The claim on a memory name (one memory a name in a tenant)."""
+    return f"T#{keys.part(tenant)}#ACNAME", f"N#{keys.part(name)}"
+
+
+def agent_actors_pk(tenant: str, memory_id: str) -> str:
+    """The partition listing the actors of one AgentCore memory."""
+    return f"T#{keys.part(tenant)}#ACACT#{keys.part(memory_id)}"
+
+
+def agent_actor_key(tenant: str, memory_id: str, actor_id: str) -> keys.Key:
+    return agent_actors_pk(tenant, memory_id), f"A#{keys.part(actor_id)}"
+
+
+@dataclass(frozen=True)
+class AgentItems:
+    """The wing's item classes, kinds of one bound base class (memkit.store.items)."""
+
+    memory: Any
+    name: Any
+    actor: Any
+
+
+@lru_cache(maxsize=8)
+def agent_items(base: Any) -> AgentItems:
+    """The wing's item classes over `base`, the store's item class bound to a table (one set
+    per base: a kind registers itself with its base's discriminator)."""
+
+    class AgentMemoryItem(base, discriminator="agentcore_memory"):  # type: ignore[misc, call-arg]
+        """An AgentCore memory's configuration, its spec as JSON; `deletion_job` is set once
+        DeleteMemory has started its deletion."""
+
+        memory_id = UnicodeAttribute()
+        name = UnicodeAttribute()
+        spec = UnicodeAttribute()
+        deletion_job = UnicodeAttribute(null=True)
+
+    class AgentNameItem(base, discriminator="agentcore_name"):  # type: ignore[misc, call-arg]
+        """The claim on an AgentCore memory's name: the memory that holds it."""
+
+        memory_id = UnicodeAttribute()
+        name = UnicodeAttribute()
+
+    class AgentActorItem(base, discriminator="agentcore_actor"):  # type: ignore[misc, call-arg]
+        """An actor (a user) of an AgentCore memory: what ListActors lists."""
+
+        memory_id = UnicodeAttribute()
+        actor_id = UnicodeAttribute()
+
+    return AgentItems(AgentMemoryItem, AgentNameItem, AgentActorItem)
 
 
 def _cancellation_codes(exc: ClientError) -> list[str | None]:
@@ -59,6 +139,7 @@ class AgentCoreTable:
     def __init__(self, table: Table, sessions: SessionTable) -> None:
         self._table = table
         self._items = table.items
+        self._agent = agent_items(table.items.base)
         self._clock = table.clock
         self._sessions = sessions
 
@@ -68,11 +149,11 @@ class AgentCoreTable:
         """Store a new memory and the claim on its name, both or neither (one transaction):
         VersionConflict when its id exists already (a retry of its CreateMemory), NameTaken
         when another memory of the tenant holds its name."""
-        memory_key = keys.agent_memory_key(tenant, memory.memory_id)
-        item = self._agent_item(self._items.agent_memory, memory_key, tenant, memory)
+        memory_key = agent_memory_key(tenant, memory.memory_id)
+        item = self._agent_item(self._agent.memory, memory_key, tenant, memory)
         item.spec = json.dumps(memory.as_json(), ensure_ascii=False, separators=(",", ":"))
         claim = self._agent_item(
-            self._items.agent_name, keys.agent_name_key(tenant, memory.name), tenant, memory
+            self._agent.name, agent_name_key(tenant, memory.name), tenant, memory
         )
         table = self._items.base.Meta.table_name
         actions = []
@@ -111,10 +192,10 @@ class AgentCoreTable:
         )
 
     def get_agent_memory(self, tenant: str, memory_id: str) -> AgentMemory | None:
-        pk, sk = keys.agent_memory_key(tenant, memory_id)
+        pk, sk = agent_memory_key(tenant, memory_id)
         with translated("read memory"):
             try:
-                item = self._items.agent_memory.get(pk, sk, consistent_read=True)
+                item = self._agent.memory.get(pk, sk, consistent_read=True)
             except DoesNotExist:
                 return None
         return _to_memory(item)
@@ -125,8 +206,8 @@ class AgentCoreTable:
         """Record that job `job_id` deletes the memory, if its deletion job is still
         `replacing` (None: it has none yet): the memory as marked, or None when it is gone
         or another request marked it first."""
-        item_cls = self._items.agent_memory
-        pk, sk = keys.agent_memory_key(tenant, memory_id)
+        item_cls = self._agent.memory
+        pk, sk = agent_memory_key(tenant, memory_id)
         current = (
             item_cls.deletion_job.does_not_exist()
             if replacing is None
@@ -150,8 +231,8 @@ class AgentCoreTable:
     def delete_agent_memory(self, tenant: str, memory: AgentMemory) -> bool:
         """Delete the memory (its deletion freed its name when it started); False when it was
         gone already."""
-        pk, sk = keys.agent_memory_key(tenant, memory.memory_id)
-        item_cls = self._items.agent_memory
+        pk, sk = agent_memory_key(tenant, memory.memory_id)
+        item_cls = self._agent.memory
         try:
             with translated("delete memory"):
                 item_cls(pk, sk).delete(condition=item_cls.pk.exists(), add_version_condition=False)
@@ -161,8 +242,8 @@ class AgentCoreTable:
 
     def free_agent_memory_name(self, tenant: str, memory: AgentMemory) -> None:
         """Delete the claim on the memory's name if this memory holds it (idempotent)."""
-        claim_cls = self._items.agent_name
-        claim = claim_cls(*keys.agent_name_key(tenant, memory.name))
+        claim_cls = self._agent.name
+        claim = claim_cls(*agent_name_key(tenant, memory.name))
         try:
             with translated("free memory name"):
                 claim.delete(
@@ -172,9 +253,7 @@ class AgentCoreTable:
             pass  # freed already, or another memory's claim
 
     def list_agent_memories(self, tenant: str, limit: int, token: str | None) -> MemoryPage:
-        items, last = self._page(
-            self._items.agent_memory, keys.agent_memories_pk(tenant), limit, token
-        )
+        items, last = self._page(self._agent.memory, agent_memories_pk(tenant), limit, token)
         return MemoryPage([_to_memory(item) for item in items], encode_cursor(last))
 
     def _page(
@@ -195,9 +274,9 @@ class AgentCoreTable:
     ) -> None:
         """List `actor_id` among the memory's actors (idempotent; it lives as long as the
         actor's newest session)."""
-        pk, sk = keys.agent_actor_key(tenant, memory_id, actor_id)
+        pk, sk = agent_actor_key(tenant, memory_id, actor_id)
         stamp = now_iso(self._clock())
-        item = self._items.agent_actor(
+        item = self._agent.actor(
             pk,
             sk,
             tenant=tenant,
@@ -213,20 +292,20 @@ class AgentCoreTable:
 
     def list_actors(self, tenant: str, memory_id: str, limit: int, token: str | None) -> Listing:
         """A page of the memory's actors (live ones), in id order."""
-        pk = keys.agent_actors_pk(tenant, memory_id)
-        items, last = self._page(self._items.agent_actor, pk, limit, token)
+        pk = agent_actors_pk(tenant, memory_id)
+        items, last = self._page(self._agent.actor, pk, limit, token)
         actors = [item.actor_id for item in items if self._table.live(item)]
         return Listing(actors, encode_cursor(last))
 
     def has_actor(self, tenant: str, memory_id: str, actor_id: str) -> bool:
-        key = keys.agent_actor_key(tenant, memory_id, actor_id)
+        key = agent_actor_key(tenant, memory_id, actor_id)
         return self._table.live(self._table.batch_get([key]).get(key))
 
     def agent_memory_actors(self, tenant: str, memory_id: str) -> Iterator[str]:
         """Every actor the memory has listed, expired ones included (its deletion)."""
-        pk = keys.agent_actors_pk(tenant, memory_id)
+        pk = agent_actors_pk(tenant, memory_id)
         with translated("list actors"):
-            for item in self._items.agent_actor.query(pk, page_size=LOG_PAGE):
+            for item in self._agent.actor.query(pk, page_size=LOG_PAGE):
                 yield item.actor_id
 
     def delete_agent_actors_page(
@@ -234,7 +313,7 @@ class AgentCoreTable:
     ) -> tuple[int, PageCursor | None]:
         """One page of the memory's actor items deleted: how many, and where the next page
         starts (None: the end)."""
-        pk = keys.agent_actors_pk(tenant, memory_id)
+        pk = agent_actors_pk(tenant, memory_id)
         return self._table.delete_page(pk, _everything, after, "delete actors")
 
     # -- sessions ----------------------------------------------------------------------------
@@ -357,3 +436,8 @@ class AgentCoreTable:
             return decode_cursor(token, pk, attribute)
         except BadRequest as exc:
             raise _token_problem() from exc
+
+
+def agentcore_table(store: DynamoStore) -> AgentCoreTable:
+    """The wing's table over `store`'s (its items beside the core's, in the one table)."""
+    return AgentCoreTable(store.table, store.sessions)

@@ -36,6 +36,7 @@ HEAVY_FIRST = (
 
 def pytest_configure(config: pytest.Config) -> None:
     _share_botocore_models()
+    _share_httpx_default_ssl_context()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -68,6 +69,38 @@ def _share_botocore_models() -> None:
 
     Loader.__init__ = shared  # type: ignore[method-assign]
     Loader._memkit_shared = True  # type: ignore[attr-defined]
+
+
+def _share_httpx_default_ssl_context() -> None:
+    """Every httpx client in this process that verifies with the default CA bundle shares one
+    SSL context.
+
+    httpx builds a context per client (`httpx.get` and `httpx.post` build a client per call),
+    loading certifi's bundle each time: 20 ms or more of a held GIL on a loaded machine, and
+    the tests poll the local stack with those calls, in the process that also runs moto's
+    server, the stream pumps and the gateway (a fifth of a moto restart test's main thread).
+    A context is safe to share between clients and threads; one asked for with other
+    settings (verify=False, a CA file, a client certificate) is built as before.
+    """
+    import os
+
+    from httpx._transports import default
+
+    if getattr(default, "_memkit_shared_ssl", False):
+        return
+    build = default.create_ssl_context
+    shared: dict[tuple[str | None, str | None], Any] = {}
+
+    def create_ssl_context(verify: Any = True, cert: Any = None, trust_env: bool = True) -> Any:
+        if verify is not True or cert is not None or not trust_env:
+            return build(verify=verify, cert=cert, trust_env=trust_env)
+        where = (os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+        if where not in shared:
+            shared[where] = build(verify=verify, cert=cert, trust_env=trust_env)
+        return shared[where]
+
+    default.create_ssl_context = create_ssl_context  # type: ignore[assignment]
+    default._memkit_shared_ssl = True  # type: ignore[attr-defined]
 
 
 @pytest.fixture(autouse=True)

@@ -117,3 +117,45 @@ FILTERS: list[dict[str, dict[str, Any]]] = [
     {"record_id": {"eq": "r1"}},  # no doc has it: nothing, never a wider list
     {"user_id": {"eq": "ada"}, "created_at": {"lt": 150}},
 ]
+
+
+# A user's home over time (epoch seconds), as memkit.service.truth keeps it: "old_home"
+# valid from 100 until a move at 500, superseded (retired) when memkit learned of the move
+# at 510; "legacy" written before records had times (no truth fields: valid and recorded
+# since its creation); a planned fact valid from 2000; a fact whose validity ended at 300;
+# one retired by hand at 400.
+TRUTH_DOCS = [
+    vector_doc(
+        "old_home",
+        [1, 0, 0],
+        created_at=100.0,
+        valid_from=100.0,
+        recorded_at=100.0,
+        valid_until=500.0,
+        retired_at=510.0,
+    ),
+    vector_doc("new_home", [0.9, 0.1, 0], created_at=510.0, valid_from=500.0, recorded_at=510.0),
+    vector_doc("legacy", [0.8, 0.2, 0], created_at=50.0),
+    vector_doc("planned", [0.7, 0.3, 0], created_at=600.0, valid_from=2000.0, recorded_at=600.0),
+    vector_doc("expired", [0.6, 0.4, 0], created_at=200.0, recorded_at=200.0, valid_until=300.0),
+    vector_doc(
+        "retired",
+        [0.5, 0.5, 0],
+        created_at=250.0,
+        valid_from=250.0,
+        recorded_at=250.0,
+        valid_until=400.0,
+        retired_at=400.0,
+    ),
+]
+# (as_of, known_at, current_only) at now=1000, and what each read finds.
+TRUTH_READS: list[tuple[float | None, float | None, bool, set[str]]] = [
+    (None, None, True, {"new_home", "legacy", "planned"}),
+    (None, None, False, {d.id for d in TRUTH_DOCS}),
+    (150.0, None, True, {"old_home", "legacy"}),
+    (350.0, None, True, {"old_home", "legacy", "retired"}),
+    (None, 450.0, True, {"old_home", "legacy"}),
+    (None, 505.0, True, {"old_home", "legacy"}),  # moved at 500, learned only at 510
+    (None, 600.0, True, {"new_home", "legacy", "planned"}),
+    (250.0, 450.0, True, {"old_home", "legacy", "expired", "retired"}),
+]

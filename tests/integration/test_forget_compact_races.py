@@ -305,9 +305,27 @@ def test_an_insert_indexed_after_its_record_was_deleted_leaves_nothing(world: Me
     )
     assert response.status == 200, response.body
     inserts = world.read_stream()
-    assert world.api("DELETE", "/v1/long-term-memory", query={"memory_ids": "late"}).status == 200
+    query = {"memory_ids": "late", "erase": "true"}  # a plain delete keeps the history
+    assert world.api("DELETE", "/v1/long-term-memory", query=query).status == 200
 
     world.index(inserts)
 
     assert _partition(_table(world), "default", "late") == set()
     assert read(world, "stays")["indexing"] == "indexed"
+
+
+def test_an_insert_indexed_after_its_record_was_deleted_leaves_only_its_history(
+    world: MemoryWorld,
+) -> None:
+    response = world.api("POST", "/v1/long-term-memory/", body={"memories": [record("late")]})
+    assert response.status == 200, response.body
+    inserts = world.read_stream()
+    assert world.api("DELETE", "/v1/long-term-memory", query={"memory_ids": "late"}).status == 200
+
+    world.index(inserts)
+
+    world.settle()  # the delete's own changes
+
+    kept = _partition(_table(world), "default", "late")
+    assert {sk.split("#")[0] for sk in kept} == {"V", "DELETED"}  # no record, no index state
+    assert world.index_ids() == set()

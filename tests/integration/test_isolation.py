@@ -278,7 +278,15 @@ def _probes(session: str, user: str, record: str) -> dict[str, list[Probe]]:
             Probe({"memory_id": record}, body={"text": "overwritten"}),
             Probe({"memory_id": record}, body={"user_id": "a1"}),
         ],
-        "DELETE /v1/long-term-memory": [Probe({}, {"memory_ids": [record]})],
+        "DELETE /v1/long-term-memory": [
+            Probe({}, {"memory_ids": [record]}),
+            Probe({}, {"memory_ids": [record], "erase": "true"}),
+        ],
+        "GET /v1/long-term-memory/{memory_id}/history": [Probe({"memory_id": record})],
+        "POST /v1/long-term-memory/{memory_id}/retire": [Probe({"memory_id": record}, body={})],
+        "POST /v1/long-term-memory/{memory_id}/restore": [
+            Probe({"memory_id": record}, body={"version": 1})
+        ],
         "POST /v1/memory/prompt": [
             Probe({}, body={"query": "secret bank vault code", "session": {"session_id": session}}),
             Probe({}, body={"query": "secret bank vault code", "long_term_search": True}),

@@ -20,7 +20,14 @@ from memkit.errors import NotFound, OutOfScope
 from memkit.identity import ADMIN, READ, WRITE, Caller
 from memkit.models.domain import ProfileSpec
 from memkit.models.lifecycle import ForgetPolicy, LifecyclePolicy
-from memkit.models.memory import CreateMemories, MemoryEdit, MemoryRecordIn, SearchRequest
+from memkit.models.memory import (
+    CreateMemories,
+    MemoryEdit,
+    MemoryRecordIn,
+    MemoryRestoration,
+    MemoryRetirement,
+    SearchRequest,
+)
 from memkit.models.prompt import PromptRequest, PromptSession
 from memkit.models.session import AppendMessages, Message, SessionPatch, SessionWrite
 from memkit.scratchpad.tools import ToolFormat
@@ -93,6 +100,11 @@ BY_ID: dict[str, Probe] = {
     "memories.get": lambda ops, c, _: ops.memories.get(c, "r2"),
     # how many it deleted, of the one id named
     "memories.delete": lambda ops, c, _: int(ops.memories.delete(c, ["r2"]).status.split()[2]),
+    "memories.history": lambda ops, c, _: ops.memories.history(c, "r2"),
+    "memories.retire": lambda ops, c, _: ops.memories.retire(c, "r2", MemoryRetirement()),
+    "memories.restore": lambda ops, c, _: ops.memories.restore(
+        c, "r2", MemoryRestoration(version=1)
+    ),
     "profiles.get": lambda ops, c, _: ops.profiles.get(c, "b-only"),
     "upkeep.get_policy": lambda ops, c, _: ops.upkeep.get_policy(c, "b-space"),
     "upkeep.job": lambda ops, c, _: ops.upkeep.job(c, "no-such-job"),
@@ -165,6 +177,19 @@ def test_another_users_or_tenants_data_is_absent_to_an_operation(
     if name != "upkeep.job":
         owner = A2 if name.startswith("memories.") else B_ADMIN
         assert probe(operations, owner, "") not in (None, 0)
+
+
+def test_erasing_another_users_record_erases_nothing(operations: Operations) -> None:
+    # Given a2's record deleted (its history kept)
+    operations.memories.delete(A2, ["r2"])
+
+    # When a1 erases it by id
+    ack = operations.memories.delete(A1, ["r2"], erase=True)
+
+    # Then nothing went: a2 still restores it
+    assert ack.status == "ok, deleted 0 memories"
+    assert operations.memories.history(A2, "r2").versions[0].change == "delete"
+    assert operations.memories.restore(A2, "r2", MemoryRestoration(version=1)).text == NOTE
 
 
 def test_tenant_wide_settings_stay_in_the_callers_tenant(operations: Operations) -> None:

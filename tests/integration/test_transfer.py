@@ -229,7 +229,15 @@ def records(reader: MemkitClient, namespace: str) -> dict[str, Any]:
         fields = hit.model_dump(mode="json")
         for key in RECORD_SERVER_FIELDS:
             fields.pop(key)
-        for key in ("created_at", "last_accessed", "event_date"):
+        for key in (
+            "created_at",
+            "last_accessed",
+            "event_date",
+            "valid_from",
+            "valid_until",
+            "recorded_at",
+            "retired_at",
+        ):
             # The same instant; the server writes its own stamps in milliseconds, a client's
             # in microseconds.
             if fields[key] is not None:

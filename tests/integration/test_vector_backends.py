@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from memkit.config import IndexSettings
+from memkit.service.truth import truth_conditions
 from memkit.vectors.filters import Condition, conditions_from
 from memkit.vectors.keyword import KeywordIndex
 from memkit.vectors.local import LocalVectorIndex
@@ -32,7 +33,7 @@ from memkit.vectors.protocol import (
     VectorIndex,
 )
 from memkit_dev.local.opensearch import LoopbackOpenSearch
-from tests.vector_cases import CONVERSATION, DOCS, FILTERS, vector_doc
+from tests.vector_cases import CONVERSATION, DOCS, FILTERS, TRUTH_DOCS, TRUTH_READS, vector_doc
 from tests.vector_tables import dynamodb_vectors
 
 pytestmark = pytest.mark.integration
@@ -181,6 +182,41 @@ def test_filters_find_what_the_local_index_finds(
 
     # Then the backend finds exactly what filters.meets accepts, in the same order
     assert _ids(found) == _ids(reference.search("t", [1, 0, 0], k=10, conditions=conditions))
+
+
+@pytest.mark.parametrize(
+    ("as_of", "known_at", "current_only", "expected"),
+    TRUTH_READS,
+    ids=[f"as_of={a}-known_at={k}-current_only={c}" for a, k, c, _ in TRUTH_READS],
+)
+def test_reads_in_time_find_what_memkit_held_true(
+    backend: Backend,
+    as_of: float | None,
+    known_at: float | None,
+    current_only: bool,
+    expected: set[str],
+) -> None:
+    # Given a user's facts over time, some without the truth fields (written before them)
+    index = _holding(backend.index, TRUTH_DOCS)
+    conditions = truth_conditions(1000.0, as_of=as_of, known_at=known_at, current_only=current_only)
+    index.search("t", [1, 0, 0], k=10)  # the index caught up
+    plain = backend.requests()
+    index.search("t", [1, 0, 0], k=10)
+    plain = backend.requests() - plain
+
+    # When the backend is searched and browsed with a read in time's conditions
+    before = backend.requests()
+    found = index.search("t", [1, 0, 0], k=10, conditions=conditions)
+    requests = backend.requests() - before
+    listed = index.browse("t", k=10, offset=0, conditions=conditions)
+
+    # Then it finds what was held true then, as the local exact index does, with as many
+    # requests as a search without them
+    reference = _local(TRUTH_DOCS).search("t", [1, 0, 0], k=10, conditions=conditions)
+    assert set(_ids(found)) == expected
+    assert _ids(found) == _ids(reference)
+    assert set(_ids(listed)) == expected
+    assert requests == plain
 
 
 def test_a_tenant_sees_only_its_own_docs(stocked: VectorIndex) -> None:

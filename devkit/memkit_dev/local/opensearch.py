@@ -23,7 +23,9 @@ end to end on one machine. It answers like OpenSearch for what it implements:
 - POST /{index}/_search: a knn query with its filter inside; a bool of `should` match
   clauses (each with an optional boost) on english-analysed fields, `minimum_should_match: 1`
   and a filter, scored as OpenSearch sums them (each clause's BM25 times its boost, over
-  the docs the filter allows, best first); a bool filter with sort and from/size (a range
+  the docs the filter allows, best first); inside a filter, a bool's `should` with
+  `minimum_should_match: 1` (any of its clauses: memkit's `or` conditions) and `exists`
+  (in a must_not too); a bool filter with sort and from/size (a range
   on a keyword compares strings, as the orphan sweep's `doc_id > cursor` needs); a terms
   lookup. A match on an unmapped field matches nothing, as in OpenSearch; a match on another
   mapped field (the plain `text` among them), in a must, or a should without
@@ -441,8 +443,14 @@ class _Query:
         raise _parsing(f"unknown query [{kind}]")
 
     def _bool(self, spec: Any) -> Matches:
-        if not isinstance(spec, dict) or not set(spec) <= {"filter", "must", "must_not"}:
-            raise _parsing("[bool] takes filter, must and must_not here")
+        occurs = {"filter", "must", "must_not", "should", "minimum_should_match"}
+        if not isinstance(spec, dict) or not set(spec) <= occurs:
+            raise _parsing("[bool] takes filter, must, must_not and should here")
+        spec = dict(spec)
+        minimum = spec.pop("minimum_should_match", None)
+        if ("should" in spec) != (minimum is not None) or minimum not in (None, 1):
+            # a filter's should: any of its clauses (what memkit's `or` conditions send)
+            raise _unsupported("a filter's [should] takes minimum_should_match 1 here")
         parts: dict[str, list[Matches]] = {}
         for occur, clauses in spec.items():
             listed = clauses if isinstance(clauses, list) else [clauses]
@@ -451,6 +459,8 @@ class _Query:
         found = set(required[0]) if required else self.all()
         for matches in required[1:]:
             found &= matches
+        if "should" in parts:
+            found &= set().union(*parts["should"])
         for matches in parts.get("must_not", []):
             found -= matches
         return found

@@ -61,6 +61,9 @@ SESSION_PATCHABLE = (*(k for k in SESSION_WRITABLE if k != "memories"), WINDOW)
 # Compared with a stored record to decide whether to write it again (last_accessed moves with
 # every use and is not).
 RECORD_COMPARED = tuple(k for k in fmt.RECORD_WRITABLE if k != "last_accessed")
+# A record's times: compared as instants (the server writes its own stamps in
+# milliseconds, a client's in microseconds).
+TIMES = ("created_at", "event_date", "valid_from", "valid_until", "recorded_at", "retired_at")
 RECORD_DEFAULTS: dict[str, Any] = {
     "memory_type": "semantic",
     "topics": [],
@@ -112,6 +115,9 @@ class Importer:
     def __post_init__(self) -> None:
         self._unit: SessionUnit | None = None
         self._records: list[Entry] = []
+        # Records that supersede others: written last, each after those it names (a record
+        # superseding one the file holds later would find nothing to supersede).
+        self._superseding: list[Entry] = []
 
     def run(self, entries: Iterable[Entry | Problem]) -> Counter[str]:
         try:
@@ -123,13 +129,19 @@ class Importer:
                 self.on_progress(self.counts)
             self._flush_records()
             self._end_session()
+            for entry in superseding_last(self._superseding):
+                self._entry(entry, defer=False)
+            self._flush_records()
         except Abort as stop:
             self.counts["aborted"] = 1
             self.report.write(f"memkit import: stopped: {stop}\n")
         return self.counts
 
-    def _entry(self, entry: Entry) -> None:
+    def _entry(self, entry: Entry, defer: bool = True) -> None:
         kind = entry.value["kind"]
+        if kind == fmt.MEMORY and defer and entry.value.get("supersedes"):
+            self._superseding.append(entry)
+            return
         if kind == fmt.MEMORY:
             if self._records and self._records[0].origin != entry.origin:
                 self._flush_records()
@@ -379,6 +391,28 @@ def session_patch(current: SessionView, document: dict[str, Any]) -> dict[str, A
     return patch
 
 
+def superseding_last(entries: list[Entry]) -> list[Entry]:
+    """`entries` ordered so each comes after the entries it supersedes (a chain a <- b <- c
+    is written a, b, c: each link then finds the record it names)."""
+    by_id = {str(e.value["id"]): e for e in entries}
+    ordered: list[Entry] = []
+    placed: set[str] = set()
+
+    def place(record_id: str, path: frozenset[str]) -> None:
+        if record_id in placed or record_id in path:
+            return
+        for named in by_id[record_id].value.get("supersedes") or []:
+            if named in by_id:
+                place(named, path | {record_id})
+        placed.add(record_id)
+        ordered.append(by_id[record_id])
+
+    for record_id in by_id:
+        place(record_id, frozenset())
+    ordered += [e for e in entries if by_id[str(e.value["id"])] is not e]  # repeats: reported
+    return ordered
+
+
 def record_body(value: dict[str, Any]) -> dict[str, Any]:
     return {k: value[k] for k in fmt.RECORD_WRITABLE if value.get(k) is not None}
 
@@ -395,7 +429,7 @@ def differs(stored: MemoryRecordView | None, value: dict[str, Any]) -> bool:
         have = shown.get(key)
         if key in ("topics", "entities", "extracted_from") and isinstance(wanted, list):
             wanted = list(dict.fromkeys(wanted))
-        if key in ("created_at", "event_date"):
+        if key in TIMES:
             if instant(wanted) != instant(have):
                 return True
         elif not same(have, wanted):

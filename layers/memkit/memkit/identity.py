@@ -33,7 +33,7 @@ read from the request.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from memkit.errors import FieldProblem, Forbidden, OutOfScope, Unauthenticated
@@ -51,12 +51,19 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 @dataclass(frozen=True)
 class Caller:
     """A verified caller: its tenant, the user it is (None: a backend or service), the
-    scopes it holds, and whether a credential was checked at all (auth mode `none`: not)."""
+    scopes it holds, and whether a credential was checked at all (auth mode `none`: not).
+
+    `principal` names the credential itself, as a record's history shows who changed it:
+    `token:<sub>`, `key:<key id>` or `iam:<ARN>` (None: auth mode `none`). `door` is the
+    front door the request came through (rest, mcp, or a wing's name): set by the edge."""
 
     tenant: str
     user_id: str | None
     scopes: frozenset[str]
     authenticated: bool = True
+    # Not part of who the caller is (equality): what its changes are signed with.
+    principal: str | None = field(default=None, compare=False)
+    door: str = field(default="rest", compare=False)
 
     @property
     def admin(self) -> bool:
@@ -171,7 +178,9 @@ def _from_jwt(authorizer: dict[str, Any], settings: IdentitySettings) -> Caller:
         | _scopes(claims.get("scope"), prefix)
         | _scopes(_listed(claims.get("scp")), prefix)
     )
-    return Caller(tenant, _user(claims.get(settings.user_claim)), scopes)
+    subject = claims.get("sub")
+    principal = f"token:{subject}" if isinstance(subject, str) and subject else None
+    return Caller(tenant, _user(claims.get(settings.user_claim)), scopes, principal=principal)
 
 
 def _from_iam(authorizer: dict[str, Any], settings: IdentitySettings) -> Caller:
@@ -185,17 +194,21 @@ def _from_iam(authorizer: dict[str, Any], settings: IdentitySettings) -> Caller:
         tenant = _tenant(match.group("tenant"), "principal")
     else:
         tenant = _tenant(str(iam["accountId"]), "account")
-    return Caller(tenant, None, frozenset(SCOPES))
+    arn = iam.get("userArn")
+    principal = f"iam:{arn}" if isinstance(arn, str) and arn else None
+    return Caller(tenant, None, frozenset(SCOPES), principal=principal)
 
 
 def _from_key(authorizer: dict[str, Any]) -> Caller:
     context = authorizer.get("lambda")
     if not isinstance(context, dict) or not context.get("tenant"):
         raise Unauthenticated("no verified key reached the function")
+    key_id = context.get("key_id")
     return Caller(
         _tenant(context["tenant"], "key"),
         _user(context.get("user_id")),
         _scopes(context.get("scopes")),
+        principal=f"key:{key_id}" if isinstance(key_id, str) and key_id else None,
     )
 
 

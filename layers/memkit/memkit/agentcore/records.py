@@ -448,7 +448,7 @@ class AgentCoreRecords:
                 edited = self._updated(
                     caller, memory, record, item, now, body.record_expiry_specification
                 )
-                stored[record.id] = self._records.replace_record(caller.tenant, edited)
+                stored[record.id] = self._records.replace_record(caller.tenant, edited, record)
                 changed += 1
                 outcomes.append(Outcome(record.id))
             except _Refused as refused:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -200,6 +201,8 @@ def authorize(app: HttpApiResolver, next_middleware: NextMiddleware) -> Response
         return next_middleware(app)
     services = services_of(app)
     caller = caller_of_event(app.current_event.raw_event, services.settings.identity)
+    wing = wing_of(app.wings, app.current_event.path)
+    caller = replace(caller, door=wing.name if wing is not None else "rest")
     app.append_context(caller=caller)
     caller.require(scope)
     services.operations.admit(caller)

@@ -46,6 +46,9 @@ ROUTE_SCOPES: dict[str, str | None] = {
     "POST /v1/long-term-memory/search": READ,
     "GET /v1/long-term-memory/{memory_id}": READ,
     "PATCH /v1/long-term-memory/{memory_id}": WRITE,
+    "GET /v1/long-term-memory/{memory_id}/history": READ,
+    "POST /v1/long-term-memory/{memory_id}/retire": WRITE,
+    "POST /v1/long-term-memory/{memory_id}/restore": WRITE,
     "DELETE /v1/long-term-memory": WRITE,
     "POST /v1/memory/prompt": READ,
     # agent tools

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from memkit.errors import FieldProblem, OutOfScope, QuotaExceeded
 from memkit.identity import Caller
-from memkit.models.domain import DEFAULT_NAMESPACE, Owner
+from memkit.models.domain import DEFAULT_NAMESPACE, Owner, Writer
 from memkit.models.memory import CreateMemories, SearchRequest
 from memkit.models.prompt import PromptRequest
 
@@ -96,3 +96,10 @@ def charge(services: Services, caller: Caller) -> None:
             raise QuotaExceeded(
                 f"this tenant's {quota} requests a minute are spent", math.ceil(wait)
             )
+
+
+def writer_of(caller: Caller) -> Writer:
+    """Who a caller's change to a record is, as its history shows: its credential's
+    principal (else its user), through its front door."""
+    by = caller.principal or (f"user:{caller.user_id}" if caller.user_id else None)
+    return Writer(by, caller.door)

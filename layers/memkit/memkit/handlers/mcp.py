@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.logging import correlation_paths
@@ -136,7 +137,7 @@ def _post(
     costs the bearer check and nothing else (no table, index or model is called)."""
     try:
         event = _verified(event, identity, resource.settings, keys)
-        caller = caller_of(event, identity)
+        caller = replace(caller_of(event, identity), door="mcp")
     except Unauthenticated:
         presented = bool((_authorization(event) or "").strip())
         challenge = {"www-authenticate": resource.unauthenticated(presented)}

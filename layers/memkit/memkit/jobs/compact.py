@@ -362,7 +362,7 @@ class Compaction:
             )
             try:
                 check_size(merged, "record")
-                return self._records.replace_record(tenant, merged)
+                return self._records.replace_record(tenant, merged, fresh)
             except (NotFound, TooLarge):
                 return None
             except VersionConflict:

@@ -33,13 +33,13 @@ from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
 from memkit.embeddings.protocol import RETRYABLE, Embedder, EmbeddingFailed
-from memkit.errors import StoreUnavailable, Throttled
 from memkit.models.domain import MessageRef, StoredRecord
 from memkit.models.memory import MemoryRecordIn
 from memkit.models.session import MemoryType
 from memkit.observability import logger, metrics
 from memkit.service.long_term import new_record
 from memkit.store.changes import (
+    DeletedRecordValue,
     ItemChange,
     MessageValue,
     PendingMemoryValue,
@@ -192,6 +192,7 @@ class Indexer:
     ) -> BatchOutcome:
         """Typed changes of the table (the stream's, or a rebuild's Scan)."""
         outcome = outcome or BatchOutcome()
+        changes = self._erase_deleted(changes, outcome)
         items = self._fold(changes, outcome)
         promotions = [c for c in items if isinstance(c.subject, PendingMemoryValue)]
         indexable = [c for c in items if not isinstance(c.subject, PendingMemoryValue)]
@@ -383,7 +384,7 @@ class Indexer:
             ttl = sum(1 for change in removed.values() if change.ttl)
             if ttl:
                 metrics.add_metric(name="ExpiredDocsRemoved", unit="Count", value=ttl)
-            self._drop_expired_states(list(removed.values()))
+            self._drop_expired_states(list(removed.values()), outcome)
 
         for tenant, state in states.items():
             try:
@@ -394,19 +395,42 @@ class Indexer:
                     if isinstance(change.subject, StoredRecord) and change.tenant == tenant:
                         outcome.fail(change.sequences, "index state not written")
 
-    def _drop_expired_states(self, removed: Sequence[_Change]) -> None:
-        """Delete the index states of records the table's TTL removed (a deletion by a
-        caller takes its record's state with it; an expiry takes only the record). A state
-        left behind is harmless, so a failure here is logged, not retried."""
-        expired: dict[str, list[str]] = {}
+    def _drop_expired_states(self, removed: Sequence[_Change], outcome: BatchOutcome) -> None:
+        """Erase what the table's TTL left of the records it removed: their index states and
+        histories (a deletion by a caller takes its record's state with it; an expiry takes
+        only the record, and erasure beats history). A failure fails the change's records,
+        so the batch is retried: a history must not outlive its record's expiry."""
         for change in removed:
-            if change.ttl and isinstance(change.subject, StoredRecord):
-                expired.setdefault(change.tenant, []).append(change.subject.ref.record_id)
-        for tenant, record_ids in expired.items():
+            record = change.removed
+            if not (change.ttl and isinstance(record, StoredRecord)):
+                continue
             try:
-                self._records.drop_orphan_states(tenant, record_ids)
-            except (StoreUnavailable, Throttled):
-                logger.warning("expired index states kept", extra={"records": len(record_ids)})
+                self._records.erase(change.tenant, [record.id], life=record.life)
+            except Exception as exc:
+                outcome.fail(change.sequences, f"history not erased: {type(exc).__name__}")
+
+    def _erase_deleted(
+        self, changes: Sequence[ItemChange], outcome: BatchOutcome
+    ) -> list[ItemChange]:
+        """A deleted record's tombstone expired (its retention is over): its history of that
+        life goes too. The other changes, to index as usual."""
+        rest: list[ItemChange] = []
+        for change in changes:
+            old = change.old
+            if not isinstance(old, DeletedRecordValue | None) or not isinstance(
+                change.new, DeletedRecordValue | None
+            ):
+                rest.append(change)
+                continue
+            if change.event != "REMOVE" or not isinstance(old, DeletedRecordValue):
+                outcome.skipped += 1  # a tombstone written: nothing to index
+                continue
+            try:
+                self._records.erase(old.tenant, [old.record_id], life=old.life)
+                outcome.removed += 1
+            except Exception as exc:
+                outcome.fail([change.sequence], f"history not erased: {type(exc).__name__}")
+        return rest
 
     def _touch_turns_after(
         self, changes: Sequence[_Change], outcome: BatchOutcome, handled: Collection[object]

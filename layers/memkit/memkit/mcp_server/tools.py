@@ -212,7 +212,10 @@ TextFilter = Annotated[
     Field(description='{"eq": "x"}, {"any": ["x", "y"]}, {"ne": "x"} ... or the value itself'),
 ]
 TagFilter = Annotated[dict[TextOp, Any], Field(description='{"any": ["a", "b"]}, {"all": [...]}')]
-TypeFilter = Annotated[dict[TypeOp, Any], Field(description='{"eq": "semantic"} ...')]
+TypeFilter = Annotated[
+    dict[TypeOp, Any],
+    Field(description='{"eq": "semantic"}, {"in_": ["home_city", "employer"]} ...'),
+]
 DateFilter = Annotated[
     dict[DateOp, Any],
     Field(description='ISO 8601: {"gt": "2024-01-01T00:00:00Z"}, {"between": [a, b]} ...'),
@@ -308,11 +311,21 @@ def search_long_term_memory(
     pinned: bool | None = None,
     hybrid_alpha: Weight | None = None,
     message_range: Annotated[int, Field(ge=0, le=10)] = 0,
+    valid_from: DateFilter | None = None,
+    valid_until: DateFilter | None = None,
+    recorded_at: DateFilter | None = None,
+    retired_at: DateFilter | None = None,
+    key: TypeFilter | None = None,
+    current_only: bool | None = None,
+    as_of: datetime | None = None,
+    known_at: datetime | None = None,
 ) -> MemoryResults:
     """Search long-term memory by meaning and keywords (hybrid, the default), meaning alone
     (semantic) or keywords (keyword), with filters as {operator: value}. text "" lists
     memories by recency. Without user_id you search your own user's memories. Use the exact
-    session_id of this conversation or none (never a guessed one). optimize_query is
+    session_id of this conversation or none (never a guessed one). Only current memories
+    are found (none superseded or no longer valid) unless current_only is false; as_of (a
+    time) finds what was valid then, known_at what memkit held then. optimize_query is
     accepted and ignored (memkit does not rewrite queries)."""
     call = current()
     request = _search_request(  # every parameter but optimize_query is the search's
@@ -342,6 +355,14 @@ def search_long_term_memory(
         pinned=pinned,
         hybrid_alpha=hybrid_alpha,
         message_range=message_range,
+        valid_from=valid_from,
+        valid_until=valid_until,
+        recorded_at=recorded_at,
+        retired_at=retired_at,
+        key=key,
+        current_only=current_only,
+        as_of=as_of,
+        known_at=known_at,
     )
     with _identity(ADMIN):
         return call.operations.memories.search(call.caller, request, access=True)
@@ -376,6 +397,14 @@ def memory_prompt(
     server_side_recency: bool | None = None,
     include_long_term_search: bool = True,
     token_budget: Annotated[int, Field(ge=1)] | None = None,
+    valid_from: DateFilter | None = None,
+    valid_until: DateFilter | None = None,
+    recorded_at: DateFilter | None = None,
+    retired_at: DateFilter | None = None,
+    key: TypeFilter | None = None,
+    current_only: bool | None = None,
+    as_of: datetime | None = None,
+    known_at: datetime | None = None,
 ) -> HydratedPrompt:
     """The messages for your next turn: the session's summary, scratchpad, recalled and
     recent turns (with session_id), the long-term memories related to the query, then the
@@ -412,6 +441,14 @@ def memory_prompt(
         recency_half_life_last_access_days=recency_half_life_last_access_days,
         recency_half_life_created_days=recency_half_life_created_days,
         server_side_recency=server_side_recency,
+        valid_from=valid_from,
+        valid_until=valid_until,
+        recorded_at=recorded_at,
+        retired_at=retired_at,
+        key=key,
+        current_only=current_only,
+        as_of=as_of,
+        known_at=known_at,
     )
     if session is None:  # no session: the namespace and user are the search's
         filters.update(_given(namespace=namespace, user_id=user_id))

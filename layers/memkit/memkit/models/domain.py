@@ -308,6 +308,19 @@ IndexState = Literal["pending", "indexed", "failed"]
 
 
 @dataclass(frozen=True)
+class Writer:
+    """Who makes a change to a record, as its history shows: a caller's principal (None: a
+    credential that names none) and the front door it came through; memkit's own work
+    (curation, promotion, lifecycle) is MEMKIT."""
+
+    by: str | None = None
+    via: str = "rest"
+
+
+MEMKIT = Writer("memkit", "memkit")
+
+
+@dataclass(frozen=True)
 class StoredRecord:
     """A long-term record as stored. `written_us` (microseconds of the last write) versions
     its vector in the index; `version` is the item's, for conditional edits (0 = new)."""
@@ -338,12 +351,80 @@ class StoredRecord:
     # Whose it is: set on what the table (or its stream) holds and what a create writes;
     # writes still name their tenant.
     tenant: str = ""
+    # Valid time (docs/long-term-memory.md "Current truth"): when the fact held, from
+    # `valid_from` (a record written before validity existed: its creation) until
+    # `valid_until` (None: open).
+    valid_from: str | None = None
+    valid_until: str | None = None
+    # System time: when memkit learned it (None: at its creation) and when memkit stopped
+    # holding it as current (superseded or retired; None: current). `held_until` is the
+    # valid_until it had while current, when superseding shortened it (None: open).
+    recorded_at: str | None = None
+    retired_at: str | None = None
+    held_until: str | None = None
+    # The slot it fills (what the fact is about, e.g. home_city), per user and namespace:
+    # a new current record in the slot supersedes the current one.
+    key: str | None = None
+    supersedes: tuple[str, ...] = ()
+    superseded_by: str | None = None
+    # What made this version (create, edit, supersede, retire, restore), who (a caller's
+    # principal, or memkit) and through which front door (rest, mcp, agentcore, memkit).
+    change: str = "create"
+    changed_by: str | None = None
+    changed_via: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.valid_from is None:
+            object.__setattr__(self, "valid_from", self.created_at)
+        if self.recorded_at is None:
+            object.__setattr__(self, "recorded_at", self.created_at)
 
     @property
     def ref(self) -> RecordRef:
         return RecordRef(self.tenant, self.id)
 
     @property
+    def life(self) -> int:
+        """Which life of its id this record is (µs of `recorded_at`): a record created again
+        under the id of a deleted one starts a new history."""
+        stamp = datetime.fromisoformat(str(self.recorded_at).replace("Z", "+00:00"))
+        return int(stamp.timestamp() * 1_000_000)
+
+    @property
     def created_us(self) -> int:
         stamp = datetime.fromisoformat(self.created_at.replace("Z", "+00:00"))
         return int(stamp.timestamp() * 1_000_000)
+
+
+@dataclass(frozen=True)
+class RecordVersion:
+    """One version of a record in its history: its number, and the record as it was then
+    (`record`: None for a delete, which keeps no text). `at`, `by` and `via` say when, who
+    and through which door the change that made it came (`change`)."""
+
+    number: int
+    change: str
+    at: str
+    by: str | None
+    via: str | None
+    record: StoredRecord | None
+
+
+@dataclass(frozen=True)
+class RecordHistory:
+    """A record's versions, oldest first, of its newest life (a record created again under a
+    deleted one's id starts anew). `user_id` and `namespace` say whose it is (for the
+    access check), also after a delete; `deleted`: the newest version is its delete."""
+
+    record_id: str
+    user_id: str | None
+    namespace: str
+    versions: tuple[RecordVersion, ...]
+
+    @property
+    def deleted(self) -> bool:
+        return bool(self.versions) and self.versions[-1].record is None
+
+    @property
+    def current(self) -> StoredRecord | None:
+        return None if self.deleted else self.versions[-1].record

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, StrictBool, StrictStr, field_validator, model_validator
 
-from memkit.models.domain import Id, Model
+from memkit.models.domain import Id, Model, StoredId
 from memkit.models.session import MemoryType, as_utc, creation_time, not_blank
 
 # One create request: agent-memory-client's bulk create sends 100 records a request.
@@ -25,6 +25,8 @@ MAX_TAGS = 100
 MAX_QUERY = 10_000
 MAX_OFFSET = 9_800  # offset + limit + 1 stays within OpenSearch's 10,000 window
 MAX_MESSAGE_RANGE = 10
+# Records one write may supersede (each is a conditional write in its transaction).
+MAX_SUPERSEDES = 10
 
 Tag = StrictStr
 
@@ -53,16 +55,44 @@ class RecordFields(Model):
     pinned: StrictBool | None = None
     extracted_from: list[StrictStr] | None = Field(default=None, max_length=MAX_TAGS)
     metadata: dict[str, Any] | None = None
+    valid_from: datetime | None = Field(
+        default=None,
+        description="when the fact began to hold (default: event_date, else the creation time)",
+    )
+    valid_until: datetime | None = Field(
+        default=None, description="when the fact stopped holding (default: open)"
+    )
+    key: Id | None = Field(
+        default=None,
+        description="the slot the fact fills (what it is about, e.g. home_city), per user and "
+        "namespace: a new current record in the slot supersedes the current one",
+    )
+    supersedes: list[StoredId] | None = Field(
+        default=None,
+        max_length=MAX_SUPERSEDES,
+        description="ids of records this one replaces: they stay in history, no longer current",
+    )
 
     @field_validator("topics", "entities")
     @classmethod
     def _clean_tags(cls, values: list[str] | None) -> list[str] | None:
         return _tags(values)
 
-    @field_validator("event_date")
+    @field_validator("event_date", "valid_from", "valid_until")
     @classmethod
     def _utc(cls, value: datetime | None) -> datetime | None:
         return None if value is None else as_utc(value)
+
+    @field_validator("supersedes")
+    @classmethod
+    def _distinct(cls, values: list[str] | None) -> list[str] | None:
+        return None if values is None else list(dict.fromkeys(values))
+
+    @model_validator(mode="after")
+    def _validity(self) -> RecordFields:
+        if self.valid_from and self.valid_until and self.valid_until <= self.valid_from:
+            raise ValueError("valid_until must be after valid_from")
+        return self
 
 
 class MemoryRecordIn(RecordFields):
@@ -73,6 +103,15 @@ class MemoryRecordIn(RecordFields):
     text: StrictStr = Field(min_length=1, max_length=MAX_TEXT)
     created_at: datetime | None = None
     last_accessed: datetime | None = None
+    recorded_at: datetime | None = Field(
+        default=None,
+        description="when memkit learned it (default: now; an import keeps the exported one)",
+    )
+    retired_at: datetime | None = Field(
+        default=None,
+        description="when memkit stopped holding it current (default: current; an import "
+        "of a superseded or retired record keeps the exported one)",
+    )
     discrete_memory_extracted: Literal["t", "f"] = "f"
 
     @field_validator("text")
@@ -80,7 +119,7 @@ class MemoryRecordIn(RecordFields):
     def _not_blank(cls, value: str) -> str:
         return not_blank(value)
 
-    @field_validator("created_at", "last_accessed")
+    @field_validator("created_at", "last_accessed", "recorded_at", "retired_at")
     @classmethod
     def _not_in_the_future(cls, value: datetime | None) -> datetime | None:
         return None if value is None else creation_time(value)
@@ -146,6 +185,24 @@ class SearchRequest(Model):
     last_accessed: dict[DateOp, Any] | None = None
     event_date: dict[DateOp, Any] | None = None
     pinned: StrictBool | None = None
+    valid_from: dict[DateOp, Any] | None = None
+    valid_until: dict[DateOp, Any] | None = None
+    recorded_at: dict[DateOp, Any] | None = None
+    retired_at: dict[DateOp, Any] | None = None
+    key: dict[TypeOp, Any] | None = None
+    current_only: StrictBool = Field(
+        default=True,
+        description="leave out records superseded or retired, or whose validity ended "
+        "(false: every record, whatever its time)",
+    )
+    as_of: datetime | None = Field(
+        default=None, description="what was valid at this time (superseded records included)"
+    )
+    known_at: datetime | None = Field(
+        default=None,
+        description="what memkit held as current at this time (with as_of: what it held "
+        "then about as_of)",
+    )
     search_mode: SearchMode = SearchMode.HYBRID
     hybrid_alpha: float | None = Field(default=None, ge=0, le=1)
     distance_threshold: float | None = Field(default=None, ge=0, le=2)
@@ -165,6 +222,11 @@ class SearchRequest(Model):
         description="false: the records shown do not count as accessed (last_accessed stays; "
         "what an export or a backup reads)",
     )
+
+    @field_validator("as_of", "known_at")
+    @classmethod
+    def _utc(cls, value: datetime | None) -> datetime | None:
+        return None if value is None else as_utc(value)
 
     @model_validator(mode="after")
     def _finite(self) -> SearchRequest:
@@ -201,6 +263,19 @@ class MemoryRecordView(Model):
     metadata: dict[str, Any]
     discrete_memory_extracted: Literal["t", "f"]
     indexing: Literal["pending", "indexed", "failed"]
+    # Temporal truth (docs/long-term-memory.md "Current truth"); defaults read a server
+    # from before them as holding every record valid since its creation and current.
+    valid_from: str | None = Field(
+        default=None, description="valid since (default event_date or created_at)"
+    )
+    valid_until: str | None = Field(default=None, description="valid until (None: open)")
+    recorded_at: str | None = Field(default=None, description="when memkit learned it")
+    retired_at: str | None = Field(
+        default=None, description="when memkit stopped holding it current"
+    )
+    key: str | None = Field(default=None, description="the slot: what the fact is about")
+    supersedes: list[str] = Field(default_factory=list, description="records it replaced")
+    superseded_by: str | None = Field(default=None, description="the record that replaced it")
 
 
 class SurroundingMessage(Model):
@@ -241,4 +316,57 @@ class CreatedAck(Ack):
     created: list[str] = Field(description="ids written (indexed a moment later)")
     duplicates: list[str] = Field(
         description="ids skipped: the user already has that text in the namespace"
+    )
+
+
+# -- current truth ---------------------------------------------------------------------------
+
+
+class MemoryRetirement(Model):
+    """POST /v1/long-term-memory/{id}/retire body: the record no longer holds."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    valid_until: datetime | None = Field(
+        default=None, description="when it stopped holding (default: now)"
+    )
+
+    @field_validator("valid_until")
+    @classmethod
+    def _utc(cls, value: datetime | None) -> datetime | None:
+        return None if value is None else as_utc(value)
+
+
+class MemoryRestoration(Model):
+    """POST /v1/long-term-memory/{id}/restore body: the version to make current again."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    version: int = Field(ge=0, description="a version number its history lists")
+
+
+ChangeKind = Literal["create", "edit", "supersede", "retire", "restore", "delete"]
+
+
+class MemoryVersionView(Model):
+    """One version of a record: what made it, when, who (a credential's principal, or
+    memkit), through which front door, the fields it changed, and the record as it was
+    (null for a delete: a delete keeps no text in the version it adds)."""
+
+    version: int
+    change: ChangeKind
+    at: str
+    by: str | None
+    via: str | None
+    changed: list[str]
+    memory: MemoryRecordView | None
+
+
+class MemoryHistoryView(Model):
+    """GET /v1/long-term-memory/{id}/history: the versions, newest first."""
+
+    id: str
+    versions: list[MemoryVersionView]
+    next_before: int | None = Field(
+        description="pass as `before` for the older versions (null: there are none)"
     )

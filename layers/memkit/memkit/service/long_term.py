@@ -37,22 +37,30 @@ from memkit.identity import Caller
 from memkit.models.budget import LIST_BYTE_BUDGET, envelope_bytes
 from memkit.models.domain import (
     DEFAULT_NAMESPACE,
+    MEMKIT,
     MessageRef,
     Owner,
+    RecordHistory,
     RecordRef,
+    RecordVersion,
     SessionMeta,
     StoredMessage,
     StoredRecord,
+    Writer,
 )
 from memkit.models.memory import (
     Ack,
     CreatedAck,
     CreateMemories,
     MemoryEdit,
+    MemoryHistoryView,
     MemoryHit,
     MemoryRecordIn,
     MemoryRecordView,
+    MemoryRestoration,
     MemoryResults,
+    MemoryRetirement,
+    MemoryVersionView,
     RecordFields,
     SearchMode,
     SearchRequest,
@@ -60,6 +68,8 @@ from memkit.models.memory import (
 )
 from memkit.models.session import MemoryType, as_utc, iso
 from memkit.observability import logger, metrics
+from memkit.service.truth import is_current, retired, truth_conditions
+from memkit.service.versions import Versions, check_target
 from memkit.store.records import RecordTable
 from memkit.store.sessions import SessionTable
 from memkit.text import words
@@ -136,6 +146,7 @@ def record_view(record: StoredRecord) -> MemoryRecordView:
             "topics": list(record.topics),
             "entities": list(record.entities),
             "extracted_from": list(record.extracted_from),
+            "supersedes": list(record.supersedes),
             "discrete_memory_extracted": "t" if record.discrete_memory_extracted == "t" else "f",
         }
     )
@@ -147,7 +158,10 @@ _STORED_AS: dict[str, Callable[[Any], Any]] = {
     "entities": lambda value: tuple(value or ()),
     "extracted_from": lambda value: tuple(value or ()),
     "memory_type": lambda value: (value or MemoryType.SEMANTIC).value,
+    "supersedes": lambda value: tuple(value or ()),
     "event_date": lambda value: iso(value) if value is not None else None,
+    "valid_from": lambda value: iso(value) if value is not None else None,
+    "valid_until": lambda value: iso(value) if value is not None else None,
     "namespace": lambda value: value or DEFAULT_NAMESPACE,
     "pinned": bool,
     "metadata": lambda value: dict(value or {}),
@@ -165,20 +179,39 @@ def _as_given(value: Any) -> Any:
 
 
 def new_record(
-    tenant: str, memory: MemoryRecordIn, now: float, stored: StoredRecord | None = None
+    tenant: str,
+    memory: MemoryRecordIn,
+    now: float,
+    stored: StoredRecord | None = None,
+    writer: Writer = MEMKIT,
 ) -> StoredRecord:
     """The record a create writes: the client's fields, the server's times. A record that
-    replaces a stored one (same id) keeps its creation time unless the client gives one."""
+    replaces a stored one (same id) keeps its creation time unless the client gives one,
+    and always its `recorded_at` (it is the same record's history). Valid from `valid_from`,
+    else its event_date, else its creation."""
     stamp = now_iso(now)
     if memory.created_at is not None:
         created_at = iso(memory.created_at)
     else:
         created_at = stored.created_at if stored is not None else stamp
     given = {name: getattr(memory, name) for name in (*RecordFields.model_fields, "text")}
+    fields = stored_fields(given)
+    if fields["valid_from"] is None:
+        fields["valid_from"] = fields["event_date"] or created_at
+    if stored is not None:
+        recorded_at = stored.recorded_at
+    else:
+        recorded_at = iso(memory.recorded_at) if memory.recorded_at is not None else stamp
+    retired_at = iso(memory.retired_at) if memory.retired_at is not None else None
     return StoredRecord(
         tenant=tenant,
         id=memory.id,
-        **stored_fields(given),
+        **fields,
+        recorded_at=recorded_at,
+        retired_at=retired_at,
+        change="create" if stored is None else "edit",
+        changed_by=writer.by,
+        changed_via=writer.via,
         created_at=created_at,
         updated_at=stamp,
         last_accessed=iso(memory.last_accessed) if memory.last_accessed else stamp,
@@ -188,6 +221,55 @@ def new_record(
         # Versions the vector: never behind the record it replaces, whatever the clocks.
         written_us=max(int(now * 1_000_000), stored.written_us + 1 if stored else 0),
         version=stored.version if stored is not None else 0,
+    )
+
+
+def _check_validity(record: StoredRecord) -> None:
+    """A record's validity must end after it begins (an edit may move either end)."""
+    start, end = epoch_seconds(record.valid_from), epoch_seconds(record.valid_until)
+    if start is not None and end is not None and end <= start:
+        raise ValidationFailed(
+            "a memory's validity must end after it begins",
+            [FieldProblem("valid_until", "must be after valid_from")],
+        )
+
+
+# What a version's `changed` compares with the version before it.
+_COMPARED = (
+    "text",
+    "memory_type",
+    "topics",
+    "entities",
+    "session_id",
+    "event_date",
+    "pinned",
+    "metadata",
+    "valid_from",
+    "valid_until",
+    "retired_at",
+    "key",
+    "supersedes",
+    "superseded_by",
+)
+
+
+def version_view(version: RecordVersion, earlier: StoredRecord | None) -> MemoryVersionView:
+    """One version as the history route shows it."""
+    record = version.record
+    if record is None:
+        changed: list[str] = []
+    elif earlier is None:
+        changed = [name for name in _COMPARED if getattr(record, name) not in (None, (), {})]
+    else:
+        changed = [n for n in _COMPARED if getattr(record, n) != getattr(earlier, n)]
+    return MemoryVersionView(
+        version=version.number,
+        change=version.change,
+        at=version.at,
+        by=version.by,
+        via=version.via,
+        changed=changed,
+        memory=record_view(record) if record is not None else None,
     )
 
 
@@ -259,9 +341,17 @@ _FILTER_VALUES: dict[FieldKind, Callable[[str, str, Any], Any]] = {
 }
 
 
-def conditions_of(request: SearchRequest) -> list[Condition]:
-    """The request's filters as index conditions (the tenant is added by the caller)."""
+def conditions_of(request: SearchRequest, now: float | None = None) -> list[Condition]:
+    """The request's filters as index conditions (the tenant is added by the caller), and
+    with `now` those of its time (memkit.service.truth: current truth by default)."""
     conditions: list[Condition] = []
+    if now is not None:
+        conditions += truth_conditions(
+            now,
+            as_of=request.as_of.timestamp() if request.as_of is not None else None,
+            known_at=request.known_at.timestamp() if request.known_at is not None else None,
+            current_only=request.current_only,
+        )
     for name in SEARCH_FILTERS:
         value, kind = getattr(request, name), FIELDS[name].kind
         if value is None:
@@ -342,6 +432,7 @@ class LongTermService:
     ) -> None:
         self._records = records
         self._sessions = sessions
+        self._versions = Versions(records, clock)
         # Built on first use: a GET of one record needs neither.
         self._index = index
         self._embedder = embedder
@@ -381,10 +472,19 @@ class LongTermService:
 
     # -- records -----------------------------------------------------------------------------
 
-    def create(self, tenant: str, body: CreateMemories, *, confined: bool = False) -> CreatedAck:
+    def create(
+        self,
+        tenant: str,
+        body: CreateMemories,
+        *,
+        confined: bool = False,
+        writer: Writer = MEMKIT,
+    ) -> CreatedAck:
         """Write `body`'s records. `confined`: the writer is a user and no admin (Owner's
         rule), so another user's record is as absent to it as to a read (a 404), and a
-        session of no user is not its to name."""
+        session of no user is not its to name. A record that supersedes others or fills a
+        slot is written with them in a transaction of its own (memkit.service.versions),
+        after the others; what it names is checked before anything is written."""
         now = self._clock()
         stored = self._records.get_records(tenant, [m.id for m in body.memories])
         seen: dict[str, int] = {}
@@ -418,16 +518,39 @@ class LongTermService:
             ],
             confined,
         )
-        records = [new_record(tenant, m, now, stored.get(m.id)) for m in body.memories]
+        records = [new_record(tenant, m, now, stored.get(m.id), writer) for m in body.memories]
         for index, record in enumerate(records):
             check_size(record, f"memories.{index}")
+        self._check_supersedes(tenant, records, stored)
         skipped: list[str] = []
         if body.deduplicate:
             records, skipped = self._without_duplicates(tenant, records, stored)
-        if records:
-            self._records.put_records(tenant, records)
+        plain = [r for r in records if not self._versions.needs_transaction(r, stored.get(r.id))]
+        if plain:
+            replaced = {r.id: stored[r.id] for r in plain if r.id in stored}
+            self._records.put_records(tenant, plain, replaced)
+        place = {memory.id: n for n, memory in enumerate(body.memories)}
+        for record in records:
+            if record not in plain:
+                where = f"memories.{place[record.id]}.supersedes"
+                self._versions.write(tenant, record, stored.get(record.id), writer, where=where)
         metrics.add_metric(name="LongTermRecordsWritten", unit="Count", value=len(records))
         return CreatedAck(status="ok", created=[r.id for r in records], duplicates=skipped)
+
+    def _check_supersedes(
+        self, tenant: str, records: Sequence[StoredRecord], stored: dict[str, StoredRecord]
+    ) -> None:
+        """Every record a create names in `supersedes` is one of the writer's (same user and
+        namespace), stored or created earlier in the same request: else nothing is written
+        (a 404 as a read's, or a 422)."""
+        named = {i for r in records for i in r.supersedes if i not in stored}
+        found = {**stored, **(self._records.get_records(tenant, sorted(named)) if named else {})}
+        earlier: dict[str, StoredRecord] = {}
+        for index, record in enumerate(records):
+            for position, record_id in enumerate(record.supersedes):
+                target = earlier.get(record_id) or found.get(record_id)
+                check_target(record, record_id, target, f"memories.{index}.supersedes.{position}")
+            earlier[record.id] = record
 
     def _check_sessions(
         self,
@@ -464,6 +587,14 @@ class LongTermService:
         others = self._records.duplicates(
             tenant, [(r.id, r.namespace, r.memory_hash) for r in fresh]
         )
+        # A text held only by records no longer current (superseded, retired, validity
+        # over) is new again: the user moved back to Paris.
+        held = self._records.records_at({pk for pks in others.values() for pk in pks})
+        now = self._clock()
+        others = {
+            rid: {pk for pk in pks if pk in held and is_current(held[pk], now)}
+            for rid, pks in others.items()
+        }
         kept: list[StoredRecord] = []
         skipped: list[str] = []
         # Texts the request writes under stored ids are taken first, whatever the order.
@@ -489,7 +620,12 @@ class LongTermService:
         return record_view(self._reachable(tenant, record_id, reader))
 
     def edit(
-        self, tenant: str, record_id: str, edit: MemoryEdit, reader: Caller | None = None
+        self,
+        tenant: str,
+        record_id: str,
+        edit: MemoryEdit,
+        reader: Caller | None = None,
+        writer: Writer = MEMKIT,
     ) -> MemoryRecordView:
         changes = {name: getattr(edit, name) for name in edit.model_fields_set}
         if not changes:
@@ -517,20 +653,117 @@ class LongTermService:
             updated_at=now_iso(now),
             written_us=max(int(now * 1_000_000), record.written_us + 1),
             indexing="pending",
+            change="edit",
+            changed_by=writer.by,
+            changed_via=writer.via,
         )
+        _check_validity(edited)
         check_size(edited, "body")
-        saved = self._records.replace_record(tenant, edited)
+        if self._versions.needs_transaction(edited, record):
+            saved = self._versions.write(tenant, edited, record, writer)
+        else:
+            saved = self._records.replace_record(tenant, edited, record)
         return record_view(replace(saved, indexing="pending"))
 
-    def delete(self, tenant: str, record_ids: Sequence[str], reader: Caller | None = None) -> Ack:
+    def delete(
+        self,
+        tenant: str,
+        record_ids: Sequence[str],
+        reader: Caller | None = None,
+        writer: Writer = MEMKIT,
+        *,
+        erase: bool = False,
+    ) -> Ack:
+        """Delete the records; each keeps its history (a restore can bring it back) unless
+        `erase`: then its history goes too, and what an earlier delete of it kept."""
+        ids = list(dict.fromkeys(record_ids))
+        found = self._records.get_records(tenant, ids)
         if reader is not None and not reader.admin:
             # Only the reader's own: another user's ids are as absent as unknown ones.
-            found = self._records.get_records(tenant, list(record_ids))
-            record_ids = [i for i in record_ids if i in found and reader.may_see(found[i].user_id)]
-        if not record_ids:
+            owners = {i: r.user_id for i, r in found.items()}
+            if erase:  # a deleted record's history is found through what its delete kept
+                for record_id in (i for i in ids if i not in found):
+                    history = self._records.history(tenant, record_id)
+                    if history is not None:
+                        owners[record_id] = history.user_id
+            ids = [i for i in ids if i in owners and reader.may_see(owners[i])]
+        if not ids:
             return Ack(status="ok, deleted 0 memories")
-        deleted = self._records.delete_records(tenant, record_ids)
+        if erase:
+            self._records.erase(tenant, ids)
+            return Ack(status=f"ok, deleted {sum(i in found for i in ids)} memories")
+        deleted = self._records.delete_records(tenant, ids, writer)
         return Ack(status=f"ok, deleted {deleted} memories")
+
+    # -- current truth -----------------------------------------------------------------------
+
+    def retire(
+        self,
+        tenant: str,
+        record_id: str,
+        retirement: MemoryRetirement,
+        reader: Caller | None = None,
+        writer: Writer = MEMKIT,
+    ) -> MemoryRecordView:
+        """The record no longer current: retired now, its validity closed (at the time given,
+        else now). A record retired already is answered as it is."""
+        record = self._reachable(tenant, record_id, reader)
+        if record.retired_at is not None:
+            return record_view(record)
+        until = iso(retirement.valid_until) if retirement.valid_until is not None else None
+        saved = self._records.replace_record(
+            tenant, retired(record, self._clock(), writer, until), record
+        )
+        return record_view(replace(saved, indexing="pending"))
+
+    def _history(self, tenant: str, record_id: str, reader: Caller | None) -> RecordHistory:
+        history = self._records.history(tenant, record_id)
+        if history is None or (reader is not None and not reader.may_see(history.user_id)):
+            raise NotFound(f"no long-term memory {record_id!r}")
+        return history
+
+    def history(
+        self,
+        tenant: str,
+        record_id: str,
+        reader: Caller | None = None,
+        *,
+        limit: int = 50,
+        before: int | None = None,
+    ) -> MemoryHistoryView:
+        """The record's versions, newest first: each with what made it, when, who and
+        through which door, the fields it changed, and the record as it was then (none for
+        a delete). Pages: `before` a version number."""
+        history = self._history(tenant, record_id, reader)
+        versions = list(history.versions)
+        views: list[MemoryVersionView] = []
+        for position in range(len(versions) - 1, -1, -1):
+            version = versions[position]
+            if before is not None and version.number >= before:
+                continue
+            if len(views) == limit:
+                break
+            earlier = versions[position - 1].record if position else None
+            views.append(version_view(version, earlier))
+        older = [v for v in versions if v.number < views[-1].version] if views else []
+        return MemoryHistoryView(
+            id=record_id,
+            versions=views,
+            next_before=views[-1].version if older else None,
+        )
+
+    def restore(
+        self,
+        tenant: str,
+        record_id: str,
+        restoration: MemoryRestoration,
+        reader: Caller | None = None,
+        writer: Writer = MEMKIT,
+    ) -> MemoryRecordView:
+        """Version `restoration.version` made current again (a new version)."""
+        history = self._history(tenant, record_id, reader)
+        saved = self._versions.restore(tenant, history, restoration.version, writer)
+        return record_view(replace(saved, indexing="pending"))
 
     # -- search ------------------------------------------------------------------------------
 
@@ -542,7 +775,7 @@ class LongTermService:
         accessed: their `last_accessed` moves to now when it is over an hour old (what
         inactivity-based forgetting reads). Memkit's own searches (deduplication,
         compaction) pass access=False."""
-        conditions = conditions_of(request)
+        conditions = conditions_of(request, self._clock())
         recency = self._recency(request)
         if recency and request.offset + request.limit > MAX_RECENCY_WINDOW:
             raise ValidationFailed(
@@ -585,14 +818,21 @@ class LongTermService:
         query: str = "",
         depth: int,
         offset: int = 0,
+        current_only: bool = True,
     ) -> tuple[list[Match], int]:
         """Records meeting every condition, read back from the table and re-checked: with
         a `query`, the `depth` nearest by meaning (cosine similarity as the score, counted
         as accessed); without one, `depth` of them newest first from `offset` (score 0).
         Also how many index hits were read: each match's `position` counts among them (a
-        hit whose record is gone, or no longer meets the conditions, is left out)."""
+        hit whose record is gone, or no longer meets the conditions, is left out). Only
+        current records unless `current_only` is False."""
         index = self._index()
         text = query.strip()
+        now = self._clock()
+        conditions = [
+            *conditions,
+            *truth_conditions(now, as_of=None, known_at=None, current_only=current_only),
+        ]
         if text:
             vector = self.query_vector(drop_function_words(text))
             hits = index.search(tenant, vector, depth, conditions)
@@ -811,6 +1051,13 @@ class LongTermService:
             metadata={},
             discrete_memory_extracted="t" if message.discrete_memory_extracted == "t" else "f",
             indexing="indexed",
+            valid_from=message.created_at,
+            valid_until=None,
+            recorded_at=message.created_at,
+            retired_at=None,
+            key=None,
+            supersedes=[],
+            superseded_by=None,
             role=message.role,
             dist=round(1.0 - score, 6),
             score=score,

@@ -88,7 +88,17 @@ class SessionValue:
     window_tokens: int | None = None
 
 
-Value = StoredRecord | MessageValue | PendingMemoryValue | SessionValue
+@dataclass(frozen=True)
+class DeletedRecordValue:
+    """What a delete left of a record (its tombstone): when the tombstone expires, the
+    record's history of that life goes with it (memkit.jobs.indexing)."""
+
+    tenant: str
+    record_id: str
+    life: int
+
+
+Value = StoredRecord | MessageValue | PendingMemoryValue | SessionValue | DeletedRecordValue
 
 
 @dataclass(frozen=True)
@@ -212,6 +222,10 @@ def _value(raw: Mapping[str, Any] | None) -> Value | None:
             record_json=str(image["record"]),
             user_id=_text(image, "user_id"),
             persisted=bool(image.get("persisted_at")),
+        )
+    if kind == "record_deleted":
+        return DeletedRecordValue(
+            tenant=str(image["tenant"]), record_id=str(image["record_id"]), life=int(image["life"])
         )
     if kind == "session":
         return SessionValue(

@@ -64,6 +64,8 @@ class ItemClasses:
     message: Any
     memory: Any
     record: Any
+    record_version: Any
+    record_deleted: Any
     index_state: Any
     # For TransactWrite: the same botocore client, timeouts and retries as the items.
     connection: Connection
@@ -267,6 +269,46 @@ def _declared(meta: dict[str, Any]) -> dict[str, Any]:
         gsi3sk = UnicodeAttribute(null=True, attr_name="GSI3SK")
         by_hash = ByHash()
         by_namespace = ByLifecycle()
+        # Current truth (StoredRecord): valid and system time, the slot, the links.
+        valid_from = UnicodeAttribute(null=True)
+        valid_until = UnicodeAttribute(null=True)
+        recorded_at = UnicodeAttribute(null=True)
+        retired_at = UnicodeAttribute(null=True)
+        held_until = UnicodeAttribute(null=True)
+        key = UnicodeAttribute(null=True, attr_name="slot")  # KEY is a reserved word
+        supersedes = ListAttribute(of=UnicodeAttribute, null=True)
+        superseded_by = UnicodeAttribute(null=True)
+        # What made this version, who and through which door (the history shows them).
+        change = UnicodeAttribute(null=True)
+        changed_by = UnicodeAttribute(null=True)
+        changed_via = UnicodeAttribute(null=True)
+
+    class RecordVersionItem(TableItem, discriminator="record_version"):
+        """An earlier version of a record, in its partition (keys.record_version_key): the
+        whole record as it was (`record`, JSON), kept when a change replaced it. The
+        record's item is always its current version; a deleted record keeps its versions
+        beside its tombstone until the tombstone expires."""
+
+        record_id = UnicodeAttribute()
+        user_id = UnicodeAttribute(null=True)
+        record = UnicodeAttribute()
+        life = NumberAttribute()
+        number = NumberAttribute()
+
+    class DeletedRecordItem(TableItem, discriminator="record_deleted"):
+        """What a delete leaves of a record: who deleted it, when and how, and the listing
+        entry of the record (GSI3), so a user's deletion still finds its history. No text.
+        It expires (and its history with it) after the retention a delete keeps."""
+
+        record_id = UnicodeAttribute()
+        user_id = UnicodeAttribute(null=True)
+        life = NumberAttribute()
+        number = NumberAttribute()
+        changed_by = UnicodeAttribute(null=True)
+        changed_via = UnicodeAttribute(null=True)
+        gsi3pk = UnicodeAttribute(null=True, attr_name="GSI3PK")
+        gsi3sk = UnicodeAttribute(null=True, attr_name="GSI3SK")
+        by_namespace = ByLifecycle()
 
     class IndexStateItem(TableItem, discriminator="index_state"):
         """Beside a record: the newest version of it the indexer wrote (or failed to). Its
@@ -284,6 +326,8 @@ def _declared(meta: dict[str, Any]) -> dict[str, Any]:
         "message": MessageItem,
         "memory": MemoryItem,
         "record": RecordItem,
+        "record_version": RecordVersionItem,
+        "record_deleted": DeletedRecordItem,
         "index_state": IndexStateItem,
     }
 
@@ -336,4 +380,15 @@ def stored_record(item: Any, state: Any | None = None) -> StoredRecord:
         version=int(item.version or 0),
         indexing=_index_state(state, written_us),
         expires_at=int(item.expires_at) if item.expires_at is not None else None,
+        valid_from=item.valid_from,
+        valid_until=item.valid_until,
+        recorded_at=item.recorded_at,
+        retired_at=item.retired_at,
+        held_until=item.held_until,
+        key=item.key,
+        supersedes=tuple(item.supersedes or ()),
+        superseded_by=item.superseded_by,
+        change=item.change or "create",
+        changed_by=item.changed_by,
+        changed_via=item.changed_via,
     )

@@ -162,6 +162,35 @@ def index_state_key(tenant: str, record_id: str) -> Key:
     return record_pk(tenant, record_id), INDEX_STATE_SK
 
 
+# A record's earlier versions and what a delete leaves, in its partition, by its life (the
+# µs of its recorded_at: a record created again under a deleted one's id starts anew).
+VERSION_PREFIX = "V#"
+DELETED_PREFIX = "DELETED#"
+VERSION_DIGITS = 10
+
+
+def _padded(number: int, digits: int) -> str:
+    return str(number).rjust(digits, "0")
+
+
+def record_version_key(tenant: str, record_id: str, life: int, number: int) -> Key:
+    sk = f"{VERSION_PREFIX}{_padded(life, TIME_DIGITS)}#{_padded(number, VERSION_DIGITS)}"
+    return record_pk(tenant, record_id), sk
+
+
+def deleted_record_key(tenant: str, record_id: str, life: int) -> Key:
+    return record_pk(tenant, record_id), f"{DELETED_PREFIX}{_padded(life, TIME_DIGITS)}"
+
+
+def slot_key(tenant: str, namespace: str, user_id: str | None, slot: str) -> Key:
+    """Which record is current in a slot (what a fact is about) of a user in a namespace: in
+    the user's partition (a user's deletion takes it), or the namespace's for no user."""
+    if user_id:
+        return user_pk(tenant, namespace, user_id), sort_key("SLOT#", part(slot))
+    pk = f"T#{part(tenant)}#SLOTS#{part(namespace)}"
+    return pk, sort_key("SLOT#", part(slot))
+
+
 def records_by_hash(tenant: str, namespace: str, memory_hash: str) -> str:
     """GSI1 partition of a namespace's records with one content hash (the hash covers the
     user, so two users' equal texts never collide)."""

@@ -6,9 +6,11 @@ by user (GSI3), for forgetting and compaction.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pynamodb.exceptions import DoesNotExist
@@ -16,10 +18,14 @@ from pynamodb.models import BatchWrite
 
 from memkit.errors import NotFound, VersionConflict
 from memkit.models.domain import (
+    MEMKIT,
     MessageRef,
     PendingMemoryRef,
+    RecordHistory,
+    RecordVersion,
     StoredMessage,
     StoredRecord,
+    Writer,
 )
 from memkit.models.lifecycle import Listing, RecordEntry, Unchanged
 from memkit.store import keys
@@ -27,6 +33,7 @@ from memkit.store.base import BATCH_GET_LIMIT, Table
 from memkit.store.failures import translated
 from memkit.store.items import stored_record
 from memkit.store.sessions import to_message
+from memkit.times import now_iso
 
 # Entries a listing Query asks for at a time (a GSI3 entry takes ~300 bytes).
 LISTING_PAGE = 500
@@ -34,6 +41,11 @@ LISTING_PAGE = 500
 TOP = "\uffff"
 # Concurrent requests when a batch needs one each (hash lookups, index-state updates).
 WORKERS = 8
+# How long a deleted record's history stays (restorable) unless its own expiry is sooner:
+# a delete keeps the versions beside a tombstone; the tombstone's expiry erases them all.
+DELETED_HISTORY_SECONDS = 30 * 86_400
+# What a record's version keeps of it (the rest is its item's, or derived).
+_NOT_KEPT = ("tenant", "indexing")
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -49,6 +61,30 @@ def _concurrently(work: Callable[[T], R], args: Sequence[T]) -> list[R]:
 
 def _dumps(value: Any) -> str | None:
     return None if value is None else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _kept(record: StoredRecord) -> str:
+    """A record as its version item keeps it (JSON of its fields)."""
+    fields = {k: v for k, v in dataclasses.asdict(record).items() if k not in _NOT_KEPT}
+    return json.dumps(fields, ensure_ascii=False, separators=(",", ":"))
+
+
+def _unkept(tenant: str, raw: str) -> StoredRecord:
+    fields = json.loads(raw)
+    for name in ("topics", "entities", "extracted_from", "supersedes"):
+        fields[name] = tuple(fields.get(name) or ())
+    known = {f.name for f in dataclasses.fields(StoredRecord)}
+    return StoredRecord(tenant=tenant, **{k: v for k, v in fields.items() if k in known})
+
+
+@dataclass(frozen=True)
+class SlotClaim:
+    """A record taking a slot: the slot, and the record it held when read (None: empty)."""
+
+    namespace: str
+    user_id: str | None
+    key: str
+    held: str | None
 
 
 class RecordTable:
@@ -91,6 +127,34 @@ class RecordTable:
             gsi1sk=f"{record.created_us:0{keys.TIME_DIGITS}d}#{keys.part(record.id)}",
             gsi3pk=keys.records_by_namespace(tenant, record.namespace),
             gsi3sk=keys.record_listing_sk(record.user_id, record.created_us, record.id),
+            valid_from=record.valid_from,
+            valid_until=record.valid_until,
+            recorded_at=record.recorded_at,
+            retired_at=record.retired_at,
+            held_until=record.held_until,
+            key=record.key,
+            supersedes=list(record.supersedes) or None,
+            superseded_by=record.superseded_by,
+            change=record.change,
+            changed_by=record.changed_by,
+            changed_via=record.changed_via,
+        )
+
+    def _version_item(self, tenant: str, record: StoredRecord) -> Any:
+        """`record` kept as an earlier version (its number is its item's version)."""
+        pk, sk = keys.record_version_key(tenant, record.id, record.life, record.version)
+        return self._items.record_version(
+            pk,
+            sk,
+            tenant=tenant,
+            namespace=record.namespace,
+            created_at=record.created_at,
+            updated_at=record.updated_at,
+            record_id=record.id,
+            user_id=record.user_id,
+            record=_kept(record),
+            life=record.life,
+            number=record.version,
         )
 
     @staticmethod
@@ -110,7 +174,7 @@ class RecordTable:
         records: dict[str, StoredRecord] = {}
         for record_id in ids:
             item = found.get(keys.record_key(tenant, record_id))
-            if item is not None and self._table.live(item):
+            if isinstance(item, self._items.record) and self._table.live(item):
                 state = found.get(keys.index_state_key(tenant, record_id))
                 records[record_id] = self._to_record(item, state)
         return records
@@ -129,6 +193,16 @@ class RecordTable:
                 keys.records_by_hash(tenant, namespace, memory_hash), limit=10
             )
             return {item.pk for item in found if self._table.live(item)}
+
+    def records_at(self, pks: Iterable[str]) -> dict[str, StoredRecord]:
+        """The live records in these partitions, by partition key (what `records_with_hash`
+        finds; one BatchGetItem per 100)."""
+        found = self._table.batch_get((pk, keys.RECORD_SK) for pk in pks)
+        return {
+            pk: self._to_record(item, None)
+            for (pk, _), item in found.items()
+            if isinstance(item, self._items.record) and self._table.live(item)
+        }
 
     def duplicates(
         self, tenant: str, wanted: Sequence[tuple[str, str, str]]
@@ -228,43 +302,282 @@ class RecordTable:
 
     # -- lifecycle policies ------------------------------------------------------------------
 
-    def put_records(self, tenant: str, records: Sequence[StoredRecord]) -> None:
+    def put_records(
+        self,
+        tenant: str,
+        records: Sequence[StoredRecord],
+        replaced: Mapping[str, StoredRecord] | None = None,
+    ) -> None:
         """Write `records` whole (BatchWriteItem; a record with a stored id replaces it, at
-        the next version, so an edit that read the one it replaced gets a conflict)."""
-        with translated("write long-term memories"), BatchWrite(self._items.record) as batch:
+        the next version, so an edit that read the one it replaced gets a conflict). The
+        stored records they replace (`replaced`, by id: what the caller read) are kept as
+        their earlier versions, in the same batch."""
+        earlier = replaced or {}
+        with translated("write long-term memories"), BatchWrite(self._items.base) as batch:
             for record in records:
                 item = self._record_item(tenant, record)
                 item.version = record.version + 1  # a batch write sets no version itself
                 batch.save(item)
+                if record.id in earlier:
+                    batch.save(self._version_item(tenant, earlier[record.id]))
 
-    def replace_record(self, tenant: str, record: StoredRecord) -> StoredRecord:
-        """Write `record` if the stored one still exists at `record.version`: else NotFound
-        when it is gone, VersionConflict when another write came first."""
-        item = self._record_item(tenant, record)
-        record_cls = self._items.record
-        if record.version:
-            condition = record_cls.version == record.version
-            item.version = record.version + 1
-        else:  # written before records carried versions
-            condition = record_cls.version.does_not_exist()
-            item.version = 1
+    def replace_record(
+        self, tenant: str, record: StoredRecord, previous: StoredRecord | None = None
+    ) -> StoredRecord:
+        """Write `record` if the stored one still exists at `record.version`, keeping
+        `previous` (the stored one, as read; None: read now) as its earlier version, in one
+        transaction: else NotFound when it is gone, VersionConflict when another write came
+        first."""
+        if previous is None:
+            previous = self.get_record(tenant, record.id)
+            if previous.version != record.version:
+                raise VersionConflict(f"long-term memory {record.id!r} changed since it was read")
         try:
-            with translated("edit long-term memory"):
-                item.save(condition=record_cls.pk.exists() & condition, add_version_condition=False)
+            return self.commit(tenant, [(previous, record)])[0]
         except VersionConflict:
             self.get_record(tenant, record.id)  # NotFound when it was deleted meanwhile
             raise
-        return self._to_record(item, None)
 
-    def delete_records(self, tenant: str, record_ids: Sequence[str]) -> int:
-        """Delete the records and their index states; how many records existed."""
+    def commit(
+        self,
+        tenant: str,
+        writes: Sequence[tuple[StoredRecord | None, StoredRecord]],
+        slot: SlotClaim | None = None,
+        revived: int | None = None,
+    ) -> list[StoredRecord]:
+        """One TransactWriteItems: each (stored as read, or None for a new id; as written)
+        record written if its item is still at the version read (or absent), the stored one
+        kept as its earlier version; the slot moved to the first record if it still holds
+        the record it held when read; with `revived`, the first record's tombstone of that
+        life deleted (a restore of a deleted record). VersionConflict when anything changed
+        since it was read. The records as stored."""
+        table = self._items.base.Meta.table_name
+        actions: list[dict[str, Any]] = []
+        saved: list[StoredRecord] = []
+        for previous, record in writes:
+            item = self._record_item(tenant, record)
+            if previous is None:  # new, numbered after record.version (0, or a delete's)
+                condition: dict[str, Any] = {"ConditionExpression": "attribute_not_exists(PK)"}
+                item.version = record.version + 1
+            elif previous.version:
+                condition = {
+                    "ConditionExpression": "attribute_exists(PK) AND version = :v",
+                    "ExpressionAttributeValues": {":v": {"N": str(previous.version)}},
+                }
+                item.version = previous.version + 1
+            else:  # written before records carried versions
+                condition = {
+                    "ConditionExpression": "attribute_exists(PK) AND attribute_not_exists(version)"
+                }
+                item.version = 1
+            actions.append({"Put": {"TableName": table, "Item": item.serialize(), **condition}})
+            if previous is not None:
+                kept = self._version_item(tenant, previous).serialize()
+                actions.append({"Put": {"TableName": table, "Item": kept}})
+            saved.append(self._to_record(item, None))
+        if slot is not None:
+            actions.append(self._slot_action(tenant, table, slot, writes[0][1].id))
+        if revived is not None:
+            pk, sk = keys.deleted_record_key(tenant, writes[0][1].id, revived)
+            key = {"PK": {"S": pk}, "SK": {"S": sk}}
+            actions.append({"Delete": {"TableName": table, "Key": key}})
+        with translated("write long-term memories"):
+            self._items.connection.client.transact_write_items(TransactItems=actions)
+        return saved
+
+    @staticmethod
+    def _slot_action(tenant: str, table: str, slot: SlotClaim, record_id: str) -> dict[str, Any]:
+        pk, sk = keys.slot_key(tenant, slot.namespace, slot.user_id, slot.key)
+        item: dict[str, Any] = {
+            "PK": {"S": pk},
+            "SK": {"S": sk},
+            "kind": {"S": "slot"},
+            "tenant": {"S": tenant},
+            "namespace": {"S": slot.namespace},
+            "slot": {"S": slot.key},
+            "current": {"S": record_id},
+        }
+        if slot.user_id is not None:
+            item["user_id"] = {"S": slot.user_id}
+        if slot.held is None:
+            condition: dict[str, Any] = {"ConditionExpression": "attribute_not_exists(PK)"}
+        else:
+            condition = {
+                "ConditionExpression": "#current = :held",
+                "ExpressionAttributeNames": {"#current": "current"},
+                "ExpressionAttributeValues": {":held": {"S": slot.held}},
+            }
+        return {"Put": {"TableName": table, "Item": item, **condition}}
+
+    def slot_holder(self, tenant: str, namespace: str, user_id: str | None, key: str) -> str | None:
+        """The id of the record a slot holds (a consistent read; None: empty). The record
+        may be gone or no longer current since: the writer that takes the slot checks."""
+        item = self._table.consistent_item(
+            keys.slot_key(tenant, namespace, user_id, key), "read slot"
+        )
+        current = (item or {}).get("current", {}).get("S")
+        return str(current) if current else None
+
+    # -- history -----------------------------------------------------------------------------
+
+    def history(self, tenant: str, record_id: str) -> RecordHistory | None:
+        """The record's versions (its newest life, oldest first): the earlier ones kept in
+        its partition, then the record itself, or what its delete left. None: no such
+        record, nor a deleted one whose history is kept (a consistent Query)."""
+        record_pk = keys.record_pk(tenant, record_id)
+        current: StoredRecord | None = None
+        kept: dict[int, list[Any]] = {}
+        tombstones: dict[int, Any] = {}
+        with translated("read a memory's history"):
+            for item in self._items.base.query(record_pk, consistent_read=True):
+                if isinstance(item, self._items.record) and self._table.live(item):
+                    current = self._to_record(item, None)
+                elif isinstance(item, self._items.record_version):
+                    kept.setdefault(int(item.life), []).append(item)
+                elif isinstance(item, self._items.record_deleted) and self._table.live(item):
+                    tombstones[int(item.life)] = item
+        if current is not None:
+            life = current.life
+        elif tombstones:
+            life = max(tombstones)
+        else:
+            return None
+        versions = [
+            self._version_of(tenant, item) for item in sorted(kept.get(life, []), key=_number)
+        ]
+        if current is not None:
+            versions.append(_as_version(current))
+            owner = (current.user_id, current.namespace)
+        else:
+            tombstone = tombstones[life]
+            versions.append(
+                RecordVersion(
+                    number=int(tombstone.number),
+                    change="delete",
+                    at=tombstone.updated_at,
+                    by=tombstone.changed_by,
+                    via=tombstone.changed_via,
+                    record=None,
+                )
+            )
+            owner = (tombstone.user_id, tombstone.namespace)
+        return RecordHistory(record_id, owner[0], owner[1], tuple(versions))
+
+    def _version_of(self, tenant: str, item: Any) -> RecordVersion:
+        record = _unkept(tenant, item.record)
+        return _as_version(record)
+
+    def erase(
+        self,
+        tenant: str,
+        record_ids: Sequence[str],
+        *,
+        life: int | None = None,
+        leftovers: bool = False,
+    ) -> int:
+        """Delete everything of these records' partitions: the record, its index state, its
+        history and what a delete left. With `leftovers`, all but a record item (the record
+        was deleted already; one there now was created since); with `life`, only that
+        life's history and tombstone, and the index state when no record is left (what a
+        TTL expiry leaves). How many items went."""
+
+        def one(record_id: str) -> int:
+            def doomed(item: Any) -> bool:
+                if life is None:
+                    return not (leftovers and isinstance(item, self._items.record))
+                if isinstance(item, self._items.record_version | self._items.record_deleted):
+                    return int(item.life) == life
+                return isinstance(item, self._items.index_state) and not any(
+                    isinstance(other, self._items.record) for other in items
+                )
+
+            with translated("erase long-term memory"):
+                items = list(self._items.base.query(keys.record_pk(tenant, record_id)))
+            gone = [item for item in items if doomed(item)]
+            if gone:
+                with translated("erase long-term memory"), BatchWrite(self._items.base) as batch:
+                    for item in gone:
+                        batch.delete(item)
+            return len(gone)
+
+        return sum(_concurrently(one, list(dict.fromkeys(record_ids))))
+
+    def delete_records(
+        self, tenant: str, record_ids: Sequence[str], writer: Writer = MEMKIT
+    ) -> int:
+        """Delete the records and their index states; how many records existed. Each
+        record's history stays, with its last version and a tombstone saying who deleted
+        it (one transaction a record), until the tombstone expires (DELETED_HISTORY_SECONDS,
+        or the record's own expiry when sooner): a restore can bring it back until then."""
         ids = list(dict.fromkeys(record_ids))
         existing = self.get_records(tenant, ids)
+
+        def delete(record: StoredRecord) -> bool:
+            for _ in range(3):
+                try:
+                    self._bury(tenant, record, writer)
+                    return True
+                except VersionConflict:  # changed since read: bury what is there now
+                    fresh = self.get_records(tenant, [record.id]).get(record.id)
+                    if fresh is None:
+                        return False
+                    record = fresh
+            return False
+
+        _concurrently(delete, list(existing.values()))
         with translated("delete long-term memories"), BatchWrite(self._items.base) as batch:
             for record_id in ids:
-                batch.delete(self._items.base(*keys.record_key(tenant, record_id)))
                 batch.delete(self._items.base(*keys.index_state_key(tenant, record_id)))
         return len(existing)
+
+    def _bury(self, tenant: str, record: StoredRecord, writer: Writer) -> None:
+        """Delete `record` if still at its version, keep it as its last version, and leave
+        its tombstone (one transaction)."""
+        table = self._items.base.Meta.table_name
+        now = self._clock()
+        expiry = int(now) + DELETED_HISTORY_SECONDS
+        if record.expires_at is not None:
+            expiry = min(expiry, record.expires_at)
+        pk, sk = keys.deleted_record_key(tenant, record.id, record.life)
+        tombstone = self._items.record_deleted(
+            pk,
+            sk,
+            tenant=tenant,
+            namespace=record.namespace,
+            created_at=record.created_at,
+            updated_at=now_iso(now),
+            expires_at=expiry,
+            record_id=record.id,
+            user_id=record.user_id,
+            life=record.life,
+            number=record.version + 1,
+            changed_by=writer.by,
+            changed_via=writer.via,
+            gsi3pk=keys.records_by_namespace(tenant, record.namespace),
+            gsi3sk=keys.record_listing_sk(record.user_id, record.created_us, record.id),
+        )
+        tombstone.version = 1
+        if record.version:
+            condition: dict[str, Any] = {
+                "ConditionExpression": "version = :v",
+                "ExpressionAttributeValues": {":v": {"N": str(record.version)}},
+            }
+        else:
+            condition = {"ConditionExpression": "attribute_not_exists(version)"}
+        record_pk, record_sk = keys.record_key(tenant, record.id)
+        actions = [
+            {
+                "Delete": {
+                    "TableName": table,
+                    "Key": {"PK": {"S": record_pk}, "SK": {"S": record_sk}},
+                    **condition,
+                }
+            },
+            {"Put": {"TableName": table, "Item": self._version_item(tenant, record).serialize()}},
+            {"Put": {"TableName": table, "Item": tombstone.serialize()}},
+        ]
+        with translated("delete long-term memory"):
+            self._items.connection.client.transact_write_items(TransactItems=actions)
 
     def delete_records_if_unchanged(
         self, tenant: str, expected: Mapping[str, Unchanged]
@@ -307,10 +620,8 @@ class RecordTable:
         ids = list(expected)
         done = _concurrently(delete, ids)
         deleted = [record_id for record_id, ok in zip(ids, done, strict=True) if ok]
-        if deleted:  # only the states of records deleted: a kept record keeps its state
-            with translated("forget long-term memory"), BatchWrite(self._items.base) as batch:
-                for record_id in deleted:
-                    batch.delete(self._items.base(*keys.index_state_key(tenant, record_id)))
+        if deleted:  # only what records deleted leave: a kept record keeps its state
+            self.erase(tenant, deleted, leftovers=True)  # a forget takes the history too
         return deleted
 
     def touch_records(self, tenant: str, record_ids: Sequence[str], now: str, before: str) -> None:
@@ -440,3 +751,18 @@ class RecordTable:
         except VersionConflict:
             return False
         return True
+
+
+def _number(item: Any) -> int:
+    return int(item.number)
+
+
+def _as_version(record: StoredRecord) -> RecordVersion:
+    return RecordVersion(
+        number=record.version,
+        change=record.change,
+        at=record.updated_at,
+        by=record.changed_by,
+        via=record.changed_via,
+        record=record,
+    )

@@ -86,17 +86,18 @@ class UserTable:
     def scope_records(self, owner: Owner) -> Iterator[tuple[str, str | None]]:
         """The long-term records of `owner.user_id` in the namespace, or without a user every
         record of the namespace (GSI3): (record id, its user)."""
-        record_cls = self._items.record
-        condition = None
-        if owner.user_id is not None:
-            condition = record_cls.gsi3sk.startswith(keys.user_records_prefix(owner.user_id))
-        with translated("list records to delete"):
-            for item in record_cls.by_namespace.query(
-                keys.records_by_namespace(owner.tenant, owner.namespace),
-                range_key_condition=condition,
-                page_size=PAGE_SIZE,
-            ):
-                yield item.record_id, item.user_id
+        # The records, then what deletes left of others (their histories are the user's too).
+        for item_cls in (self._items.record, self._items.record_deleted):
+            condition = None
+            if owner.user_id is not None:
+                condition = item_cls.gsi3sk.startswith(keys.user_records_prefix(owner.user_id))
+            with translated("list records to delete"):
+                for item in item_cls.by_namespace.query(
+                    keys.records_by_namespace(owner.tenant, owner.namespace),
+                    range_key_condition=condition,
+                    page_size=PAGE_SIZE,
+                ):
+                    yield item.record_id, item.user_id
 
     def delete_owned_items_page(
         self, owner: Owner, session_id: str, after: PageCursor | None = None
@@ -138,27 +139,35 @@ class UserTable:
 
     def delete_scope_records(self, owner: Owner, record_ids: Sequence[str]) -> tuple[int, int]:
         """Delete those of `record_ids` that are records of the namespace and of
-        `owner.user_id` (without a user: of any), with their index states (one consistent
-        read first: a listing may be stale). Returns (records deleted, items deleted)."""
+        `owner.user_id` (without a user: of any), or what deletes left of such records, with
+        everything in their partitions: index states, histories (a consistent Query of each
+        first: a listing may be stale). Returns (records deleted, items deleted)."""
         tenant = owner.tenant
-        wanted = [
-            key
-            for record_id in dict.fromkeys(record_ids)
-            for key in (keys.record_key(tenant, record_id), keys.index_state_key(tenant, record_id))
-        ]
-        found = self._table.batch_get(wanted)
-        owned = {
-            pk
-            for (pk, sk), item in found.items()
-            if sk == keys.RECORD_SK
-            and item.namespace == owner.namespace
-            and (owner.user_id is None or item.user_id == owner.user_id)
-        }
-        doomed = [item for (pk, _), item in found.items() if pk in owned]
-        with translated("delete records"), BatchWrite(self._items.base) as batch:
-            for item in doomed:
-                batch.delete(item)
-        return len(owned), len(doomed)
+
+        def whose(item: Any) -> bool:
+            return item.namespace == owner.namespace and (
+                owner.user_id is None or item.user_id == owner.user_id
+            )
+
+        records = items = 0
+        for record_id in dict.fromkeys(record_ids):
+            with translated("delete records"):
+                found = list(
+                    self._items.base.query(keys.record_pk(tenant, record_id), consistent_read=True)
+                )
+            heads = [
+                item
+                for item in found
+                if isinstance(item, self._items.record | self._items.record_deleted)
+            ]
+            if not heads or not all(whose(item) for item in heads):
+                continue
+            with translated("delete records"), BatchWrite(self._items.base) as batch:
+                for item in found:
+                    batch.delete(item)
+            records += sum(1 for item in heads if isinstance(item, self._items.record))
+            items += len(found)
+        return records, items
 
     # -- jobs --------------------------------------------------------------------------------
 

@@ -287,8 +287,8 @@ def _after_search(conditions: Sequence[Condition]) -> list[Condition]:
 
 
 def _checked(conditions: Sequence[Condition]) -> None:
-    for condition in conditions:
-        if condition.field not in FILTERABLE:
+    for condition in (each for c in conditions for each in c.parts()):
+        if condition.op != "or" and condition.field not in FILTERABLE:
             raise ValueError(f"cannot filter on {condition.field!r}")
 
 

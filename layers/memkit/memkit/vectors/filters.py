@@ -9,13 +9,16 @@ module does not know is refused where conditions are built, never ignored.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 ALIASES = {"in_": "any", "not_eq": "ne", "not_in": "none"}
 TEXT_OPERATORS = frozenset({"eq", "ne", "any", "all", "none", "startswith"})
 RANGE_OPERATORS = frozenset({"eq", "ne", "gt", "gte", "lt", "lte", "between"})
+# memkit's own (no client sends them): `exists` (a bool: whether the field has a value) and
+# `or` (field "", value: groups of conditions, any group all of whose conditions hold).
+OWN_OPERATORS = frozenset({"exists", "or"})
 
 
 @dataclass(frozen=True)
@@ -27,8 +30,26 @@ class Condition:
     def __post_init__(self) -> None:
         op = ALIASES.get(self.op, self.op)
         object.__setattr__(self, "op", op)
-        if op not in TEXT_OPERATORS | RANGE_OPERATORS:
+        if op not in TEXT_OPERATORS | RANGE_OPERATORS | OWN_OPERATORS:
             raise ValueError(f"unknown filter operator {self.op!r}")
+
+    def parts(self) -> Iterator[Condition]:
+        """This condition and, for an `or`, every condition inside it."""
+        yield self
+        if self.op == "or":
+            for group in self.value:
+                for condition in group:
+                    yield from condition.parts()
+
+
+def either(*groups: Sequence[Condition]) -> Condition:
+    """A condition that holds when every condition of one of `groups` does."""
+    return Condition("", "or", tuple(tuple(group) for group in groups))
+
+
+def absent(field: str) -> Condition:
+    """A condition that holds when `field` has no value (a doc written before it existed)."""
+    return Condition(field, "exists", False)
 
 
 def _values(value: Any) -> list[Any]:
@@ -54,8 +75,12 @@ def _number_test(op: str, have: float, want: Any) -> bool:
 
 def meets(fields: dict[str, Any], condition: Condition) -> bool:
     """Whether a record's fields meet one condition (lists: topics, entities)."""
-    present = _values(fields.get(condition.field))
     op, want = condition.op, condition.value
+    if op == "or":
+        return any(meets_all(fields, group) for group in want)
+    present = _values(fields.get(condition.field))
+    if op == "exists":
+        return bool(present) == bool(want)
     if op in ("ne", "none"):
         excluded = set(_values(want))
         return not excluded.intersection(present)

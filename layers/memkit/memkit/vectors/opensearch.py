@@ -281,13 +281,32 @@ def condition_clause(condition: Condition) -> dict[str, Any] | None:
     filters.meets accepts (None: every doc does), given that keyword fields hold strings,
     dates numbers and `pinned` a bool, as the indexer writes them. A field that cannot be
     filtered on is refused: filters never widen silently."""
+    if condition.op == "or":
+        return _either_clause(condition)
     if condition.field not in FILTERABLE:
         raise ValueError(f"cannot filter on {condition.field!r}")
+    if condition.op == "exists":
+        present = {"exists": {"field": condition.field}}
+        return present if condition.value else {"bool": {"must_not": [present]}}
     if condition.field in KEYWORD_FIELDS:
         return _keyword_clause(condition)
     if condition.field in BOOLEAN_FIELDS:
         return _boolean_clause(condition)
     return _number_clause(condition)  # dates are numbers too (epoch seconds)
+
+
+def _either_clause(condition: Condition) -> dict[str, Any] | None:
+    """An `or` of groups: a bool `should` of each group's filter (None: a group every doc
+    meets, so the whole condition holds for every doc)."""
+    groups: list[dict[str, Any]] = []
+    for group in condition.value:
+        clauses = [c for c in map(condition_clause, group) if c is not None]
+        if not clauses:
+            return None
+        groups.append(clauses[0] if len(clauses) == 1 else {"bool": {"filter": clauses}})
+    if not groups:
+        return MATCH_NONE
+    return {"bool": {"should": groups, "minimum_should_match": 1}}
 
 
 def filter_query(

@@ -41,10 +41,12 @@ FieldKind = Literal["scope", "keyword", "tag", "date", "number", "bool"]
 class IndexField:
     """A field of the index's docs. `searched`: a search request filters on it, and a
     record holds it under the same name; the others the indexer sets (the tenant, the id a
-    client sees, the doc's kind, a message's speaker)."""
+    client sees, the doc's kind, a message's speaker), or a record holds them for memkit's
+    own filters alone (`of_record`: the truth conditions' held_until)."""
 
     kind: FieldKind
     searched: bool = True
+    of_record: bool = False
 
 
 FIELDS: dict[str, IndexField] = {
@@ -64,6 +66,13 @@ FIELDS: dict[str, IndexField] = {
     "last_accessed": IndexField("date"),
     "event_date": IndexField("date"),
     "pinned": IndexField("bool"),
+    # current truth (memkit.service.truth): valid time, system time and the slot
+    "valid_from": IndexField("date"),
+    "valid_until": IndexField("date"),
+    "recorded_at": IndexField("date"),
+    "retired_at": IndexField("date"),
+    "held_until": IndexField("date", searched=False, of_record=True),
+    "key": IndexField("keyword"),
 }
 
 
@@ -144,7 +153,7 @@ def record_fields(tenant: str, record: StoredRecord) -> dict[str, Any]:
     fields: dict[str, Any] = {
         name: _field_value(spec.kind, getattr(record, name))
         for name, spec in FIELDS.items()
-        if spec.searched
+        if spec.searched or spec.of_record
     }
     fields["memory_type"] = fields["memory_type"] or MemoryType.SEMANTIC.value
     return {"tenant": tenant, **fields, "record_id": record.id, "kind": RECORD_KIND}

@@ -16,8 +16,11 @@ from memkit.models.memory import (
     CreatedAck,
     CreateMemories,
     MemoryEdit,
+    MemoryHistoryView,
     MemoryRecordView,
+    MemoryRestoration,
     MemoryResults,
+    MemoryRetirement,
     SearchRequest,
 )
 
@@ -90,5 +93,54 @@ def delete_memories(
             "rule (docs/api.md#ids), so such a record can still be deleted",
         ),
     ] = None,
+    erase: Annotated[
+        bool,
+        Query(
+            description="also remove their history (and what an earlier delete kept): "
+            "nothing is left to restore"
+        ),
+    ] = False,
 ) -> Ack:
-    return operations_of(router).memories.delete(caller_of(router), memory_ids or [])
+    return operations_of(router).memories.delete(caller_of(router), memory_ids or [], erase=erase)
+
+
+@router.get(
+    "/v1/long-term-memory/<memory_id>/history",
+    tags=TAGS,
+    summary="A long-term memory's versions, newest first: who changed what, when and how",
+    responses=documented_errors(404),
+)
+def memory_history(
+    memory_id: MemoryId,
+    limit: Annotated[int, Query(ge=1, le=100, description="versions a page")] = 50,
+    before: Annotated[
+        int | None, Query(ge=0, description="versions older than this one (next_before)")
+    ] = None,
+) -> MemoryHistoryView:
+    return operations_of(router).memories.history(
+        caller_of(router), memory_id, limit=limit, before=before
+    )
+
+
+@router.post(
+    "/v1/long-term-memory/<memory_id>/retire",
+    tags=TAGS,
+    summary="Mark a long-term memory as no longer true; it stays in its history",
+    responses=documented_errors(404, 409),
+)
+def retire_memory(
+    memory_id: MemoryId, body: Annotated[MemoryRetirement, Body()]
+) -> MemoryRecordView:
+    return operations_of(router).memories.retire(caller_of(router), memory_id, body)
+
+
+@router.post(
+    "/v1/long-term-memory/<memory_id>/restore",
+    tags=TAGS,
+    summary="Make an earlier version of a long-term memory current again (also after a delete)",
+    responses=documented_errors(404, 409),
+)
+def restore_memory(
+    memory_id: MemoryId, body: Annotated[MemoryRestoration, Body()]
+) -> MemoryRecordView:
+    return operations_of(router).memories.restore(caller_of(router), memory_id, body)

@@ -438,6 +438,45 @@ def test_deleting_a_user_leaves_nothing_of_them_in_the_table_or_the_index(
     everyone.assert_only_ada_gone()
 
 
+def test_deleting_a_user_erases_the_history_of_their_records_too(
+    world: MemoryWorld, dynamodb_table: str
+) -> None:
+    # Given a user whose records have history: a slot superseded twice, an edit, a record
+    # deleted (its history kept for a restore), and another user's record with history
+    ltm = "/v1/long-term-memory"
+    for city in ("Paris", "Berlin", "Oslo"):
+        home = {"id": f"home-{city}", "text": f"Lives in {city}", "user_id": ADA, "key": "city"}
+        _ok(world.api("POST", f"{ltm}/", body={"memories": [home]}))
+    _ok(world.api("PATCH", f"{ltm}/home-Oslo", body={"topics": ["home"]}))
+    _ok(
+        world.api(
+            "POST",
+            f"{ltm}/",
+            body={"memories": [{"id": "tea", "text": "Likes tea", "user_id": ADA}]},
+        )
+    )
+    _ok(world.api("DELETE", ltm, query={"memory_ids": ["tea"]}))
+    bobs = {"id": "bob-job", "text": "Works at Acme", "user_id": BOB}
+    _ok(world.api("POST", f"{ltm}/", body={"memories": [bobs]}))
+    _ok(world.api("PATCH", f"{ltm}/bob-job", body={"text": "Works at Globex"}))
+    world.settle()
+    before = _table(dynamodb_table)
+    assert any(item["SK"]["S"].startswith("V#") for item in before)
+
+    # When the user is deleted
+    _ok(world.api("DELETE", f"/v1/users/{ADA}"))
+    world.settle()
+
+    # Then nothing of theirs is left: no record, version, tombstone or slot, no history to
+    # read or restore; the other user's history is untouched
+    left = _table(dynamodb_table)
+    assert [item for item in left if ADA in json.dumps(item)] == []
+    for record_id in ("home-Paris", "home-Oslo", "tea"):
+        assert world.api("GET", f"{ltm}/{record_id}/history").status == 404
+    bob = world.api("GET", f"{ltm}/bob-job/history")
+    assert [v["change"] for v in bob.body["versions"]] == ["edit", "create"]
+
+
 def test_nothing_of_the_user_is_searchable_before_the_stream_catches_up(
     world: MemoryWorld, everyone: Everyone
 ) -> None:

@@ -636,6 +636,8 @@ def _mcp_probes(session: str, user: str, record: str) -> dict[str, list[dict[str
             {"memory_id": record, "user_id": "a1"},
         ],
         "delete_long_term_memories": [{"memory_ids": [record]}],
+        "supersede_long_term_memory": [{"memory_id": record, "text": "overwritten"}],
+        "get_long_term_memory_history": [{"memory_id": record}],
         "compact_long_term_memories": [{"user_id": user, "dry_run": False}],
         "get_scratchpad": [{"session_id": session}, mine],
         "update_scratchpad": [

@@ -81,6 +81,8 @@ REFERENCE_TOOLS = {
     "compact_long_term_memories": {"namespace", "user_id"},
 }
 SCRATCHPAD_TOOLS = {"get_scratchpad", "update_scratchpad", "clear_scratchpad"}
+# memkit's own: current truth (supersession and history)
+TRUTH_TOOLS = {"supersede_long_term_memory", "get_long_term_memory_history"}
 
 
 @pytest.fixture
@@ -159,7 +161,7 @@ def test_the_tools_are_the_reference_servers_with_its_parameters_and_the_scratch
 ) -> None:
     tools = {tool["name"]: tool for tool in mcp(request("tools/list")).result["tools"]}
 
-    assert set(tools) == set(REFERENCE_TOOLS) | SCRATCHPAD_TOOLS
+    assert set(tools) == set(REFERENCE_TOOLS) | SCRATCHPAD_TOOLS | TRUTH_TOOLS
     for name, parameters in REFERENCE_TOOLS.items():
         offered = set(tools[name]["inputSchema"].get("properties", {}))
         assert parameters <= offered, (name, parameters - offered)
@@ -218,6 +220,54 @@ def test_long_term_memory_through_the_tools(mcp: Any, world: MemoryWorld) -> Non
     assert read.structured["text"] == "Ada drinks green tea every morning"
     assert deleted.structured["status"] == "ok, deleted 1 memories"
     assert "no long-term memory" in gone.tool_error
+
+
+def test_a_fact_superseded_through_the_tools_keeps_its_history(
+    mcp: Any, world: MemoryWorld
+) -> None:
+    # Given Ada's home, stored through the tools with a slot
+    home = {
+        "text": "Ada lives in Paris",
+        "key": "home_city",
+        "topics": ["home"],
+        "valid_from": "2024-01-01T00:00:00Z",
+    }
+    [paris] = mcp(tool_call("create_long_term_memories", {"memories": [home]})).structured[
+        "created"
+    ]
+
+    # When the agent supersedes it with her move
+    moved = mcp(
+        tool_call(
+            "supersede_long_term_memory",
+            {
+                "memory_id": paris,
+                "text": "Ada lives in Berlin",
+                "valid_from": "2026-03-01T00:00:00Z",
+            },
+        )
+    ).structured
+    world.settle()
+    found = mcp(tool_call("search_long_term_memory", {"text": "where does Ada live?"}))
+    before = mcp(
+        tool_call(
+            "search_long_term_memory",
+            {"text": "where does Ada live?", "as_of": "2026-01-01T00:00:00Z"},
+        )
+    )
+    history = mcp(tool_call("get_long_term_memory_history", {"memory_id": paris})).structured
+
+    # Then the new fact keeps the slot, topics and user, and is the only current one
+    assert (moved["key"], moved["topics"], moved["user_id"]) == ("home_city", ["home"], "ada")
+    assert moved["supersedes"] == [paris]
+    assert [m["id"] for m in found.structured["memories"]] == [moved["id"]]
+    assert [m["id"] for m in before.structured["memories"]] == [paris]
+    # And Paris's history says who superseded it, and through which door
+    latest = history["versions"][0]
+    assert (latest["change"], latest["via"]) == ("supersede", "mcp")
+    assert latest["by"] == "token:ada"
+    assert latest["memory"]["superseded_by"] == moved["id"]
+    assert [v["change"] for v in history["versions"]] == ["supersede", "create"]
 
 
 def test_a_session_and_its_prompt_through_the_tools(mcp: Any, world: MemoryWorld) -> None:

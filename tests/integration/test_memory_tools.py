@@ -309,3 +309,33 @@ def test_a_memory_tool_call_without_session_or_user_is_422(world: MemoryWorld) -
 
     assert response.status == 422
     assert response.body["errors"][0]["field"] == "session_id"
+
+
+def test_a_changed_fact_added_with_its_key_or_the_ids_it_replaces_is_the_only_one_recalled(
+    world: MemoryWorld,
+) -> None:
+    # Given a home and a job the agent stored, one with a key
+    paris = _add(world, "Ada lives in Paris", key="home_city")
+    acme = _add(world, "Ada works at Acme as an engineer")
+
+    # When the user moved and changed jobs: one added with the same key, one naming the old
+    berlin = _add(world, "Ada lives in Berlin", key="home_city")
+    globex = _add(world, "Ada works at Globex as a nurse", replaces=[acme["id"]])
+    world.settle()
+
+    # Then search_memory recalls only what is true now, with its key
+    homes = _search(world, "where does Ada live?", user_id="ada")
+    jobs = _search(world, "where does Ada work?", user_id="ada")
+    assert [h["id"] for h in homes if "lives" in h["text"]] == [berlin["id"]]
+    assert homes[0]["key"] == "home_city"
+    assert [h["id"] for h in jobs if "works" in h["text"]] == [globex["id"]]
+    assert paris["id"] not in {h["id"] for h in homes + jobs}
+
+
+def test_replacing_a_memory_the_user_does_not_have_is_a_tool_error(world: MemoryWorld) -> None:
+    outcome = _call(
+        world, "add_memory", {"text": "Ada lives in Rome", "replaces": ["nobody"]}, user_id="ada"
+    )
+
+    assert "no long-term memory" in outcome["error"]
+    assert _stored_records(world) == 0

@@ -243,6 +243,38 @@ def test_records_are_created_in_batches_listed_searched_edited_and_deleted(
     assert deletes == 2
 
 
+def test_a_fact_superseded_retired_restored_and_erased_through_the_client(
+    jwt_stack: LocalStack, dev_keys: Path
+) -> None:
+    with connect(jwt_stack, dev_keys, "ada", namespace="truth") as memkit:
+        # Given Ada's home in a slot, then her move into the same slot
+        home = {"user_id": "ada", "key": "home_city", "valid_from": "2024-01-01T00:00:00Z"}
+        memkit.create_memories([{"id": "paris", "text": "Ada lives in Paris", **home}])
+        moved = {**home, "valid_from": "2026-03-01T00:00:00Z"}
+        memkit.create_memories([{"id": "berlin", "text": "Ada lives in Berlin", **moved}])
+        memkit.wait_until_indexed(["paris", "berlin"])
+        now = memkit.search_memories("where does Ada live", user_id={"eq": "ada"})
+        then = memkit.search_memories(
+            "where does Ada live", user_id={"eq": "ada"}, as_of="2025-01-01T00:00:00Z"
+        )
+        # When Berlin is retired, Paris restored, then Berlin erased
+        retired = memkit.retire_memory("berlin")
+        restored = memkit.restore_memory("paris", 1)
+        versions = list(memkit.iter_memory_history("paris"))
+        memkit.delete_memories(["berlin"], erase=True)
+        with pytest.raises(NotFoundError):
+            memkit.memory_history("berlin")
+
+    assert [hit.id for hit in now.memories] == ["berlin"]
+    assert [hit.id for hit in then.memories] == ["paris"]
+    assert retired.retired_at is not None
+    assert restored.retired_at is None
+    assert restored.text == "Ada lives in Paris"
+    assert [v.change for v in versions] == ["restore", "supersede", "create"]
+    assert versions[0].by == "token:ada"
+    assert versions[0].via == "rest"
+
+
 def test_profiles_and_a_message_page_by_cursor_and_a_conditional_clear(
     jwt_stack: LocalStack, dev_keys: Path, ada: MemkitClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:

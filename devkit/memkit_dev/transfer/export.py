@@ -161,7 +161,13 @@ def records(client: MemkitClient, filters: Mapping[str, Any]) -> Iterator[Memory
     bound: str | None = None
     at_bound: set[str] = set()
     while True:
-        body: dict[str, object] = {**filters, "track_access": False, "limit": PAGE}
+        # every record, superseded and retired ones too: an export is a copy of the history
+        body: dict[str, object] = {
+            **filters,
+            "track_access": False,
+            "current_only": False,
+            "limit": PAGE,
+        }
         if bound is not None:
             body["created_at"] = {"lte": bound}
         offset, oldest, seen_oldest, fresh = 0, bound, set(at_bound), 0

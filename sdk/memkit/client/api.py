@@ -12,6 +12,7 @@ import copy
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Literal, Self, TypedDict, TypeVar, Unpack
 
 import httpx
@@ -45,10 +46,12 @@ from memkit.models.memory import (
     Ack,
     CreatedAck,
     MemoryEdit,
+    MemoryHistoryView,
     MemoryHit,
     MemoryRecordIn,
     MemoryRecordView,
     MemoryResults,
+    MemoryVersionView,
     SearchRequest,
 )
 from memkit.models.prompt import HydratedPrompt, PromptRequest
@@ -703,13 +706,60 @@ class MemkitAPI:
         return (yield from ask(Call("PATCH", path, parse(MemoryRecordView), body=jsonable(edit))))
 
     @endpoint
-    def delete_memories(self, memory_ids: Iterable[str]) -> Plan[Ack]:
-        """Delete records by id, 100 a request; their vectors follow."""
+    def delete_memories(self, memory_ids: Iterable[str], *, erase: bool = False) -> Plan[Ack]:
+        """Delete records by id, 100 a request; their vectors follow. Each keeps its history
+        (restore_memory brings it back) unless `erase`: then nothing of it is left."""
         ids = list(memory_ids)
         for batch in batches(ids, MAX_DELETE):
-            params = {"memory_ids": list(batch)}
+            params: dict[str, Any] = {"memory_ids": list(batch)}
+            if erase:
+                params["erase"] = "true"
             yield from ask(Call("DELETE", "/v1/long-term-memory", parse(Ack), params))
         return Ack(status="ok")
+
+    @endpoint
+    def memory_history(
+        self, memory_id: str, *, limit: int = 50, before: int | None = None
+    ) -> Plan[MemoryHistoryView]:
+        """One page of a record's versions, newest first (`next_before` pages on)."""
+        path = f"/v1/long-term-memory/{segment(memory_id)}/history"
+        params: dict[str, Any] = {"limit": limit}
+        if before is not None:
+            params["before"] = before
+        return (yield from ask(Call("GET", path, parse(MemoryHistoryView), params)))
+
+    @pager
+    def iter_memory_history(self, memory_id: str) -> Pages[MemoryVersionView]:
+        """Every version of a record, newest first."""
+        path = f"/v1/long-term-memory/{segment(memory_id)}/history"
+        params: dict[str, Any] = {"limit": 100}
+        while True:
+            page = yield from ask(Call("GET", path, parse(MemoryHistoryView), dict(params)))
+            if page.versions:
+                yield Emit(page.versions)
+            if page.next_before is None:
+                return
+            params["before"] = page.next_before
+
+    @endpoint
+    def retire_memory(
+        self, memory_id: str, *, valid_until: str | datetime | None = None
+    ) -> Plan[MemoryRecordView]:
+        """Mark a record as no longer true (since `valid_until`, default now); it is kept."""
+        path = f"/v1/long-term-memory/{segment(memory_id)}/retire"
+        body = jsonable({} if valid_until is None else {"valid_until": valid_until})
+        # A record retired already is answered as it is: resending is safe.
+        return (yield from ask(Call("POST", path, parse(MemoryRecordView), body=body)))
+
+    @endpoint
+    def restore_memory(self, memory_id: str, version: int) -> Plan[MemoryRecordView]:
+        """Make version `version` of a record current again (also after its delete): a new
+        version, so it is not resent when its outcome is unknown."""
+        path = f"/v1/long-term-memory/{segment(memory_id)}/restore"
+        call = Call(
+            "POST", path, parse(MemoryRecordView), body={"version": version}, idempotent=False
+        )
+        return (yield from ask(call))
 
     @endpoint
     def wait_until_indexed(

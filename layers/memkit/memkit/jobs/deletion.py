@@ -203,6 +203,9 @@ class ScopeSweep:
             and self._delete_records(run, self._users.scope_records(owner))
             and self._delete_vectors(run)
         )
+        if done and owner.user_id is None:  # a namespace: the slots of its records of no user
+            slots = self._users.delete_namespace_slots(owner.tenant, owner.namespace)
+            run.counts += DeletionCounts(items=slots)
         return DeletionRun(run.counts, done and not keys.failed, keys.last_revoked_at)
 
     def _delete_pads(self, run: _Progress, user_ids: Iterable[str | None]) -> bool:

@@ -65,6 +65,7 @@ from memkit.models.memory import (
     CreateMemories,
     DateOp,
     MemoryEdit,
+    MemoryHistoryView,
     MemoryRecordIn,
     MemoryRecordView,
     MemoryResults,
@@ -580,6 +581,57 @@ def delete_long_term_memories(
     not see count as absent."""
     call = current()
     return call.operations.memories.delete(call.caller, memory_ids)
+
+
+@_tool(WRITE)
+def supersede_long_term_memory(
+    memory_id: StoredId,
+    text: Annotated[str, Field(min_length=1)],
+    valid_from: datetime | None = None,
+    event_date: datetime | None = None,
+    topics: list[str] | None = None,
+    entities: list[str] | None = None,
+) -> MemoryRecordView:
+    """Replace a long-term memory that is no longer true with what is true now (a move, a
+    new job, a changed preference, a correction): a new memory of the same user, namespace,
+    type and key (topics and entities too unless you give new ones) that supersedes it. The
+    old one stays in its history, valid until valid_from (default: now), and is no longer
+    found by searches (unless they ask as_of an earlier time). Returns the new memory."""
+    call = current()
+    old = call.operations.memories.get(call.caller, memory_id)
+    record = MemoryRecordIn.model_validate(
+        _given(
+            id=new_ulid(),
+            text=text,
+            memory_type=old.memory_type,
+            topics=old.topics if topics is None else topics,
+            entities=old.entities if entities is None else entities,
+            user_id=old.user_id,
+            namespace=old.namespace,
+            key=old.key,
+            valid_from=valid_from,
+            event_date=event_date,
+            supersedes=[memory_id],
+        )
+    )
+    with _identity(ADMIN):
+        # its own new fact, even where its text repeats one (the one it supersedes, say)
+        body = CreateMemories(memories=[record], deduplicate=False)
+        call.operations.memories.create(call.caller, body)
+    return call.operations.memories.get(call.caller, record.id)
+
+
+@_tool(READ, read_only=True)
+def get_long_term_memory_history(
+    memory_id: StoredId,
+    limit: Annotated[int, Field(ge=1, le=100)] = 20,
+    before: Annotated[int, Field(ge=0)] | None = None,
+) -> MemoryHistoryView:
+    """A long-term memory's versions, newest first: each change (create, edit, supersede,
+    retire, restore, delete), when, by whom, through which door, the fields it changed and
+    the memory as it was. Also for a deleted memory, while its history is kept."""
+    call = current()
+    return call.operations.memories.history(call.caller, memory_id, limit=limit, before=before)
 
 
 @_tool(ADMIN, destructive=True)

@@ -6,8 +6,8 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, StrictInt, StrictStr, field_validator
 
-from memkit.models.domain import PROFILE_PATTERN, ArrayMerge, Id, Model, PadFormat, Scope
-from memkit.models.memory import MAX_QUERY, MAX_TAGS, MAX_TEXT, Tag
+from memkit.models.domain import PROFILE_PATTERN, ArrayMerge, Id, Model, PadFormat, Scope, StoredId
+from memkit.models.memory import MAX_QUERY, MAX_SUPERSEDES, MAX_TAGS, MAX_TEXT, Tag
 from memkit.models.session import MemoryType
 
 # search_memory's max_results: enough to answer, few enough to fit a model's context.
@@ -180,6 +180,8 @@ class AddMemoryArguments(Model):
     topics: list[Tag] = Field(default_factory=list, max_length=MAX_TAGS)
     entities: list[Tag] = Field(default_factory=list, max_length=MAX_TAGS)
     event_date: StrictStr | None = None
+    key: Id | None = None
+    replaces: list[StoredId] = Field(default_factory=list, max_length=MAX_SUPERSEDES)
 
     @field_validator("text")
     @classmethod

@@ -194,6 +194,18 @@ def memory_tool_schemas() -> list[ToolSchema]:
                 "description": "For episodic memories: when it happened or will happen, "
                 "ISO 8601 (2025-03-14 or 2025-03-14T09:00:00Z).",
             },
+            "key": {
+                "type": "string",
+                "description": "What the fact is about, as a short snake_case name for facts "
+                "that change (home_city, employer, favourite_food): it replaces the user's "
+                "current memory with the same key.",
+            },
+            "replaces": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "Ids (from search_memory) of memories this one corrects or "
+                "updates: they stop being current but are kept in their history.",
+            },
         },
         "required": ["text"],
     }
@@ -212,7 +224,9 @@ def memory_tool_schemas() -> list[ToolSchema]:
             "preference (semantic) or an event (episodic, with event_date). Keep what will "
             "matter in later sessions, not small talk or secrets; notes for this conversation "
             "only belong in the working memory. A memory the user already has is not stored "
-            "twice. It becomes searchable a few seconds later.",
+            "twice. When a fact changed (a move, a new job, a changed preference), give its "
+            "key or the ids it replaces, so the old one is no longer recalled as true. It "
+            "becomes searchable a few seconds later.",
             add,
         ),
     ]

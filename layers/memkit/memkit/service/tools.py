@@ -119,7 +119,8 @@ class ToolService:
         args = _validated(AddMemoryArguments, given, tool)
         owner = ref.owner
         fields = {
-            **args.model_dump(exclude_defaults=True),
+            **args.model_dump(exclude_defaults=True, exclude={"replaces"}),
+            "supersedes": args.replaces or None,
             "memory_type": args.memory_type,
             "id": self._new_id(),
             "namespace": owner.namespace,
@@ -183,6 +184,8 @@ def _for_model(hit: MemoryHit) -> dict[str, Any]:
     }
     if hit.event_date is not None:
         found["event_date"] = hit.event_date
+    if hit.key is not None:
+        found["key"] = hit.key
     if hit.memory_type is MemoryType.MESSAGE:
         found["session_id"] = hit.session_id
         found["role"] = hit.role

@@ -66,6 +66,7 @@ class ItemClasses:
     record: Any
     record_version: Any
     record_deleted: Any
+    slot: Any
     index_state: Any
     # For TransactWrite: the same botocore client, timeouts and retries as the items.
     connection: Connection
@@ -295,6 +296,14 @@ def _declared(meta: dict[str, Any]) -> dict[str, Any]:
         life = NumberAttribute()
         number = NumberAttribute()
 
+    class SlotItem(TableItem, discriminator="slot"):
+        """Which record is current in a slot of a user (keys.slot_key: in the user's
+        partition, so a user's deletion takes it) or of a namespace's records of no user."""
+
+        slot = UnicodeAttribute()
+        current = UnicodeAttribute()
+        user_id = UnicodeAttribute(null=True)
+
     class DeletedRecordItem(TableItem, discriminator="record_deleted"):
         """What a delete leaves of a record: who deleted it, when and how, and the listing
         entry of the record (GSI3), so a user's deletion still finds its history. No text.
@@ -328,6 +337,7 @@ def _declared(meta: dict[str, Any]) -> dict[str, Any]:
         "record": RecordItem,
         "record_version": RecordVersionItem,
         "record_deleted": DeletedRecordItem,
+        "slot": SlotItem,
         "index_state": IndexStateItem,
     }
 

@@ -187,8 +187,12 @@ def slot_key(tenant: str, namespace: str, user_id: str | None, slot: str) -> Key
     the user's partition (a user's deletion takes it), or the namespace's for no user."""
     if user_id:
         return user_pk(tenant, namespace, user_id), sort_key("SLOT#", part(slot))
-    pk = f"T#{part(tenant)}#SLOTS#{part(namespace)}"
-    return pk, sort_key("SLOT#", part(slot))
+    return namespace_slots_pk(tenant, namespace), sort_key("SLOT#", part(slot))
+
+
+def namespace_slots_pk(tenant: str, namespace: str) -> str:
+    """The partition of the slots of a namespace's records of no user."""
+    return f"T#{part(tenant)}#SLOTS#{part(namespace)}"
 
 
 def records_by_hash(tenant: str, namespace: str, memory_hash: str) -> str:

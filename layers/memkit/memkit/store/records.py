@@ -385,20 +385,23 @@ class RecordTable:
             self._items.connection.client.transact_write_items(TransactItems=actions)
         return saved
 
-    @staticmethod
-    def _slot_action(tenant: str, table: str, slot: SlotClaim, record_id: str) -> dict[str, Any]:
+    def _slot_action(
+        self, tenant: str, table: str, slot: SlotClaim, record_id: str
+    ) -> dict[str, Any]:
         pk, sk = keys.slot_key(tenant, slot.namespace, slot.user_id, slot.key)
-        item: dict[str, Any] = {
-            "PK": {"S": pk},
-            "SK": {"S": sk},
-            "kind": {"S": "slot"},
-            "tenant": {"S": tenant},
-            "namespace": {"S": slot.namespace},
-            "slot": {"S": slot.key},
-            "current": {"S": record_id},
-        }
-        if slot.user_id is not None:
-            item["user_id"] = {"S": slot.user_id}
+        stamp = now_iso(self._clock())
+        item = self._items.slot(
+            pk,
+            sk,
+            tenant=tenant,
+            namespace=slot.namespace,
+            created_at=stamp,
+            updated_at=stamp,
+            slot=slot.key,
+            current=record_id,
+            user_id=slot.user_id,
+        ).serialize()
+        item.pop("version", None)  # the slot's condition is on who holds it
         if slot.held is None:
             condition: dict[str, Any] = {"ConditionExpression": "attribute_not_exists(PK)"}
         else:

@@ -124,6 +124,11 @@ class UserTable:
         now = self._clock()
         return table.revoke_keys_of(tenant, user_id, now_iso(now), now)
 
+    def delete_namespace_slots(self, tenant: str, namespace: str) -> int:
+        """Delete the slots of the namespace's records of no user; how many."""
+        pk = keys.namespace_slots_pk(tenant, namespace)
+        return self._delete_partition(pk, "delete slots")
+
     def delete_namespace_profiles(self, tenant: str, namespace: str) -> int:
         """Delete the profiles defined in the namespace; how many."""
         pk = keys.profiles_pk(tenant, namespace)

@@ -22,6 +22,7 @@ BENCHMARKS = (
     "reindex",
     "retrieval",
     "vector_filters",
+    "truth",
     "prompt",
     "ingest",
     "transfer",

@@ -56,6 +56,10 @@ RECORDS = 30
 # a search reads may grow with the memories of the user it searches.
 GROWTH = 300
 GROWTH_BATCH = 50
+# Changes that keep history (issue 28): edits of stored records (each keeps the version it
+# replaced) and facts written into one slot (each supersedes the current one).
+EDITS = 20
+SUPERSESSIONS = 20
 USER = "ada"
 # The tenant of every request on a stack without auth.
 TENANT = "default"
@@ -77,6 +81,8 @@ UNITS = {
     "records": "record",
     "growth": "record (batches of 50)",
     "searches_larger": "search",
+    "edits": "edit",
+    "supersessions": "fact written into a slot",
 }
 # The memories in the searched user's scope when each search phase runs.
 SCOPE_DOCS = {
@@ -117,15 +123,18 @@ class Run:
     cold_keyword: dict[str, float] = field(default_factory=dict)
     table_bytes_per_record: float = 0.0
     index_bytes_per_record: float = 0.0
+    # What the history a change keeps adds to the table (the version item), per change.
+    table_bytes_per_edit: float = 0.0
+    table_bytes_per_supersession: float = 0.0
     seconds: float = 0.0
 
 
-def _post(url: str, body: dict[str, Any], expect: int) -> None:
+def _post(url: str, body: dict[str, Any], expect: int, method: str = "POST") -> None:
     import httpx
 
-    answer = httpx.post(url, json=body, timeout=120)
+    answer = httpx.request(method, url, json=body, timeout=120)
     if answer.status_code != expect:
-        raise SystemExit(f"POST {url}: {answer.status_code} {answer.text[:500]}")
+        raise SystemExit(f"{method} {url}: {answer.status_code} {answer.text[:500]}")
 
 
 def _described(stack: Any) -> list[dict[str, Any]]:
@@ -284,8 +293,25 @@ def measure(backend: str, embedder: str) -> Run:
         _phase(run, "records", stack, meter_dir, RECORDS, records)
         run.table_bytes_per_record = (_table_bytes(stack) - table_before) / RECORDS
         run.index_bytes_per_record = (_index_bytes(stack) - index_before) / RECORDS
+
+        def edits() -> None:
+            for number in range(EDITS):
+                body = {"text": f"{record(number)['text']} (corrected)"}
+                _post(f"{stack.url}/v1/long-term-memory/r{number}", body, 200, "PATCH")
+
+        def supersessions() -> None:
+            for number in range(SUPERSESSIONS):
+                fact = {**record(RECORDS + GROWTH + number), "key": "home_city"}
+                _post(f"{stack.url}/v1/long-term-memory/", {"memories": [fact]}, 200)
+
+        table_before = _table_bytes(stack)
+        _phase(run, "edits", stack, meter_dir, EDITS, edits)
+        run.table_bytes_per_edit = (_table_bytes(stack) - table_before) / EDITS
         _phase(run, "growth", stack, meter_dir, GROWTH, grow)
         _phase(run, "searches_larger", stack, meter_dir, SEARCHES, searches)
+        table_before = _table_bytes(stack)
+        _phase(run, "supersessions", stack, meter_dir, SUPERSESSIONS, supersessions)
+        run.table_bytes_per_supersession = (_table_bytes(stack) - table_before) / SUPERSESSIONS
         if stack.vectors is not None:
             run.cold_keyword = _cold_keyword(stack)
     run.seconds = time.time() - started
@@ -337,6 +363,16 @@ def _report(run: Run) -> None:
             f"{run.cold_keyword['ms']:.0f} ms",
         )
     report(f"{prefix}.records.table_bytes", run.table_bytes_per_record, "bytes per record")
+    report(
+        f"{prefix}.edits.table_bytes",
+        run.table_bytes_per_edit,
+        "bytes per edit (the version it keeps; the text changed in place)",
+    )
+    report(
+        f"{prefix}.supersessions.table_bytes",
+        run.table_bytes_per_supersession,
+        "bytes per fact written into a slot (the new record, the old one's kept version)",
+    )
     report(
         f"{prefix}.records.index_bytes", run.index_bytes_per_record, "bytes per record (estimate)"
     )

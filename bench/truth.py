@@ -9,40 +9,49 @@ learns them (seeded: the same life every run):
 
 - each person has four facts on 1 January (home city, employer and job, favourite food,
   favourite drink), then moves, job changes and changes of taste on days of the year, and
-  CORRECTIONS corrections ("Correction: Ada moved to Munich, not Berlin"), each written a
+  CORRECTIONS corrections ("Correction: Ada moved to Porto, not to Oslo"), each written a
   few days after the fact it corrects and valid from the same day (the wrong one was never
   true);
-- each person's four facts are two chains of each kind, chosen by the seed: a slot chain
-  writes every record with its `key` (home_city, employer, food, drink), so memkit finds
-  what it supersedes; an explicit chain writes no key, and each record after the first
-  names the id it replaces in `supersedes` (the writer keeps the id);
+- the life is written twice, so that the two ways of superseding differ in nothing else
+  (half the records each): in namespace `slot` every record carries its `key` (home_city,
+  employer, food, drink) and memkit finds what it supersedes; in namespace `explicit` no
+  record has a key, and each one after a chain's first names the id it replaces in
+  `supersedes` (the writer keeps the ids). Ids are prefixed by the way ("slot-ada-food-2");
 - every record has its `valid_from` (and `event_date`) on the day it began to hold, and
   topics (so the curator has nothing to describe); the benchmark then waits until every
-  record's current version is indexed (GET: `indexing` "indexed"), never a fixed sleep.
+  record's current version is indexed (GET: `indexing` "indexed"), never a fixed sleep, and
+  counts the records whose `retired_at` disagrees with the script.
 
 Questions are phrased as a person would ask them ("Where does Ada live now?", "Who did Ada
 work for on 3 May 2025?") and sent to POST /v1/long-term-memory/search with `user_id`
-{"eq": ...}, limit 10 and otherwise the defaults (hybrid search, local embedder). Which record
-answers a question is known from the script, not from the API:
+{"eq": ...} and `namespace` {"eq": the way}, limit 10 and otherwise the defaults (hybrid
+search, local embedder). Which record answers a question is known from the script, never
+from the API:
 
 1. `now`: two phrasings per chain, the default search (current only); a hit is the chain's
-   last record. Reported for slot and for explicit chains apart.
+   last record. Reported for each way, with the same share for `current_only` false.
 2. `as_of`: a day inside each stretch of a chain's final history (noon, a day no record
    starts on; a corrected fact held for no time and has none), with `as_of` that day; a hit
-   is the record that held then.
-3. The `now` questions again with `current_only` false: the share where a record the chain
+   is the record that held then. Also counted: `as_of` searches that list another record of
+   the chain, or not the one valid then (target 0).
+3. The `now` questions with `current_only` false: the share where a record the chain
    superseded ranks above its current one (or the current one is missing), against the same
-   share in the default search, whose target is 0.
+   share in the default search, whose target is 0; and the default searches that list a
+   superseded record at all, or rank one first.
 4. Latency at the HTTP client, ROUNDS rounds of every question, each search interleaved with
    the same search with `current_only` false (no truth conditions at all), alternating which
    goes first: median and 95th percentile of the default and the `as_of` searches, the
    median of their unfiltered twins, and the ratios.
 
-It exits 1 if a default search ever ranks a superseded record first. How long a run takes,
-and what it measured, is in docs/benchmarks.md.
+It exits 1 if a default search ever ranks a superseded record first (by the script). With
+`--misses` it prints every question whose first hit is not its answer. How long a run
+takes, and what it measured, is in docs/benchmarks.md.
 
     python -m bench.truth [--engine auto|dynamodb-local|moto]
-                          [--vector-store opensearch|dynamodb]
+                          [--vector-store opensearch|dynamodb] [--misses]
+
+`--vector-store dynamodb` runs the same on VectorStore dynamodb (the stack's vector table
+behind its local stand-in); the figures are then prefixed `truth.dynamodb.`.
 """
 
 from __future__ import annotations

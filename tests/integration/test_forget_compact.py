@@ -95,6 +95,28 @@ def test_forget_deletes_the_records_and_then_their_vectors(world: MemoryWorld) -
     assert "new" in world.index_ids()
 
 
+def test_a_forgotten_record_takes_its_history_with_it(world: MemoryWorld) -> None:
+    # Given an old record edited (a version kept) and an old one a newer fact superseded
+    remember(
+        world,
+        record("old", created_at=days_ago(40)),
+        record("paris", "Ada lives in Paris", created_at=days_ago(40), key="home"),
+    )
+    assert world.api("PATCH", "/v1/long-term-memory/old", body={"pinned": False}).status == 200
+    remember(world, record("berlin", "Ada lives in Berlin", key="home"))
+    assert read(world, "paris")["superseded_by"] == "berlin"
+
+    # When a policy forgets what is older than 30 days
+    response = forget(world, {"max_age_days": 30}, dry_run="false")
+    world.settle()
+
+    # Then both are gone with their histories: nothing is left to read or restore
+    assert sorted(response.body["deleted_ids"]) == ["old", "paris"]
+    for record_id in ("old", "paris"):
+        assert world.api("GET", f"/v1/long-term-memory/{record_id}/history").status == 404
+    assert present(world, "old", "paris", "berlin") == {"berlin"}
+
+
 def test_forget_by_inactivity_reads_the_last_access(world: MemoryWorld) -> None:
     remember(
         world,

@@ -158,3 +158,29 @@ def test_progress_is_drawn_on_a_terminal_and_nothing_is_written_when_piped() -> 
             bar.show({"messages": 5, "failed": 0})
     assert piped.getvalue() == ""
     assert "import:" in terminal.getvalue()  # the bar (tqdm redraws it at most 10 times a second)
+
+
+def test_records_that_supersede_others_are_imported_after_the_records_they_name() -> None:
+    from memkit_dev.transfer.importer import superseding_last
+
+    def entry(rid: str, *named: str) -> Entry:
+        return Entry(f"record {rid}", {"kind": "memory", "id": rid, "supersedes": list(named)})
+
+    # An export lists the newest first: c supersedes b, which superseded a; d stands alone
+    given = [entry("c", "b"), entry("d", "x"), entry("b", "a"), entry("a")]
+
+    ordered = [e.value["id"] for e in superseding_last(given)]
+
+    assert ordered.index("a") < ordered.index("b") < ordered.index("c")
+    assert sorted(ordered) == ["a", "b", "c", "d"]
+
+
+def test_a_cycle_of_supersessions_in_a_file_is_imported_once_each() -> None:
+    from memkit_dev.transfer.importer import superseding_last
+
+    given = [
+        Entry("1", {"kind": "memory", "id": "p", "supersedes": ["q"]}),
+        Entry("2", {"kind": "memory", "id": "q", "supersedes": ["p"]}),
+    ]
+
+    assert sorted(e.value["id"] for e in superseding_last(given)) == ["p", "q"]

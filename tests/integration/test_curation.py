@@ -78,7 +78,7 @@ class Curation:
         )
         chosen = model or self.model
         # As production wires it: an AgentCore memory's sessions run its strategies.
-        strategies = [strategy(store, long_term, chosen, self.policy.merge_distance)]
+        strategies = [strategy(store, long_term, chosen)]
         curator = Curator(
             store.curation, store.sessions, long_term, chosen, self.policy, strategies=strategies
         )
@@ -598,46 +598,166 @@ def test_an_extraction_cut_short_is_asked_again_in_halves(curation: Curation) ->
     assert {m["text"] for m in found["memories"]} == {"Ada works as a nurse", "Ada moved to Lisbon"}
 
 
-@pytest.mark.parametrize(("same", "records"), [("yes", 1), ("no", 2)])
-def test_a_close_fact_merges_only_when_the_model_confirms(
-    curation: Curation, same: str, records: int
-) -> None:
-    world = curation.world
-    stored = {
-        "id": "nurse",
-        "text": "Ada works as a nurse in Lisbon",
-        "user_id": "ada",
-        "topics": ["work"],
-    }
-    assert world.api("POST", "/v1/long-term-memory/", body={"memories": [stored]}).status == 200
-    world.settle()
-    _titled(world)
-    _say(world, "I'm a nurse here in Lisbon.", "Great!")
-    curation.curate()
-    close = {
-        "text": "Ada is a nurse in Lisbon",
-        "memory_type": "semantic",
-        "topics": ["health"],
-        "source_ids": ["m000"],
-    }
+def _decisions(*decisions: tuple[int, str, list[str]]) -> str:
+    """A curate answer: per fact (its number), the action and the memories it names."""
+    return json.dumps(
+        {"decisions": [{"fact": f, "action": a, "memories": m} for f, a, m in decisions]}
+    )
 
-    response = curation.work(model=_converse_model([json.dumps({"memories": [close]}), same]))
-    world.settle()
+
+def _current(world: MemoryWorld) -> dict[str, dict[str, Any]]:
+    """Ada's current long-term memories (not messages), by text."""
     found = world.api(
         "POST",
         "/v1/long-term-memory/search",
         body={"text": "", "user_id": {"eq": "ada"}, "memory_type": {"ne": "message"}},
     ).body
-    nurse = world.api("GET", "/v1/long-term-memory/nurse").body
+    return {m["text"]: m for m in found["memories"]}
+
+
+def _curate_one(
+    curation: Curation, stored: dict[str, Any], said: str, fact: str, decision: str
+) -> dict[str, Any]:
+    """Ada has `stored`; she says `said`; the model finds `fact` in it and decides, shown
+    `stored` as the one candidate (m1), `decision` (a recorded Converse answer). The
+    worker's answer."""
+    world = curation.world
+    body = {"memories": [{"user_id": "ada", "topics": ["home"], **stored}]}
+    assert world.api("POST", "/v1/long-term-memory/", body=body).status == 200
+    world.settle()
+    _titled(world)
+    _say(world, said, "Noted!")
+    curation.curate()
+    found = {"text": fact, "memory_type": "semantic", "topics": ["news"], "source_ids": ["m000"]}
+    answers = [json.dumps({"memories": [found]}), decision]
+    response = curation.work(model=_converse_model(answers))
+    world.settle()
+    return response
+
+
+def test_a_contradicting_fact_supersedes_the_one_it_contradicts(curation: Curation) -> None:
+    world = curation.world
+    paris = {"id": "paris", "text": "Ada lives in Paris", "key": "home_city"}
+
+    response = _curate_one(
+        curation,
+        paris,
+        "I moved to Berlin last month.",
+        "Ada lives in Berlin",
+        _decisions((1, "supersede", ["m1"])),
+    )
 
     assert response == {"batchItemFailures": []}
-    assert len(found["memories"]) == records
-    if same == "yes":  # one record, holding both
-        assert sorted(nurse["topics"]) == ["health", "work"]
-        assert nurse["extracted_from"] == ["m000"]
-        assert nurse["text"] == "Ada works as a nurse in Lisbon"
-    else:  # unrelated facts are never merged into one
-        assert nurse["topics"] == ["work"]
+    current = _current(world)
+    assert set(current) == {"Ada lives in Berlin"}  # Paris is no longer current ...
+    berlin = current["Ada lives in Berlin"]
+    assert berlin["supersedes"] == ["paris"]
+    assert berlin["key"] == "home_city"  # ... and Berlin holds its slot
+    assert berlin["extracted_from"] == ["m000"]
+    old = world.api("GET", "/v1/long-term-memory/paris").body  # kept, retired, linked
+    assert old["superseded_by"] == berlin["id"]
+    assert old["retired_at"] is not None
+    assert old["valid_until"] is not None
+    history = world.api("GET", "/v1/long-term-memory/paris/history").body
+    assert [v["change"] for v in history["versions"]][:1] == ["supersede"]
+    assert history["versions"][0]["by"] == "memkit"
+
+
+def test_a_refining_fact_supersedes_the_vaguer_one(curation: Curation) -> None:
+    world = curation.world
+    coffee = {"id": "coffee", "text": "Ada likes coffee"}
+
+    response = _curate_one(
+        curation,
+        coffee,
+        "Black coffee, no sugar, that's how I like it.",
+        "Ada likes her coffee black without sugar",
+        _decisions((1, "supersede", ["m1"])),
+    )
+
+    assert response == {"batchItemFailures": []}
+    assert set(_current(world)) == {"Ada likes her coffee black without sugar"}
+    assert world.api("GET", "/v1/long-term-memory/coffee").body["superseded_by"]
+
+
+def test_an_unrelated_fact_is_added_beside_the_candidate(curation: Curation) -> None:
+    world = curation.world
+    nurse = {"id": "nurse", "text": "Ada works as a nurse in Lisbon"}
+
+    response = _curate_one(
+        curation,
+        nurse,
+        "We adopted a cat called Miso.",
+        "Ada has a cat called Miso",
+        _decisions((1, "add", [])),
+    )
+
+    assert response == {"batchItemFailures": []}
+    assert set(_current(world)) == {"Ada works as a nurse in Lisbon", "Ada has a cat called Miso"}
+    assert world.api("GET", "/v1/long-term-memory/nurse").body["superseded_by"] is None
+
+
+def test_a_known_fact_is_skipped_and_its_memory_gains_the_evidence(curation: Curation) -> None:
+    world = curation.world
+    nurse = {"id": "nurse", "text": "Ada works as a nurse in Lisbon"}
+
+    response = _curate_one(
+        curation,
+        nurse,
+        "I'm a nurse here in Lisbon.",
+        "Ada is a nurse in Lisbon",
+        _decisions((1, "skip", ["m1"])),
+    )
+
+    assert response == {"batchItemFailures": []}
+    current = _current(world)
+    assert set(current) == {"Ada works as a nurse in Lisbon"}  # one record, holding both
+    assert sorted(current["Ada works as a nurse in Lisbon"]["topics"]) == ["home", "news"]
+    assert current["Ada works as a nurse in Lisbon"]["extracted_from"] == ["m000"]
+
+
+def test_one_answer_decides_each_fact_against_its_own_candidates(curation: Curation) -> None:
+    world = curation.world
+    paris = {"id": "paris", "text": "Ada lives in Paris", "user_id": "ada", "topics": ["home"]}
+    assert world.api("POST", "/v1/long-term-memory/", body={"memories": [paris]}).status == 200
+    world.settle()
+    _titled(world)
+    _say(world, "I moved to Berlin, and we adopted a cat.", "Lovely!")
+    curation.curate()
+    facts = [
+        {"text": "Ada lives in Berlin", "source_ids": ["m000"]},
+        {"text": "Ada has a cat", "source_ids": ["m000"]},
+    ]
+    # Paris is shown with each fact: m1 with the first, m2 with the second. A decision that
+    # names another fact's memory (m1 for fact 2) names nothing of its own: an add.
+    decided = _decisions((1, "supersede", ["m1"]), (2, "supersede", ["m1"]))
+
+    response = curation.work(model=_converse_model([json.dumps({"memories": facts}), decided]))
+    world.settle()
+
+    assert response == {"batchItemFailures": []}
+    assert set(_current(world)) == {"Ada lives in Berlin", "Ada has a cat"}
+
+
+def test_an_unusable_curation_answer_fails_the_job_and_keeps_the_turns_unread(
+    curation: Curation,
+) -> None:
+    world = curation.world
+    paris = {"id": "paris", "text": "Ada lives in Paris", "user_id": "ada", "topics": ["home"]}
+    assert world.api("POST", "/v1/long-term-memory/", body={"memories": [paris]}).status == 200
+    world.settle()
+    _titled(world)
+    _say(world, "I moved to Berlin.", "Lovely!")
+    curation.curate()
+    facts = json.dumps({"memories": [{"text": "Ada lives in Berlin", "source_ids": ["m000"]}]})
+
+    response = curation.work(model=_converse_model([facts, "I would rather not say."]))
+    world.settle()
+
+    assert len(response["batchItemFailures"]) == 1  # retried by the queue
+    assert set(_current(world)) == {"Ada lives in Paris"}
+    log = world.api("GET", f"{SESSION}/messages", query={"limit": 100}).body
+    assert {m.get("discrete_memory_extracted") for m in log["messages"]} != {"t"}
 
 
 # -- AgentCore: a memory's strategies run on its events (docs/agentcore.md "Extraction") -----
@@ -765,3 +885,41 @@ def test_an_agentcore_extraction_run_again_writes_no_second_record(curation: Cur
     assert [r["content"]["text"] for r in _retrieve(world, memory["id"], "/summaries/ada/s1")] == [
         "Ada is a nurse, she says."
     ]
+
+
+def test_an_agentcore_fact_that_contradicts_one_supersedes_it_and_retrieval_sees_the_new(
+    curation: Curation,
+) -> None:
+    world = curation.world
+    memory = _agentcore_memory(world)
+    _event(world, memory["id"], ("USER", "I live in Paris."))
+    curation.curate()
+    paris = json.dumps({"memories": [{"text": "Ada lives in Paris", "memory_type": "semantic"}]})
+    none = json.dumps({"memories": []})
+    curation.work(model=_converse_model([paris, none, "Ada lives in Paris."]))
+    world.settle()
+    (old,) = _retrieve(world, memory["id"], "/users/ada/facts")
+
+    # When a later event says she moved, and the model (shown Paris as m1) supersedes it
+    _event(world, memory["id"], ("USER", "I moved to Berlin last month."))
+    curation.curate()
+    berlin = json.dumps({"memories": [{"text": "Ada lives in Berlin", "memory_type": "semantic"}]})
+    answers = [berlin, _decisions((1, "supersede", ["m1"])), none, "Ada moved to Berlin.", "Home"]
+    response = curation.work(model=_converse_model(answers))
+    world.settle()
+
+    # Then retrieval and listing return Berlin only; Paris is kept, superseded by it
+    assert response == {"batchItemFailures": []}
+    found = _retrieve(world, memory["id"], "/users/ada/facts")
+    assert [r["content"]["text"] for r in found] == ["Ada lives in Berlin"]
+    listed = world.api(
+        "POST", f"/memories/{memory['id']}/memoryRecords", body={"namespace": "/users/ada/facts"}
+    )
+    assert [r["content"]["text"] for r in listed.body["memoryRecordSummaries"]] == [
+        "Ada lives in Berlin"
+    ]
+    kept = world.api(
+        "GET", f"/v1/long-term-memory/{old['memoryRecordId']}", query={"namespace": memory["id"]}
+    )
+    assert kept.status == 200, kept.body
+    assert kept.body["superseded_by"] == found[0]["memoryRecordId"]

@@ -10,7 +10,15 @@ import pytest
 from memkit.config import LLMSettings
 from memkit.handlers.wiring import memory_model_for
 from memkit.llm.local import LocalModel
-from memkit.llm.protocol import TITLE_MAX_CHARS, Description, Turn
+from memkit.llm.protocol import (
+    ADD,
+    TITLE_MAX_CHARS,
+    Candidate,
+    Decision,
+    Description,
+    Extracted,
+    Turn,
+)
 
 TURNS = (
     Turn(
@@ -172,6 +180,25 @@ def test_same_fact_is_exact_normalised_equality(
     model: LocalModel, first: str, second: str, same: bool
 ) -> None:
     assert model.same_fact(first, second) is same
+
+
+def test_local_curation_skips_word_for_word_repeats_and_never_supersedes(
+    model: LocalModel,
+) -> None:
+    facts = [
+        Extracted("The user lives in Berlin.", "semantic"),
+        Extracted("The user lives in Lisbon.", "semantic"),
+        Extracted("The user has a cat.", "semantic"),
+    ]
+    paris = Candidate("01PARIS", "The user lives in Paris.")
+    lisbon = Candidate("01LISBON", "the user lives in LISBON")
+
+    decisions = model.curate(facts, [[paris], [paris, lisbon], []])
+
+    # a contradiction needs a language model to tell: the local model adds it
+    assert decisions == [ADD, Decision("skip", ("01LISBON",)), ADD]
+    assert model.capabilities.curate is False
+    assert any("never supersedes" in note for note in model.capabilities.notes)
 
 
 def test_the_default_memory_model_is_the_local_one() -> None:

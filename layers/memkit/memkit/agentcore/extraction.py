@@ -20,9 +20,12 @@ and session) with the strategy's id, and marks the chunk read only then:
   summaryOverride: the summary). A self-managed strategy is AgentCore's to run: skipped.
 
 A fact's record id is derived from its memory, strategy, namespace and normalised text, so
-the same fact found again is the same record; a close one the model confirms says the same
-is not written again. A strategy the model cannot run (the local model finds no facts) is
-skipped; the job reports what it did.
+the same fact found again is the same record. Any other fact is consolidated, as AgentCore's
+own pipeline does: the model is shown the namespace's current records closest to it
+(MemoryModel.curate) and adds it, supersedes the records it contradicts or refines (kept,
+retired, their validity closed, so RetrieveMemoryRecords and ListMemoryRecords no longer
+return them), or skips it because one says it already. A strategy the model cannot run
+(the local model finds no facts) is skipped; the job reports what it did.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from memkit.agentcore.mapping import (
     Template,
@@ -41,11 +44,13 @@ from memkit.agentcore.mapping import (
 )
 from memkit.agentcore.models import MEMORY_ID_PATTERN, AgentMemory, MemoryStrategy, StrategyKind
 from memkit.agentcore.table import AgentCoreTable
+from memkit.errors import NotFound, ValidationFailed
 from memkit.llm.chunks import in_chunks
-from memkit.llm.protocol import Extracted, MemoryModel, Turn, fact_key
-from memkit.models.domain import Owner, SessionMeta, StoredMessage, StoredRecord
+from memkit.llm.protocol import Candidate, Extracted, MemoryModel, Turn, fact_key
+from memkit.models.domain import MEMKIT, Owner, SessionMeta, StoredMessage, StoredRecord
 from memkit.observability import logger, metrics
 from memkit.service.long_term import LongTermService
+from memkit.service.versions import Versions
 from memkit.store.curation import CurationTable
 from memkit.store.records import RecordTable
 from memkit.times import now_iso
@@ -56,6 +61,8 @@ MINED_ROLES = frozenset({"user", "assistant"})
 CHUNK = 40
 LIMIT = 400
 SUMMARY_WORDS = 300
+# The current records of a namespace an extracted fact is compared with.
+CANDIDATES = 3
 _MEMORY_ID = re.compile(MEMORY_ID_PATTERN)
 OVERRIDES: dict[str, StrategyKind] = {
     "semanticOverride": StrategyKind.SEMANTIC,
@@ -118,14 +125,13 @@ class StrategyExtraction:
         records: RecordTable,
         long_term: LongTermService,
         model: MemoryModel,
-        merge_distance: float = 0.15,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._memories = memories
         self._records = records
         self._long_term = long_term
         self._model = model
-        self._merge_distance = merge_distance
+        self._versions = Versions(records, clock)
         self._clock = clock
 
     def __call__(self, owner: Owner, meta: SessionMeta, log: CurationTable) -> str | None:
@@ -219,14 +225,24 @@ class StrategyExtraction:
         return findings
 
     def _write(self, owner: Owner, findings: list[Finding]) -> int:
-        """Write what was found: a fact unless its record exists, a summary over its last."""
+        """Write what was found: a fact unless its record exists, a summary over its last;
+        a fact that supersedes records in one transaction with them (a record it names
+        that is gone meanwhile is not superseded)."""
         facts = [f.record.id for f in findings if not f.replaces]
         stored = self._records.get_records(owner.tenant, facts) if facts else {}
         writes = {
             f.record.id: f.record for f in findings if f.replaces or f.record.id not in stored
         }
-        if writes:
-            self._records.put_records(owner.tenant, list(writes.values()))
+        plain = [record for record in writes.values() if not record.supersedes]
+        if plain:
+            self._records.put_records(owner.tenant, plain)
+        for record in writes.values():
+            if record.supersedes:
+                try:
+                    self._versions.write(owner.tenant, record, None, MEMKIT)
+                except (NotFound, ValidationFailed):
+                    alone = replace(record, supersedes=(), key=None)
+                    self._records.put_records(owner.tenant, [alone])
         return len(writes)
 
     def _namespaces(self, meta: SessionMeta, strategy: MemoryStrategy) -> list[str]:
@@ -256,23 +272,39 @@ class StrategyExtraction:
                 candidates.setdefault(
                     derived_record_id(*key, fact_key(fact.text)), (fact, namespace)
                 )
-        # The same fact found before is its record already; a close one, if the model says so.
+        # The same fact found before is its record already; the rest are curated against
+        # the namespace's current records closest to them (consolidation, as AgentCore's).
         stored = self._records.get_records(owner.tenant, list(candidates))
+        new = [(i, fact, space) for i, (fact, space) in candidates.items() if i not in stored]
+        close = [self._close(owner, meta, memory, space, fact) for _, fact, space in new]
+        decisions = self._model.curate(
+            [fact for _, fact, _ in new],
+            [[Candidate(r.id, r.text) for r in records] for records in close],
+        )
         findings = []
-        for record_id, (fact, namespace) in candidates.items():
-            if record_id in stored or self._known(owner, meta, memory, namespace, fact):
+        for (record_id, fact, namespace), records, decision in zip(
+            new, close, decisions, strict=True
+        ):
+            if decision.action == "skip":
                 continue
+            by_id = {r.id: r for r in records}
+            replaced = [by_id[t] for t in decision.targets if t in by_id]
+            if decision.action != "supersede":
+                replaced = []
             sources = [s for s in fact.source_ids if s in known] or sorted(known)
             record = self._record(
                 record_id, meta, memory, strategy, namespace, fact.text, kind, sources, turns
             )
+            if replaced:
+                slot = next((r.key for r in replaced if r.key), None)
+                record = replace(record, supersedes=tuple(r.id for r in replaced), key=slot)
             findings.append(Finding(record, replaces=False))
         return findings
 
-    def _known(
+    def _close(
         self, owner: Owner, meta: SessionMeta, memory: AgentMemory, namespace: str, fact: Extracted
-    ) -> bool:
-        """Whether the namespace holds a record the model confirms says the same thing."""
+    ) -> list[StoredRecord]:
+        """The namespace's current records closest to `fact` (CANDIDATES of them)."""
         conditions = scope_conditions(
             memory.memory_id,
             namespace=namespace,
@@ -280,12 +312,10 @@ class StrategyExtraction:
             strategy_id=None,
             user_id=meta.user_id,
         )
-        close, _ = self._long_term.matching(owner.tenant, conditions, query=fact.text, depth=1)
-        return any(
-            1.0 - match.score <= self._merge_distance
-            and self._model.same_fact(match.record.text, fact.text)
-            for match in close
+        close, _ = self._long_term.matching(
+            owner.tenant, conditions, query=fact.text, depth=CANDIDATES
         )
+        return [match.record for match in close]
 
     def _summaries(
         self,

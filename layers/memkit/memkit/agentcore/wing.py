@@ -107,15 +107,12 @@ def strategy(
     store: DynamoStore,
     long_term: LongTermService,
     model: MemoryModel,
-    merge_distance: float,
 ) -> StrategyExtraction:
     """The curator's extraction of AgentCore memories' sessions, by their strategies."""
     from memkit.agentcore.extraction import StrategyExtraction
     from memkit.agentcore.table import agentcore_table
 
-    return StrategyExtraction(
-        agentcore_table(store), store.records, long_term, model, merge_distance
-    )
+    return StrategyExtraction(agentcore_table(store), store.records, long_term, model)
 
 
 def deletion(

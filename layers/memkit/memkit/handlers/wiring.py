@@ -413,7 +413,7 @@ def production_curator() -> Curator:
     long_term = LongTermService(store.records, store.sessions, index, lambda: embedder)
     model = memory_model_for(settings, settings.region)
     policy = curation_policy(settings)
-    strategies = [strategy(store, long_term, model, policy.merge_distance)]
+    strategies = [strategy(store, long_term, model)]
     return Curator(store.curation, store.sessions, long_term, model, policy, strategies=strategies)
 
 

@@ -12,10 +12,12 @@ stream and queues jobs; the memory worker runs them with the configured MemoryMo
 - extract: debounced. Each write queues a job delayed by the quiet period, stamped with the
   session's `updated_at`; a job that finds a newer write does nothing (that write's own job
   follows). Messages not yet read for memories are given to the model by the session's
-  `long_term_memory_strategy`; what it finds becomes long-term records (`extracted_from`
-  the messages), deduplicated by content hash and then by similarity (merged into a close
-  existing record only when the model confirms they say the same thing), and the messages
-  are marked read only once what the model found in them is stored (an unusable answer
+  `long_term_memory_strategy`; each fact it finds is curated against the user's current
+  memories closest to it (MemoryModel.curate: added; superseding the memories it
+  contradicts or refines, which are kept, retired; or skipped because one says it already,
+  which gains the fact's sources; the local model only skips word-for-word repeats), stored
+  as a long-term record (`extracted_from` the messages, deduplicated by content hash), and
+  the messages are marked read only once what the model found in them is stored (an unusable answer
   fails the job, an answer cut short is asked again with half the turns). A job reads at
   most EXTRACT_LIMIT unread messages; a longer backlog continues with the next write's job.
   A system (or developer) message instructs the assistant: it is never given to the model as
@@ -28,14 +30,16 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
-from memkit.errors import NotFound, VersionConflict
+from memkit.errors import NotFound, ValidationFailed, VersionConflict
 from memkit.ids import new_ulid
 from memkit.llm.chunks import in_chunks
 from memkit.llm.protocol import (
+    Candidate,
     Extracted,
     MemoryModel,
     Strategy,
@@ -43,7 +47,13 @@ from memkit.llm.protocol import (
     fact_key,
 )
 from memkit.models.domain import Owner, SessionMeta, StoredMessage, StoredRecord, is_instruction
-from memkit.models.memory import CreateMemories, MemoryEdit, MemoryRecordIn, SearchRequest
+from memkit.models.memory import (
+    CreateMemories,
+    MemoryEdit,
+    MemoryHit,
+    MemoryRecordIn,
+    SearchRequest,
+)
 from memkit.models.users import JobKind as DeletionJobKind
 from memkit.observability import logger, metrics
 from memkit.store.changes import ItemChange, SessionValue, Value
@@ -65,6 +75,8 @@ MAX_DELAY_SECONDS = 900
 EXTRACT_CHUNK = 40
 EXTRACT_LIMIT = 400
 TITLE_TURNS = 6
+# The current memories an extracted fact is compared with (as Mem0's update step does).
+CANDIDATES = 3
 SAVE_ATTEMPTS = 5
 # Words a summary may take: about 0.75 words a token, of the share of the window it holds.
 WORDS_PER_TOKEN = 0.75
@@ -82,8 +94,6 @@ class Policy:
     keep: float = 0.4
     summary_share: float = 0.15
     quiet_seconds: int = 60
-    # Cosine distance under which an extracted memory may be the same as a stored one.
-    merge_distance: float = 0.15
     # Queue extraction at all (not with a model that cannot extract: no idle invocations),
     # and descriptions of new records (each one re-indexes its record).
     extract: bool = True
@@ -437,7 +447,6 @@ class Curator:
         if not self._model.capabilities.extract:
             return "unsupported"
         strategy, instructions = _strategy(meta.strategy)
-        found = 0
         pending = self._curation.unextracted_messages(owner, meta, EXTRACT_LIMIT)
         # The assistant's instructions say nothing about the user: read, never mined.
         said = [m for m in pending if not is_instruction(m.role)]
@@ -450,28 +459,61 @@ class Curator:
             return self._model.extract(_turns(chunk), strategy, instructions)
 
         def keep(chunk: list[StoredMessage], memories: list[Extracted]) -> None:
-            nonlocal found
+            fresh = []
             for memory in memories:
                 key = fact_key(memory.text)
                 if key in kept:  # said twice in this job: once is enough
                     continue
                 kept.add(key)
-                found += self._keep(owner, meta, memory, chunk)
+                fresh.append(memory)
+            self._keep(owner, meta, fresh, chunk, tally)
             # Marked only once what the model found in them is stored.
             self._curation.mark_extracted(owner, meta, [m.id for m in chunk])
 
+        tally: Counter[str] = Counter()
         in_chunks(said, EXTRACT_CHUNK, ask, keep)
-        logger.info("extracted", extra={"messages": len(pending), "memories": found})
+        stored = tally["added"] + tally["superseding"]
+        logger.info("extracted", extra={"messages": len(pending), "memories": stored, **tally})
+        for outcome, count in tally.items():
+            metrics.add_metric(name=f"CurationFacts_{outcome}", unit="Count", value=count)
         return "extracted" if pending else "nothing new"
 
     def _keep(
-        self, owner: Owner, meta: SessionMeta, memory: Extracted, chunk: Sequence[StoredMessage]
-    ) -> int:
-        """Store one extracted memory unless the user has it: the same text (hash), or a
-        close one the model confirms says the same (merged into it). 1 if stored."""
+        self,
+        owner: Owner,
+        meta: SessionMeta,
+        memories: Sequence[Extracted],
+        chunk: Sequence[StoredMessage],
+        tally: Counter[str],
+    ) -> None:
+        """Store what the model found, curated: each fact's candidates are the user's
+        current memories closest to it (CANDIDATES, from the vector index); the model
+        decides whether it is new (added), replaces some of them (superseding them: they are
+        kept, retired, their validity closed), or is known (skipped: the memory that says it
+        gains the fact's topics, entities and sources)."""
+        if not memories:
+            return
+        candidates = [self._candidates(owner, meta, memory) for memory in memories]
+        decisions = self._model.curate(
+            memories, [[Candidate(hit.id, hit.text) for hit in hits] for hits in candidates]
+        )
         known = {m.id for m in chunk}
-        sources = [s for s in memory.source_ids if s in known] or [m.id for m in chunk]
-        close = self._long_term.search(
+        for memory, hits, decision in zip(memories, candidates, decisions, strict=True):
+            sources = [s for s in memory.source_ids if s in known] or [m.id for m in chunk]
+            by_id = {hit.id: hit for hit in hits}
+            targets = [by_id[t] for t in decision.targets if t in by_id]
+            if decision.action == "skip" and targets:
+                if self._merge(owner, targets[0], memory, sources):
+                    tally["skipped"] += 1
+                    continue
+                targets = []
+            replaced = targets if decision.action == "supersede" else []
+            stored = self._store(owner, meta, memory, sources, replaced)
+            tally["superseding" if replaced and stored else "added" if stored else "known"] += 1
+
+    def _candidates(self, owner: Owner, meta: SessionMeta, memory: Extracted) -> list[MemoryHit]:
+        """The user's (else the session's) current memories closest to `memory`."""
+        return self._long_term.search(
             owner.tenant,
             SearchRequest(
                 text=memory.text,
@@ -480,23 +522,39 @@ class Curator:
                 user_id={"eq": meta.user_id} if meta.user_id else None,
                 session_id={"eq": meta.session_id} if not meta.user_id else None,
                 memory_type={"ne": "message"},
-                distance_threshold=self._policy.merge_distance,
-                limit=1,
+                limit=CANDIDATES,
             ),
             access=False,  # memkit's own look, not a use of the memory
-        )
-        for hit in close.memories:
-            if self._model.same_fact(hit.text, memory.text):
-                self._long_term.edit(
-                    owner.tenant,
-                    hit.id,
-                    MemoryEdit(
-                        topics=sorted({*hit.topics, *memory.topics}),
-                        entities=sorted({*hit.entities, *memory.entities}),
-                        extracted_from=sorted({*hit.extracted_from, *sources}),
-                    ),
-                )
-                return 0
+        ).memories
+
+    def _merge(self, owner: Owner, hit: MemoryHit, memory: Extracted, sources: list[str]) -> bool:
+        """The fact's topics, entities and sources added to the memory that says it already
+        (False: that memory is gone)."""
+        try:
+            self._long_term.edit(
+                owner.tenant,
+                hit.id,
+                MemoryEdit(
+                    topics=sorted({*hit.topics, *memory.topics}),
+                    entities=sorted({*hit.entities, *memory.entities}),
+                    extracted_from=sorted({*hit.extracted_from, *sources}),
+                ),
+            )
+        except NotFound:
+            return False
+        return True
+
+    def _store(
+        self,
+        owner: Owner,
+        meta: SessionMeta,
+        memory: Extracted,
+        sources: list[str],
+        replaced: Sequence[MemoryHit],
+    ) -> bool:
+        """Write the fact as a new record, superseding `replaced` (it takes the slot of the
+        first that has one); unless the user has its text already (content hash). A record
+        it would supersede that is gone or changed hands meanwhile is not superseded."""
         record = MemoryRecordIn(
             id=new_ulid(),
             text=memory.text,
@@ -509,11 +567,18 @@ class Curator:
             namespace=meta.namespace,
             extracted_from=sources,
             discrete_memory_extracted="t",
+            key=next((hit.key for hit in replaced if hit.key), None),
+            supersedes=[hit.id for hit in replaced] or None,
         )
-        ack = self._long_term.create(
-            owner.tenant, CreateMemories(memories=[record], deduplicate=True)
-        )
-        return 1 if record.id in ack.created else 0
+        body = CreateMemories(memories=[record], deduplicate=True)
+        try:
+            ack = self._long_term.create(owner.tenant, body)
+        except (NotFound, ValidationFailed):
+            if not replaced:
+                raise
+            plain = record.model_copy(update={"supersedes": None, "key": None})
+            ack = self._long_term.create(owner.tenant, CreateMemories(memories=[plain]))
+        return record.id in ack.created
 
 
 def _newest_within(messages: Sequence[StoredMessage], budget: int) -> list[StoredMessage]:

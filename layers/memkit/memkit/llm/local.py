@@ -14,13 +14,17 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from memkit.llm.protocol import (
+    ADD,
+    Candidate,
     Capabilities,
+    Decision,
     Description,
     Extracted,
     Strategy,
     Turn,
     clean_title,
     fact_key,
+    obvious,
 )
 
 MODEL_ID = "local-extractive-v1"
@@ -80,12 +84,15 @@ class LocalModel:
             title=True,
             describe=True,
             judge=False,
+            curate=False,
             notes=(
                 "summaries are extractive: sentences of the input chosen by word-frequency "
                 "centrality, never new text",
                 "extract finds nothing: finding facts needs a language model "
                 "(MEMKIT_LLM_PROVIDER=bedrock)",
                 "same_fact is exact equality of normalised text: paraphrases are not merged",
+                "curate skips a fact a candidate says word for word and adds the rest: it "
+                "never supersedes (only a record's key, its slot, does that without a model)",
                 "title is the first user sentence; topics are frequent words, entities are "
                 "capitalised names and ISO dates",
             ),
@@ -163,6 +170,14 @@ class LocalModel:
     def same_fact(self, first: str, second: str) -> bool:
         """Exact equality of normalised text (case, punctuation and spacing ignored)."""
         return bool(fact_key(first)) and fact_key(first) == fact_key(second)
+
+    def curate(
+        self, facts: Sequence[Extracted], candidates: Sequence[Sequence[Candidate]]
+    ) -> list[Decision]:
+        """Skip a fact a candidate says word for word (normalised text); add the rest. Telling
+        a contradiction from a second fact needs a language model, so nothing is superseded
+        here: slots (a record's `key`) supersede at write time without one."""
+        return [obvious(fact, found) or ADD for fact, found in zip(facts, candidates, strict=True)]
 
 
 def _sentences(text: str) -> list[str]:

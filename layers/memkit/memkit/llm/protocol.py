@@ -47,6 +47,30 @@ class Extracted:
 
 
 @dataclass(frozen=True)
+class Candidate:
+    """A current stored memory an extracted fact may be about: its record id and text."""
+
+    id: str
+    text: str
+
+
+Action = Literal["add", "supersede", "skip"]
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What curation does with an extracted fact, given its candidates: `add` it as a new
+    memory; `supersede` the `targets` (the fact replaces them: it contradicts or refines
+    them); `skip` it (the `targets` say it already, and keep it as evidence)."""
+
+    action: Action
+    targets: tuple[str, ...] = ()
+
+
+ADD = Decision("add")
+
+
+@dataclass(frozen=True)
 class Description:
     """What a text is about: `topics` in lowercase, `entities` (people, places,
     organisations, products, dates) as the text writes them."""
@@ -60,7 +84,9 @@ class Capabilities:
     """What a provider can honestly do (the local one cannot find facts, say).
 
     `judge` is whether `same_fact` recognises the same fact in other words; without it,
-    `same_fact` is exact equality of normalised text. `notes` say how each task is done.
+    `same_fact` is exact equality of normalised text. `curate` is whether `curate` can tell
+    a contradiction or a refinement (supersede) from a new fact; without it, it only skips
+    what a candidate says word for word. `notes` say how each task is done.
     """
 
     summarize: bool = True
@@ -68,6 +94,7 @@ class Capabilities:
     title: bool = True
     describe: bool = True
     judge: bool = True
+    curate: bool = True
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
@@ -129,6 +156,25 @@ class MemoryModel(Protocol):
         """Whether two memories say the same thing (a merge needs a yes; anything unclear
         is a no, so unrelated facts are never merged)."""
         ...
+
+    def curate(
+        self, facts: Sequence[Extracted], candidates: Sequence[Sequence[Candidate]]
+    ) -> list[Decision]:
+        """One Decision per fact, in order: add, supersede or skip, given the fact's
+        `candidates` (the user's current memories that may be about the same thing). A
+        decision names only its own fact's candidates; anything unclear is an add, so a
+        fact is never lost and never retires a memory on a guess."""
+        ...
+
+
+def obvious(fact: Extracted, candidates: Sequence[Candidate]) -> Decision | None:
+    """The decision no model is needed for: no candidates (add), or a candidate that says
+    the fact word for word (skip it, keeping that one); None when it takes judgement."""
+    if not candidates:
+        return ADD
+    key = fact_key(fact.text)
+    same = [c.id for c in candidates if key and fact_key(c.text) == key]
+    return Decision("skip", (same[0],)) if same else None
 
 
 def clean_title(text: str) -> str:

@@ -19,8 +19,7 @@ MAX_BUDGET = 10_000_000
 MAX_PINNED_IDS = 1_000
 # How many records one forget or compact request may look at.
 MAX_SCAN = 5_000
-# How close a near duplicate is (vector distance): the curator's merge distance
-# (curation.Policy.merge_distance).
+# How close a near duplicate is (vector distance).
 DEFAULT_NEAR_DISTANCE = 0.15
 
 Days = Annotated[float, Field(strict=True, ge=0, le=MAX_DAYS, allow_inf_nan=False)]
